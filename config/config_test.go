@@ -1,0 +1,169 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func load(t *testing.T, name, body string, vars map[string]string) (*Config, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Load(p, Options{LookupEnv: env(vars), WorkDir: dir})
+}
+
+func TestLoadShapes(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"vscode", `{"servers": {"b": {"command": "x"}, "a": {"type": "stdio", "command": "y", "args": ["1"]}}}`},
+		{"claude", `{"mcpServers": {"b": {"command": "x"}, "a": {"command": "y", "args": ["1"]}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := load(t, "mcp.json", tc.body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(cfg.Names(), ","); got != "b,a" {
+				t.Errorf("servers in file order: got %s, want b,a", got)
+			}
+			a := cfg.Server("a")
+			if a.Command != "y" || len(a.Args) != 1 || a.Type != "stdio" {
+				t.Errorf("server a = %+v", a)
+			}
+			if a.StartupTimeout != DefaultStartupTimeout {
+				t.Errorf("default startup timeout = %v", a.StartupTimeout)
+			}
+			if a.Cwd != cfg.Dir {
+				t.Errorf("default cwd %q, want project dir %q", a.Cwd, cfg.Dir)
+			}
+			if a.Source != "mcp.json:1:37" && a.Source != "mcp.json:1:40" {
+				t.Errorf("source = %s", a.Source)
+			}
+		})
+	}
+}
+
+func TestLoadVSCodeProjectDir(t *testing.T) {
+	cfg, err := load(t, ".vscode/mcp.json", `{"servers": {"a": {"command": "x", "cwd": "sub"}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(cfg.Dir) == ".vscode" {
+		t.Errorf("project dir should be the parent of .vscode, got %s", cfg.Dir)
+	}
+	if want := filepath.Join(cfg.Dir, "sub"); cfg.Server("a").Cwd != want {
+		t.Errorf("cwd = %s, want %s", cfg.Server("a").Cwd, want)
+	}
+}
+
+func TestExpansion(t *testing.T) {
+	body := `{"servers": {"a": {
+  "command": "${BIN}",
+  "args": ["${env:ARG}", "${MISSING:-dflt}", "${EMPTY:-dflt2}", "$$HOME", "$PLAIN", "${workspaceFolder}/x"],
+  "env": {"TOKEN": "Bearer ${TOKEN}"},
+  "cwd": "${DIR:-.}",
+  "startupTimeout": "1m30s"
+}}}`
+	cfg, err := load(t, "mcp.json", body, map[string]string{"BIN": "srv", "ARG": "one", "EMPTY": "", "TOKEN": "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Server("a")
+	want := []string{"one", "dflt", "dflt2", "$HOME", "$PLAIN", cfg.Dir + "/x"}
+	if a.Command != "srv" || strings.Join(a.Args, "|") != strings.Join(want, "|") {
+		t.Errorf("command %q args %q, want srv %q", a.Command, a.Args, want)
+	}
+	if a.Env["TOKEN"] != "Bearer s3cret" {
+		t.Errorf("env = %v", a.Env)
+	}
+	if a.StartupTimeout != 90*time.Second {
+		t.Errorf("startupTimeout = %v", a.StartupTimeout)
+	}
+	if a.Cwd != cfg.Dir {
+		t.Errorf("cwd = %s", a.Cwd)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string // each must appear in the error text
+		hint       string
+	}{
+		{"unset variable", "{\"servers\": {\"brave\": {\"command\": \"npx\",\n  \"env\": {\"KEY\": \"${BRAVE_API_KEY}\"}}}}",
+			[]string{"mcp.json:2:18: servers.brave.env.KEY: ${BRAVE_API_KEY} is not set"}, "export BRAVE_API_KEY"},
+		{"wrong type", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]}}}",
+			[]string{"mcp.json:4:19: servers.fs.args[1]: expected string, got number"}, ""},
+		{"unknown field", "{\"servers\": {\"fs\": {\"comand\": \"x\"}}}",
+			[]string{"mcp.json:1:21: servers.fs.comand: unknown field", "servers.fs.command: required, but missing"}, `did you mean "command"?`},
+		{"bad name", `{"servers": {"a.b": {"command": "x"}}}`, []string{"servers.a.b: invalid server name"}, ""},
+		{"duplicate", "{\"servers\": {\n\"a\": {\"command\": \"x\"},\n\"a\": {\"command\": \"y\"}}}",
+			[]string{"mcp.json:3:1: servers.a: duplicate server name \"a\" (first defined at 2:1)"}, ""},
+		{"syntax", "{\"servers\": {\n  \"a\": {\"command\": \"x\",}}}", []string{"mcp.json:2:24: invalid JSON"}, ""},
+		{"both keys", `{"servers": {"a": {"command": "x"}}, "mcpServers": {"b": {"command": "y"}}}`, []string{`both "servers" and "mcpServers"`}, "keep one"},
+		{"no servers", `{"servers": {}}`, []string{"no servers defined"}, ""},
+		{"unsupported type", `{"servers": {"a": {"type": "http", "command": "x"}}}`, []string{`servers.a.type: expected "stdio", got "http"`}, ""},
+		{"bad duration", `{"servers": {"a": {"command": "x", "startupTimeout": "soon"}}}`, []string{"servers.a.startupTimeout"}, ""},
+		{"input variable", `{"servers": {"a": {"command": "x", "env": {"K": "${input:key}"}}}}`, []string{"${input:key} cannot be resolved"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, "mcp.json", tc.body, map[string]string{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%s\ndoes not contain\n%s", err, w)
+				}
+			}
+			var h interface{ Hints() []string }
+			if tc.hint != "" {
+				if !errors.As(err, &h) || !strings.Contains(strings.Join(h.Hints(), "\n"), tc.hint) {
+					t.Errorf("hints of %v do not contain %q", err, tc.hint)
+				}
+			}
+		})
+	}
+}
+
+func TestSecretNotInError(t *testing.T) {
+	// A value that was expanded must not come back in an error about a
+	// neighbouring field.
+	_, err := load(t, "mcp.json", `{"servers": {"a": {"command": "x", "env": {"K": "${TOKEN}", "L": "${NOPE}"}}}}`, map[string]string{"TOKEN": "hunter2"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Find("", env(nil), dir); err == nil || !strings.Contains(err.Error(), "./mcp.json, ./.vscode/mcp.json, ./.mcp.json") {
+		t.Fatalf("err = %v", err)
+	}
+	os.MkdirAll(filepath.Join(dir, ".vscode"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".vscode", "mcp.json"), []byte("{}"), 0o644)
+	if p, _ := Find("", env(nil), dir); p != filepath.Join(dir, ".vscode", "mcp.json") {
+		t.Errorf("found %s, want .vscode/mcp.json before .mcp.json", p)
+	}
+	os.WriteFile(filepath.Join(dir, "other.json"), []byte("{}"), 0o644)
+	if p, _ := Find("", env(map[string]string{"MCPCTL_CONFIG": "other.json"}), dir); p != filepath.Join(dir, "other.json") {
+		t.Errorf("MCPCTL_CONFIG not honoured: %s", p)
+	}
+	if _, err := Find("missing.json", env(map[string]string{"MCPCTL_CONFIG": "other.json"}), dir); err == nil || !strings.Contains(err.Error(), "missing.json does not exist") {
+		t.Errorf("--config must win over MCPCTL_CONFIG and must exist: %v", err)
+	}
+}

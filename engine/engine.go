@@ -1,0 +1,265 @@
+// Package engine hosts MCP servers: it starts the servers a config lists,
+// keeps a client session to each (on the official MCP Go SDK), lists their
+// tools and routes calls to them by server.tool names.
+//
+// The same engine runs in-process for one-shot commands, inside the
+// background session that `mcpctl up` starts (see [Daemon]), and in any Go
+// program:
+//
+//	cfg, err := config.Load("mcp.json", config.Options{})
+//	...
+//	e := engine.New(cfg, nil)
+//	defer e.Close()
+//	if err := e.Start(ctx); err != nil { ... }
+//	res, err := e.CallTool(ctx, &engine.CallRequest{Name: "fs.read_file", Pairs: []string{"path=README.md"}})
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+)
+
+// Options tune an [Engine]. The zero value is usable; nil means defaults.
+type Options struct {
+	// Logger receives the engine's structured log; nil discards it.
+	Logger *slog.Logger
+	// LogDir holds one <server>.log per server with its stderr; empty
+	// keeps stderr only in memory (the last lines, for error messages).
+	LogDir string
+	// RequestTimeout bounds a call that sets no timeout. Default 60s.
+	RequestTimeout time.Duration
+	// ShutdownGrace is how long a server may take to exit after its stdin
+	// closes before it gets SIGTERM. Default 100ms.
+	ShutdownGrace time.Duration
+	// ShutdownTimeout is how long SIGTERM has before SIGKILL. Default 5s.
+	ShutdownTimeout time.Duration
+}
+
+// An Engine hosts the servers of one config. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	cfg     *config.Config
+	opts    Options
+	log     *slog.Logger
+	sdkLog  *slog.Logger
+	servers map[string]*server
+	order   []*server
+	tokens  atomic.Uint64
+}
+
+// New returns an engine for cfg; no server starts until [Engine.Start].
+func New(cfg *config.Config, opts *Options) *Engine {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 100 * time.Millisecond
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 5 * time.Second
+	}
+	e := &Engine{
+		cfg:     cfg,
+		opts:    o,
+		log:     o.Logger,
+		sdkLog:  o.Logger.With("component", "sdk"),
+		servers: map[string]*server{},
+	}
+	for _, sc := range cfg.Servers {
+		s := newServer(e, sc)
+		e.servers[sc.Name] = s
+		e.order = append(e.order, s)
+	}
+	return e
+}
+
+// Config returns the config the engine was made from.
+func (e *Engine) Config() *config.Config { return e.cfg }
+
+func (e *Engine) nextToken() string {
+	return fmt.Sprintf("mcpctl-%d-%d", os.Getpid(), e.tokens.Add(1))
+}
+
+func (e *Engine) lookup(name string) (*server, error) {
+	if s := e.servers[name]; s != nil {
+		return s, nil
+	}
+	return nil, unknownName("server", name, "", e.cfg.Names())
+}
+
+// Start starts the named servers, or all when none are named, in parallel
+// and all or nothing: when one fails, the others are stopped and the error
+// names every server that failed and why.
+func (e *Engine) Start(ctx context.Context, names ...string) error {
+	targets := e.order
+	if len(names) > 0 {
+		targets = nil
+		for _, n := range names {
+			s, err := e.lookup(n)
+			if err != nil {
+				return err
+			}
+			targets = append(targets, s)
+		}
+	}
+	// A command that cannot be found fails the start before anything runs.
+	var missing []*Error
+	for _, s := range targets {
+		if _, err := resolveCommand(s.cfg); err != nil {
+			var ee *Error
+			errors.As(err, &ee)
+			missing = append(missing, ee)
+		}
+	}
+	if len(missing) > 0 {
+		return combine(missing)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, s := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = s.start(sctx); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var failed []*Error
+	for _, err := range errs {
+		var ee *Error
+		if errors.As(err, &ee) {
+			failed = append(failed, ee)
+		}
+	}
+	if len(failed) == 0 {
+		if err := ctx.Err(); err != nil {
+			e.stopAll(targets)
+			return err
+		}
+		return nil
+	}
+	e.stopAll(targets)
+	return combine(failed)
+}
+
+// combine reports several start failures as one error, one line each.
+func combine(failed []*Error) error {
+	if len(failed) == 1 {
+		return failed[0]
+	}
+	msgs := make([]string, len(failed))
+	combined := &Error{Kind: KindUnavailable, Server: failed[0].Server}
+	for i, f := range failed {
+		msgs[i] = f.Error()
+		combined.Hint = append(combined.Hint, f.Hint...)
+	}
+	combined.Message = strings.Join(msgs, "\n")
+	return combined
+}
+
+func (e *Engine) stopAll(servers []*server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.stop() }()
+	}
+	wg.Wait()
+}
+
+// Close stops every server and waits until their processes are gone.
+// Close is idempotent.
+func (e *Engine) Close() error {
+	e.stopAll(e.order)
+	return nil
+}
+
+// Status reports every configured server, in config order.
+func (e *Engine) Status() []ServerStatus {
+	out := make([]ServerStatus, len(e.order))
+	for i, s := range e.order {
+		out[i] = s.status()
+	}
+	return out
+}
+
+// Tools lists tools. filter is "" for the tools of every ready server,
+// a server name for its tools, or server.tool for one tool.
+func (e *Engine) Tools(filter string) ([]*Tool, error) {
+	srvName, toolName, oneTool := strings.Cut(filter, ".")
+	if filter == "" {
+		var out []*Tool
+		for _, s := range e.order {
+			s.mu.Lock()
+			if s.state == StateReady || s.state == StateDegraded {
+				out = append(out, s.tools...)
+			}
+			s.mu.Unlock()
+		}
+		return out, nil
+	}
+	s, err := e.lookup(srvName)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateReady && s.state != StateDegraded {
+		return nil, s.unavailableLocked()
+	}
+	if !oneTool {
+		return append([]*Tool(nil), s.tools...), nil
+	}
+	if t := s.byName[toolName]; t != nil {
+		return []*Tool{t}, nil
+	}
+	known := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		known[i] = t.Name()
+	}
+	return nil, unknownName("tool", filter, s.cfg.Name, known)
+}
+
+// SplitName splits server.tool at the first dot (server names have none).
+func SplitName(name string) (server, tool string, err error) {
+	server, tool, ok := strings.Cut(name, ".")
+	if !ok || server == "" || tool == "" {
+		return "", "", errorf(KindUsage, "", "%q is not a server.tool name", name).
+			hint("name a tool as server.tool, e.g. everything.echo; list them with: mcpctl tools")
+	}
+	return server, tool, nil
+}
+
+// CallTool calls server.tool. Arguments are built from req, validated
+// against the tool's input schema and only then sent. A tool that reports
+// failure (isError) is a result, not an error.
+func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	srvName, toolName, err := SplitName(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(srvName)
+	if err != nil {
+		return nil, err
+	}
+	return s.call(ctx, toolName, req)
+}

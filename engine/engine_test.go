@@ -1,0 +1,357 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The test binary doubles as the fake MCP server.
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPCTL_TEST_FAKE") == "1" {
+		os.Exit(fakemcp.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeServer writes spec to a file and returns a config entry that runs the
+// test binary as the fake server.
+func fakeServer(t *testing.T, name string, spec fakemcp.Spec) *config.Server {
+	t.Helper()
+	dir := t.TempDir()
+	data, _ := json.Marshal(spec)
+	p := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	return &config.Server{
+		Name: name, Type: "stdio", Command: exe, Args: []string{p},
+		Env: map[string]string{"MCPCTL_TEST_FAKE": "1"}, Cwd: dir,
+		StartupTimeout: 10 * time.Second, Source: "test:1:1",
+	}
+}
+
+func newEngine(t *testing.T, servers ...*config.Server) *Engine {
+	t.Helper()
+	e := New(&config.Config{File: "mcp.json", Servers: servers}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+var schemaPinN = json.RawMessage(`{"type":"object","properties":{
+  "pin":{"type":"string"},"n":{"type":"integer"},"flag":{"type":"boolean"},"obj":{"type":"object"},
+  "mode":{"enum":["a","b"]},"any":{}},"required":["pin"],"additionalProperties":false}`)
+
+// alive reports whether pid is a live, non-zombie process.
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			pid, _ := strconv.Atoi(string(b))
+			return pid
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func TestToolsAllPagesLossless(t *testing.T) {
+	var tools []fakemcp.Tool
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		tools = append(tools, fakemcp.Tool{Name: n})
+	}
+	tools[2].Extra = map[string]json.RawMessage{"execution": json.RawMessage(`{"taskSupport":"required"}`)}
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{PageSize: 2, Tools: tools}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Tools("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range got {
+		names = append(names, tl.Name())
+	}
+	if strings.Join(names, ",") != "srv.a,srv.b,srv.c,srv.d,srv.e" {
+		t.Fatalf("tools = %v", names)
+	}
+	out, _ := json.Marshal(got[2])
+	if !strings.Contains(string(out), `"execution":{"taskSupport":"required"}`) || !strings.HasPrefix(string(out), `{"name":"srv.c","server":"srv","tool":"c"`) {
+		t.Errorf("tool JSON lost fields: %s", out)
+	}
+	var back Tool
+	if err := json.Unmarshal(out, &back); err != nil || back.Name() != "srv.c" || !strings.Contains(string(back.Raw()), `"name":"c"`) {
+		t.Errorf("round trip: %v %s", err, back.Raw())
+	}
+}
+
+func TestCallTypesPairsBySchema(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", InputSchema: schemaPinN}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{
+		Name:      "srv.echo",
+		Arguments: json.RawMessage(`{"n": 1, "any": 12345678901234567890}`),
+		Pairs:     []string{"pin=000123", "n=42", "flag=true", `obj:={"k":[1,2]}`, "mode=b", "any=007"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	json.Unmarshal(res.Result, &r)
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.Content[0].Text), &args); err != nil {
+		t.Fatalf("echo: %s", res.Result)
+	}
+	want := map[string]string{"pin": `"000123"`, "n": `42`, "flag": `true`, "obj": `{"k":[1,2]}`, "mode": `"b"`, "any": `"007"`}
+	for k, v := range want {
+		if string(args[k]) != v {
+			t.Errorf("%s = %s, want %s", k, args[k], v)
+		}
+	}
+}
+
+func TestCallValidatesBeforeSending(t *testing.T) {
+	dir := t.TempDir()
+	callLog := filepath.Join(dir, "calls.log")
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{CallLog: callLog, Tools: []fakemcp.Tool{{Name: "echo", InputSchema: schemaPinN}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pairs []string
+		want  string
+	}{
+		{[]string{"pin=1", "n=x"}, "n: expected integer, got string"},
+		{[]string{"n=1"}, "pin: required, but missing"},
+		{[]string{"pin=1", "mode=c"}, `mode: expected one of "a", "b", got "c"`},
+		{[]string{"pin=1", "nn=1"}, "nn: unknown field (did you mean n?)"},
+		{[]string{"pin"}, `argument "pin" is not key=value`},
+		{[]string{"pin:=x"}, "pin: \"x\" is not valid JSON"},
+	} {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: tc.pairs})
+		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want usage error containing %q", tc.pairs, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(callLog); err == nil {
+		t.Errorf("the server was called with invalid arguments")
+	}
+}
+
+func TestUnknownNames(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "everything", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "add"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "everythin.echo"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || len(ee.Candidates) == 0 || ee.Candidates[0] != "everything" {
+		t.Errorf("unknown server: %#v", err)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "everything.ecko"})
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || len(ee.Candidates) == 0 || ee.Candidates[0] != "everything.echo" {
+		t.Errorf("unknown tool: %#v", err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "echo"}); KindOf(err) != KindUsage {
+		t.Errorf("name without server: %v", err)
+	}
+}
+
+func TestResultsKeptAsSent(t *testing.T) {
+	raw := `{"content":[{"type":"video","uri":"x.mp4"},{"type":"text","text":"hi","annotations":{"audience":["user"]}}],"structuredContent":{"n":12345678901234567890},"_meta":{"k":"v"},"extraField":true}`
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{
+		{Name: "raw", Result: json.RawMessage(raw)},
+		{Name: "fail", Error: "it broke"},
+		{Name: "rpc", RPCError: &jsonrpcError{Code: -32001, Message: "boom"}},
+	}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Result) != raw || res.IsError {
+		t.Errorf("result changed:\n got %s\nwant %s", res.Result, raw)
+	}
+	res, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.fail"})
+	if err != nil || !res.IsError || !strings.Contains(string(res.Result), "it broke") {
+		t.Errorf("isError result: %v %+v", err, res)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.rpc"})
+	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "-32001: boom") {
+		t.Errorf("rpc error: %v", err)
+	}
+}
+
+func TestCallTimeoutKeepsServerUsable(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "20s"}, {Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 200})
+	if KindOf(err) != KindTimeout || time.Since(t0) > 5*time.Second {
+		t.Fatalf("err = %v after %v", err, time.Since(t0))
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Errorf("server unusable after a timeout: %v", err)
+	}
+}
+
+func TestCrashMidCall(t *testing.T) {
+	seven := 7
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "crash", Crash: &seven}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || !strings.Contains(ee.Message, "exited with code 7") {
+		t.Fatalf("err = %#v", err)
+	}
+	if !strings.Contains(strings.Join(ee.Stderr, "\n"), "crashing in crash") {
+		t.Errorf("stderr tail missing: %q", ee.Stderr)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Status()[0].State != StateUnavailable && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable || !strings.Contains(st.LastError, "exited with code 7") {
+		t.Errorf("status = %+v", st)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"}); KindOf(err) != KindUnavailable {
+		t.Errorf("call after crash: %v", err)
+	}
+}
+
+func TestStartAllOrNothing(t *testing.T) {
+	three := 3
+	dir := t.TempDir()
+	good := fakeServer(t, "good", fakemcp.Spec{PIDFile: filepath.Join(dir, "good.pid"), StartDelay: "200ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	bad := fakeServer(t, "bad", fakemcp.Spec{Stderr: []string{"fatal: no API key"}, Exit: &three})
+	e := newEngine(t, good, bad)
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Server != "bad" {
+		t.Fatalf("err = %#v", err)
+	}
+	for _, want := range []string{"server bad exited with code 3 during startup", "fatal: no API key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%s", want, err)
+		}
+	}
+	pid := readPID(t, filepath.Join(dir, "good.pid"))
+	if alive(pid) {
+		t.Errorf("server good (pid %d) still runs after a failed start", pid)
+	}
+	for _, st := range e.Status() {
+		if st.State == StateReady || st.PID != 0 {
+			t.Errorf("after a failed start: %+v", st)
+		}
+	}
+}
+
+func TestStartChecksCommandsFirst(t *testing.T) {
+	dir := t.TempDir()
+	good := fakeServer(t, "good", fakemcp.Spec{PIDFile: filepath.Join(dir, "good.pid")})
+	missing := &config.Server{Name: "gone", Command: "mcpctl-no-such-command", Cwd: dir, StartupTimeout: time.Second, Source: "mcp.json:9:5"}
+	e := newEngine(t, good, missing)
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Server != "gone" ||
+		ee.Message != "server gone: command not found: mcpctl-no-such-command" || !strings.Contains(strings.Join(ee.Hint, "\n"), "mcp.json:9:5") {
+		t.Fatalf("err = %#v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "good.pid")); err == nil {
+		t.Errorf("server good was started although another server's command is missing")
+	}
+}
+
+func TestStartupTimeout(t *testing.T) {
+	s := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "20s", Stderr: []string{"warming up"}})
+	s.StartupTimeout = 300 * time.Millisecond
+	e := newEngine(t, s)
+	t0 := time.Now()
+	err := e.Start(ctx(t))
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "did not finish starting within 300ms") || !strings.Contains(err.Error(), "warming up") {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(t0) > 5*time.Second {
+		t.Errorf("took %v", time.Since(t0))
+	}
+}
+
+func TestStdoutBannerSkipped(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "noisy", fakemcp.Spec{Stdout: []string{"Starting server...", "{not json"}, Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "noisy.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseStopsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	stubborn := fakeServer(t, "stubborn", fakemcp.Spec{
+		IgnoreStdinEOF: true, IgnoreSIGTERM: true,
+		PIDFile: filepath.Join(dir, "s.pid"), ChildPIDFile: filepath.Join(dir, "s.child"),
+	})
+	nodeLike := fakeServer(t, "nodelike", fakemcp.Spec{
+		IgnoreStdinEOF: true, PIDFile: filepath.Join(dir, "n.pid"), ChildPIDFile: filepath.Join(dir, "n.child"),
+	})
+	e := New(&config.Config{Servers: []*config.Server{stubborn, nodeLike}}, &Options{ShutdownTimeout: 300 * time.Millisecond})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range []string{"s.pid", "s.child", "n.pid", "n.child"} {
+		pids = append(pids, readPID(t, filepath.Join(dir, f)))
+	}
+	e.Close()
+	for i, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d (%d) survived Close", i, pid)
+		}
+	}
+	for _, st := range e.Status() {
+		if st.State != StateStopped {
+			t.Errorf("%s is %s after Close", st.Name, st.State)
+		}
+	}
+}
+
+type jsonrpcError = jsonrpc.Error

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/schemas"
+)
+
+// A Kind classifies an [Error] by what the caller should do about it. The
+// CLI maps each kind to one exit code.
+type Kind string
+
+const (
+	// KindUsage: the request itself is wrong (unknown server or tool,
+	// arguments that break the tool's schema). Fix the request.
+	KindUsage Kind = "usage"
+	// KindUnavailable: a server could not start or is gone.
+	KindUnavailable Kind = "unavailable"
+	// KindTimeout: a server did not answer in time.
+	KindTimeout Kind = "timeout"
+	// KindProtocol: a server answered with a JSON-RPC error or broke the
+	// protocol.
+	KindProtocol Kind = "protocol"
+	// KindNoSession: no session answers on the socket.
+	KindNoSession Kind = "no_session"
+	// KindInternal: a bug or an environment problem in mcpctl itself.
+	KindInternal Kind = "internal"
+)
+
+// An Error is a failure the engine explains: what went wrong, for which
+// server, and what to try. It travels unchanged from the session to the CLI.
+type Error struct {
+	Kind    Kind   `json:"code"`
+	Message string `json:"message"`
+	Server  string `json:"server,omitempty"`
+	// Hint lines say what to try.
+	Hint []string `json:"hints,omitempty"`
+	// Violations lists what was wrong with tool arguments (KindUsage).
+	Violations []schemas.Violation `json:"violations,omitempty"`
+	// Candidates lists the names a misspelt one may have meant.
+	Candidates []string `json:"candidates,omitempty"`
+	// Stderr holds the last lines a server wrote to stderr, when they
+	// explain a failure.
+	Stderr []string `json:"stderr,omitempty"`
+
+	err error
+}
+
+func (e *Error) Error() string {
+	if len(e.Stderr) == 0 {
+		return e.Message
+	}
+	var b strings.Builder
+	b.WriteString(e.Message)
+	b.WriteString("\nlast stderr lines of ")
+	b.WriteString(e.Server)
+	b.WriteString(":")
+	for _, l := range e.Stderr {
+		b.WriteString("\n  ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Hints implements the hint convention of mcpctl's error printer.
+func (e *Error) Hints() []string { return e.Hint }
+
+// ErrNoSession is returned by a [Client] when no session answers on its
+// socket. Check with errors.Is.
+var ErrNoSession = &Error{Kind: KindNoSession, Message: "no session is running"}
+
+// Is makes errors.Is(err, ErrNoSession) match any no-session error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t == ErrNoSession && e.Kind == KindNoSession
+}
+
+func errorf(kind Kind, server, format string, args ...any) *Error {
+	return &Error{Kind: kind, Server: server, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) hint(format string, args ...any) *Error {
+	e.Hint = append(e.Hint, fmt.Sprintf(format, args...))
+	return e
+}
+
+func (e *Error) wrap(err error) *Error {
+	e.err = err
+	return e
+}
+
+// KindOf returns the kind of err, or "" when err is not an engine error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return ""
+}
+
+// unknownName builds the error for a server or tool name that does not
+// exist, with did-you-mean candidates.
+func unknownName(what, name, server string, known []string) *Error {
+	e := errorf(KindUsage, server, "unknown %s %s", what, name)
+	e.Candidates = schemas.Closest(name, known)
+	switch {
+	case len(e.Candidates) == 1:
+		e.hint("did you mean %s?", e.Candidates[0])
+	case len(e.Candidates) > 1:
+		e.hint("did you mean one of: %s?", strings.Join(e.Candidates, ", "))
+	case len(known) > 0 && len(known) <= 12:
+		e.hint("known %ss: %s", what, strings.Join(known, ", "))
+	}
+	return e
+}

@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+)
+
+// A process is one stdio server's operating-system process, in a process
+// group of its own so that stopping it also stops what it started (npx
+// starts npm, which starts sh, which starts node).
+type process struct {
+	server string
+	cmd    *exec.Cmd
+	pgid   int
+	stdin  *os.File // our end of the server's stdin
+	stdout *os.File // our end of the server's stdout
+	tail   *lineTail
+
+	done     chan struct{} // closed once the leader is reaped
+	exitErr  error
+	exitedAt time.Time
+	stderrWG sync.WaitGroup
+}
+
+// startProcess starts the server's command. Its stderr goes, line by line,
+// to logPath (when set) and to a tail kept for error messages.
+func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*process, error) {
+	path, err := resolveCommand(s)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
+		return nil, errorf(KindUnavailable, s.Name, "server %s: working directory %s does not exist", s.Name, s.Cwd).
+			hint("fix cwd of server %s (%s)", s.Name, s.Source)
+	}
+	// The child's ends of three pipes. They are *os.File, so exec hands
+	// them over as they are and cmd.Wait never waits on a copying
+	// goroutine that a grandchild holding the pipe could block forever.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        append([]string{s.Command}, s.Args...),
+		Env:         mergeEnv(os.Environ(), s.Env),
+		Dir:         s.Cwd,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: sysProcAttr(),
+	}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, startError(s, err)
+	}
+	p := &process{
+		server: s.Name,
+		cmd:    cmd,
+		pgid:   cmd.Process.Pid,
+		stdin:  inW,
+		stdout: outR,
+		tail:   newLineTail(20),
+		done:   make(chan struct{}),
+	}
+	var logFile *os.File
+	if logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
+			logFile, _ = os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+		if logFile != nil {
+			fmt.Fprintf(logFile, "--- mcpctl: %s started server %s (pid %d): %s\n",
+				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Command)
+		}
+	}
+	p.stderrWG.Add(1)
+	go p.drainStderr(errR, logFile)
+	go func() {
+		p.exitErr = cmd.Wait()
+		p.exitedAt = time.Now()
+		close(p.done)
+		logger.Debug("server process exited", "server", s.Name, "pid", cmd.Process.Pid, "status", exitDescription(p.exitErr))
+	}()
+	return p, nil
+}
+
+func (p *process) drainStderr(r *os.File, logFile *os.File) {
+	defer p.stderrWG.Done()
+	defer r.Close()
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	br := bufio.NewReaderSize(r, 64*1024)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if logFile != nil {
+				logFile.Write(line)
+				if line[len(line)-1] != '\n' {
+					logFile.Write([]byte{'\n'})
+				}
+			}
+			p.tail.add(string(bytes.TrimRight(line, "\r\n")))
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exited reports whether the leader process has been reaped.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process the way the MCP spec asks: close stdin, give it a
+// short grace to exit, SIGTERM the whole group, SIGKILL it after timeout.
+// The leader is always reaped; the rest of the group is signalled until
+// none of it is left (they are reparented, so init reaps them).
+func (p *process) stop(grace, timeout time.Duration) {
+	p.stdin.Close()
+	if !waitDone(p.done, grace) {
+		signalGroup(p.pgid, syscall.SIGTERM)
+		if !waitDone(p.done, timeout) {
+			signalGroup(p.pgid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	// The leader is gone; what it started may not be.
+	if groupAlive(p.pgid) {
+		signalGroup(p.pgid, syscall.SIGTERM)
+		deadline := time.Now().Add(timeout)
+		for groupAlive(p.pgid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if groupAlive(p.pgid) {
+			signalGroup(p.pgid, syscall.SIGKILL)
+		}
+	}
+	p.stdout.Close()
+	p.stderrWaitBounded(time.Second)
+}
+
+// stderrWaitBounded waits for the stderr reader to see EOF, so the log holds
+// the server's last words, but never long: a stray grandchild in another
+// process group could hold the pipe open.
+func (p *process) stderrWaitBounded(d time.Duration) {
+	ch := make(chan struct{})
+	go func() { p.stderrWG.Wait(); close(ch) }()
+	waitDone(ch, d)
+}
+
+func waitDone(ch <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exitDescription says how a process ended: "exited with code 3",
+// "killed by signal terminated".
+func exitDescription(err error) string {
+	if err == nil {
+		return "exited with code 0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with code %d", ee.ExitCode())
+	}
+	return err.Error()
+}
+
+// resolveCommand finds the server's program the way a shell would, but on
+// the PATH the server itself will get.
+func resolveCommand(s *config.Server) (string, error) {
+	notFound := func() error {
+		return errorf(KindUnavailable, s.Name, "server %s: command not found: %s", s.Name, s.Command).
+			hint("install %s or fix command of server %s (%s)", s.Command, s.Name, s.Source)
+	}
+	if strings.ContainsRune(s.Command, '/') {
+		p := s.Command
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Cwd, p)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", notFound()
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", errorf(KindUnavailable, s.Name, "server %s: %s is not executable", s.Name, s.Command).
+				hint("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Command)
+		}
+		return p, nil
+	}
+	pathEnv, ok := s.Env["PATH"]
+	if !ok {
+		pathEnv = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.Cwd, dir)
+		}
+		p := filepath.Join(dir, s.Command)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", notFound()
+}
+
+func startError(s *config.Server, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Command).wrap(err)
+	}
+	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %v", s.Name, s.Command, err).wrap(err)
+}
+
+// mergeEnv returns base with overrides applied (later keys win, as exec
+// would otherwise keep the first).
+func mergeEnv(base []string, overrides map[string]string) []string {
+	if len(overrides) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(overrides))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := overrides[k]; !over {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range overrides {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// A lineTail keeps the last n lines written to it.
+type lineTail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func newLineTail(n int) *lineTail { return &lineTail{n: n} }
+
+func (t *lineTail) add(line string) {
+	if len(line) > 500 {
+		line = line[:500] + "…"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
+	}
+}
+
+func (t *lineTail) last(n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n > len(t.lines) {
+		n = len(t.lines)
+	}
+	return append([]string(nil), t.lines[len(t.lines)-n:]...)
+}
+
+// jsonLines passes through only the lines of r that are JSON values and
+// reports the others to skip. The MCP spec forbids anything else on stdout,
+// but real servers print banners there, and one such line would otherwise
+// end the session.
+type jsonLines struct {
+	r    *bufio.Reader
+	c    io.Closer
+	buf  []byte
+	skip func(line []byte)
+}
+
+func newJSONLines(rc io.ReadCloser, skip func([]byte)) *jsonLines {
+	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
+}
+
+func (j *jsonLines) Read(p []byte) (int, error) {
+	for len(j.buf) == 0 {
+		line, err := j.r.ReadBytes('\n')
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+				j.buf = append(t, '\n')
+			} else if j.skip != nil {
+				j.skip(t)
+			}
+		}
+		if err != nil {
+			if len(j.buf) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, j.buf)
+	j.buf = j.buf[n:]
+	return n, nil
+}
+
+func (j *jsonLines) Close() error { return j.c.Close() }

@@ -1,0 +1,307 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mcpctl/mcpctl/schemas"
+)
+
+// A Tool is one tool of one server, kept exactly as the server listed it
+// (fields the SDK does not model, such as execution, included).
+type Tool struct {
+	// Server is the server's name in the config.
+	Server string
+	// Tool is the tool's own name.
+	Tool string
+	// raw is the tool object as the server sent it.
+	raw json.RawMessage
+
+	schemaOnce sync.Once
+	schema     *schemas.Schema
+	schemaErr  error
+}
+
+// Name is the address of the tool: server.tool.
+func (t *Tool) Name() string { return t.Server + "." + t.Tool }
+
+// Raw returns the tool object as the server sent it.
+func (t *Tool) Raw() json.RawMessage { return t.raw }
+
+// Field returns one top-level field of the tool object (inputSchema,
+// description, annotations, execution, ...), or nil.
+func (t *Tool) Field(name string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(t.raw, &m) != nil {
+		return nil
+	}
+	return m[name]
+}
+
+// Description returns the tool's description, or "".
+func (t *Tool) Description() string {
+	var s string
+	json.Unmarshal(t.Field("description"), &s)
+	return s
+}
+
+// MarshalJSON writes the server's tool object with name set to server.tool,
+// plus "server" and "tool". Keys after those three are sorted.
+func (t *Tool) MarshalJSON() ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(t.raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "name")
+	delete(m, "server")
+	delete(m, "tool")
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	name, _ := json.Marshal(t.Name())
+	srv, _ := json.Marshal(t.Server)
+	tool, _ := json.Marshal(t.Tool)
+	fmt.Fprintf(&b, `{"name":%s,"server":%s,"tool":%s`, name, srv, tool)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		b.WriteByte(',')
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(m[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote (the session's wire form).
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(m["server"], &t.Server); err != nil {
+		return fmt.Errorf("tool without server: %w", err)
+	}
+	if err := json.Unmarshal(m["tool"], &t.Tool); err != nil {
+		return fmt.Errorf("tool without name: %w", err)
+	}
+	delete(m, "server")
+	delete(m, "tool")
+	m["name"], _ = json.Marshal(t.Tool)
+	raw, err := json.Marshal(m)
+	t.raw = raw
+	return err
+}
+
+func newTool(server string, raw json.RawMessage) (*Tool, error) {
+	var head struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.Name == "" {
+		return nil, fmt.Errorf("tool without a name: %s", truncate(string(raw), 200))
+	}
+	return &Tool{Server: server, Tool: head.Name, raw: append(json.RawMessage(nil), raw...)}, nil
+}
+
+// compiled returns the tool's compiled input schema. A schema the validator
+// cannot compile (a draft it does not know, a remote $ref, an ECMA-only
+// regex) yields nil: the call then goes out unchecked instead of refused.
+func (t *Tool) compiled() (*schemas.Schema, error) {
+	t.schemaOnce.Do(func() {
+		raw := t.Field("inputSchema")
+		if len(raw) == 0 || string(raw) == "null" {
+			return
+		}
+		t.schema, t.schemaErr = schemas.Compile(raw)
+	})
+	return t.schema, t.schemaErr
+}
+
+// propertyTypes returns the JSON types the input schema allows for a
+// top-level property: from type, or from the values of enum and const, or
+// from the branches of anyOf and oneOf. Nil means nothing is known.
+func (t *Tool) propertyTypes(name string) []string {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(t.Field("inputSchema"), &schema) != nil {
+		return nil
+	}
+	return schemaTypes(schema.Properties[name], 0)
+}
+
+func schemaTypes(raw json.RawMessage, depth int) []string {
+	if len(raw) == 0 || depth > 4 {
+		return nil
+	}
+	var s struct {
+		Type  json.RawMessage   `json:"type"`
+		Enum  []json.RawMessage `json:"enum"`
+		Const json.RawMessage   `json:"const"`
+		AnyOf []json.RawMessage `json:"anyOf"`
+		OneOf []json.RawMessage `json:"oneOf"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(s.Type, &one) == nil && one != "" {
+		return []string{one}
+	}
+	var many []string
+	if json.Unmarshal(s.Type, &many) == nil && len(many) > 0 {
+		return many
+	}
+	values := s.Enum
+	if len(s.Const) > 0 {
+		values = append(values, s.Const)
+	}
+	var out []string
+	for _, v := range values {
+		out = append(out, jsonType(v))
+	}
+	for _, b := range append(s.AnyOf, s.OneOf...) {
+		out = append(out, schemaTypes(b, depth+1)...)
+	}
+	return out
+}
+
+func jsonType(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return ""
+	}
+	switch v[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func hasType(types []string, want ...string) bool {
+	for _, t := range types {
+		for _, w := range want {
+			if t == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// buildArguments merges the base arguments object with key=value and
+// key:=json pairs. A key=value value is typed by the tool's input schema:
+// it stays a string when the property allows strings (or nothing is known
+// about it), and becomes a number, boolean, null, object or array only when
+// the schema asks for one and the text parses as one.
+func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(base)) > 0 {
+		if jsonType(base) != "object" || json.Unmarshal(base, &args) != nil {
+			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", truncate(string(base), 80)).
+				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)
+		}
+	}
+	for _, p := range pairs {
+		key, val, isJSON, ok := splitPair(p)
+		if !ok {
+			return nil, errorf(KindUsage, t.Server, "argument %q is not key=value or key:=json", p).
+				hint("write key=value for text typed by the tool's schema, key:=json for raw JSON")
+		}
+		if isJSON {
+			if !json.Valid([]byte(val)) {
+				return nil, errorf(KindUsage, t.Server, "argument %s: %q is not valid JSON", key, truncate(val, 80)).
+					hint(`key:= takes JSON: quote strings (key:='"text"'), or use key=value`)
+			}
+			args[key] = json.RawMessage(val)
+			continue
+		}
+		args[key] = typedValue(val, t.propertyTypes(key))
+	}
+	return json.Marshal(args)
+}
+
+func splitPair(p string) (key, val string, isJSON, ok bool) {
+	i := strings.IndexByte(p, '=')
+	if i <= 0 {
+		return "", "", false, false
+	}
+	key, val = p[:i], p[i+1:]
+	if strings.HasSuffix(key, ":") {
+		key, isJSON = strings.TrimSuffix(key, ":"), true
+	}
+	return key, val, isJSON, key != ""
+}
+
+func typedValue(val string, types []string) json.RawMessage {
+	str, _ := json.Marshal(val)
+	if len(types) == 0 || hasType(types, "string") {
+		return str
+	}
+	v := strings.TrimSpace(val)
+	switch {
+	case hasType(types, "integer", "number") && jsonType(json.RawMessage(v)) == "number" && json.Valid([]byte(v)):
+		return json.RawMessage(v)
+	case hasType(types, "boolean") && (v == "true" || v == "false"):
+		return json.RawMessage(v)
+	case hasType(types, "null") && v == "null":
+		return json.RawMessage(v)
+	case hasType(types, "object", "array") && json.Valid([]byte(v)) && hasType(types, jsonType(json.RawMessage(v))):
+		return json.RawMessage(v)
+	}
+	// Leave it a string; validation will say what the tool expected.
+	return str
+}
+
+// validate checks arguments against the tool's input schema before the
+// server sees them.
+func (t *Tool) validate(args json.RawMessage) error {
+	schema, _ := t.compiled()
+	if schema == nil {
+		return nil
+	}
+	inst, err := schemas.Decode(args)
+	if err != nil {
+		return errorf(KindUsage, t.Server, "arguments are not valid JSON: %v", err)
+	}
+	vs := schema.Validate(inst)
+	if len(vs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(vs))
+	for i, v := range vs {
+		field := v.Field()
+		if field == "" {
+			field = "arguments"
+		}
+		lines[i] = field + ": " + v.Message
+		if len(v.Suggest) > 0 {
+			lines[i] += fmt.Sprintf(" (did you mean %s?)", v.Suggest[0])
+		}
+	}
+	e := errorf(KindUsage, t.Server, "invalid arguments for %s: %s", t.Name(), strings.Join(lines, "; "))
+	e.Violations = vs
+	return e.hint("see the tool's input schema: mcpctl tools %s", t.Name())
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,163 @@
+// Package output is the one place mcpctl renders results: JSON (indented on
+// a terminal, compact in a pipe), jq filters through gojq, tables and plain
+// text for people, and errors as text or one JSON object.
+//
+// Commands hand it plain Go values; they never format for themselves.
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/itchyny/gojq"
+)
+
+// A Format is what the user asked for on the command line.
+type Format struct {
+	// JSON forces JSON even on a terminal (--json).
+	JSON bool
+	// JQ is a jq filter applied to the JSON form of the result (--jq).
+	JQ string
+	// Raw prints string results of the jq filter without quotes (-r).
+	Raw bool
+	// TTY says stdout is a terminal.
+	TTY bool
+}
+
+// A Printer writes results to one writer in one format.
+type Printer struct {
+	out io.Writer
+	f   Format
+	jq  *gojq.Code
+}
+
+// New returns a Printer. A jq filter is compiled here, before any work is
+// done, so a typo in --jq never costs a tool call.
+func New(out io.Writer, f Format) (*Printer, error) {
+	p := &Printer{out: out, f: f}
+	if f.JQ != "" {
+		q, err := gojq.Parse(f.JQ)
+		if err != nil {
+			return nil, jqParseError(f.JQ, err)
+		}
+		code, err := gojq.Compile(q)
+		if err != nil {
+			return nil, &JQError{Msg: fmt.Sprintf("invalid --jq filter: %v", err)}
+		}
+		p.jq = code
+	}
+	return p, nil
+}
+
+// JSONMode reports whether results are printed as JSON: when stdout is not a
+// terminal, or --json or --jq was given.
+func (p *Printer) JSONMode() bool { return p.f.JSON || p.f.JQ != "" || !p.f.TTY }
+
+// TTY reports whether stdout is a terminal.
+func (p *Printer) TTY() bool { return p.f.TTY }
+
+// Print writes v as JSON (through the jq filter, if any) in JSON mode, and
+// calls human otherwise. A nil human always prints JSON.
+func (p *Printer) Print(v any, human func(io.Writer) error) error {
+	if human != nil && !p.JSONMode() {
+		return human(p.out)
+	}
+	data, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if p.jq != nil {
+		return p.runJQ(data)
+	}
+	if p.f.TTY {
+		var b bytes.Buffer
+		if err := json.Indent(&b, data, "", "  "); err != nil {
+			return err
+		}
+		data = b.Bytes()
+	}
+	data = append(data, '\n')
+	_, err = p.out.Write(data)
+	return err
+}
+
+// marshal encodes without HTML escaping: results are read by people and jq,
+// not embedded in web pages.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func (p *Printer) runJQ(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers stay exact through the filter
+	var in any
+	if err := dec.Decode(&in); err != nil {
+		return err
+	}
+	iter := p.jq.Run(in)
+	var b bytes.Buffer
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, isErr := v.(error); isErr {
+			if h, halt := err.(*gojq.HaltError); halt && h.Value() == nil {
+				break
+			}
+			p.out.Write(b.Bytes())
+			return &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err)}
+		}
+		if s, isStr := v.(string); isStr && p.f.Raw {
+			b.WriteString(s)
+			b.WriteByte('\n')
+			continue
+		}
+		enc, err := gojq.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if p.f.TTY {
+			var ib bytes.Buffer
+			if json.Indent(&ib, enc, "", "  ") == nil {
+				enc = ib.Bytes()
+			}
+		}
+		b.Write(enc)
+		b.WriteByte('\n')
+	}
+	_, err := p.out.Write(b.Bytes())
+	return err
+}
+
+// A JQError is a --jq filter that does not parse or fails on the data. It is
+// a usage error.
+type JQError struct {
+	Msg   string
+	Caret []string // the filter and a caret under the problem, if known
+}
+
+func (e *JQError) Error() string { return e.Msg }
+
+// Hints implements the hint convention of mcpctl's error printer.
+func (e *JQError) Hints() []string { return e.Caret }
+
+func jqParseError(src string, err error) error {
+	je := &JQError{Msg: fmt.Sprintf("invalid --jq filter: %v", err)}
+	if pe, ok := err.(interface{ Token() (string, int) }); ok {
+		_, off := pe.Token()
+		if off >= 0 && off <= len(src) && !strings.Contains(src, "\n") {
+			je.Caret = []string{"  " + src, "  " + strings.Repeat(" ", off) + "^"}
+		}
+	}
+	return je
+}
