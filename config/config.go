@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/schemas"
@@ -133,7 +134,9 @@ type Options struct {
 	WorkDir string
 }
 
-var configSchema = schemas.MustCompile(schemas.ConfigJSON)
+// configSchema compiles on first use: a warm `mcpctl call` never loads a
+// config, and compiling costs milliseconds.
+var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
 
 // Load reads, checks and expands the config file at path.
 func Load(path string, opts Options) (*Config, error) {
@@ -219,7 +222,7 @@ func (p *parser) parse(cfg *Config) error {
 	if err != nil {
 		return &Error{File: p.file, Msg: "invalid JSON: " + err.Error()}
 	}
-	for _, v := range configSchema.Validate(doc) {
+	for _, v := range configSchema().Validate(doc) {
 		hint := ""
 		if len(v.Suggest) > 0 {
 			hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])

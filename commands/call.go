@@ -1,0 +1,170 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+type callOptions struct {
+	name    string
+	pairs   []string
+	args    string
+	timeout time.Duration
+}
+
+func newCallCmd(env *Env) *cli.Command {
+	var opts callOptions
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "Call a tool with arguments",
+		ArgsUsage: "SERVER.TOOL [KEY=VALUE | KEY:=JSON]...",
+		Description: `Calls a tool and prints its result: the text on a terminal, the whole MCP
+result as JSON otherwise (every content block, structuredContent, _meta).
+
+Arguments:
+  key=value      text, typed by the tool's input schema: a string property
+                 stays a string (pin=000123 keeps its zeros), a number,
+                 boolean, object or array property is parsed as one
+  key:=json      raw JSON (n:=5, tags:='["a","b"]', s:='"text"')
+  key=@file      the file's content as the value; key:=@file reads JSON
+  key=\@x        a value that starts with @
+  --args JSON    a JSON object of arguments, or @FILE, or - for stdin;
+                 key=value pairs are applied over it
+
+Arguments are checked against the tool's input schema before the server sees
+them; a violation exits 2 naming the property and the rule. A result the tool
+marks as an error (isError) is printed and exits 1.
+
+  mcpctl call everything.echo message=hi
+  mcpctl call filesystem.read_text_file path=README.md --jq -r '.content[0].text'
+  mcpctl call everything.get-sum a:=2 b:=3
+  echo '{"message": "hi"}' | mcpctl call everything.echo --args -`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "args", Usage: "arguments as a JSON object, @FILE or - (stdin)", Destination: &opts.args},
+			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default 60s); the server is told to cancel", Destination: &opts.timeout},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return usagef("call needs a tool: mcpctl call SERVER.TOOL [KEY=VALUE]...", "list the tools with: mcpctl tools")
+			}
+			opts.name = cmd.Args().First()
+			opts.pairs = cmd.Args().Tail()
+			return runCall(ctx, env, opts)
+		},
+	}
+}
+
+func runCall(ctx context.Context, env *Env, opts callOptions) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	if _, _, err := engine.SplitName(opts.name); err != nil {
+		return err
+	}
+	req := &engine.CallRequest{Name: opts.name}
+	if opts.timeout < 0 {
+		return usagef("--timeout must be positive")
+	}
+	if opts.timeout > 0 {
+		req.TimeoutMs = opts.timeout.Milliseconds()
+	}
+	if req.Arguments, err = readArgsFlag(env, opts.args); err != nil {
+		return err
+	}
+	if req.Pairs, err = resolvePairFiles(env, opts.pairs); err != nil {
+		return err
+	}
+	var res *engine.CallResult
+	err = env.withHost(ctx, serverOf(opts.name), func(h host) error {
+		res, err = h.CallTool(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) }); err != nil {
+		return err
+	}
+	if res.IsError {
+		return &toolError{name: opts.name}
+	}
+	return nil
+}
+
+// readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.
+func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
+	var data []byte
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "-":
+		b, err := io.ReadAll(env.In)
+		if err != nil {
+			return nil, fmt.Errorf("reading arguments from stdin: %w", err)
+		}
+		data = b
+	case strings.HasPrefix(v, "@"):
+		b, err := os.ReadFile(env.abs(v[1:]))
+		if err != nil {
+			return nil, usagef(fmt.Sprintf("--args %s: %v", v, unwrapPathError(err)))
+		}
+		data = b
+	default:
+		data = []byte(v)
+	}
+	if !json.Valid(data) {
+		return nil, usagef("--args is not valid JSON", `pass a JSON object, e.g. --args '{"path": "README.md"}'`)
+	}
+	return data, nil
+}
+
+// resolvePairFiles replaces key=@file and key:=@file with the file's
+// content, and key=\@x with the literal key=@x. Files are read here, by the
+// CLI, because paths are the user's, not the session's.
+func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		k, v, found := strings.Cut(p, "=")
+		switch {
+		case !found:
+			out[i] = p
+		case strings.HasPrefix(v, `\@`):
+			out[i] = k + "=" + v[1:]
+		case strings.HasPrefix(v, "@") && len(v) > 1:
+			data, err := os.ReadFile(env.abs(v[1:]))
+			if err != nil {
+				return nil, usagef(fmt.Sprintf("argument %s: %v", strings.TrimSuffix(k, ":"), unwrapPathError(err)),
+					`to pass a value that starts with @, write key=\@value`)
+			}
+			out[i] = k + "=" + string(data)
+		default:
+			out[i] = p
+		}
+	}
+	return out, nil
+}
+
+func (env *Env) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(env.WorkDir, p)
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}

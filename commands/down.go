@@ -1,0 +1,63 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/urfave/cli/v3"
+)
+
+func newDownCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "down",
+		Usage: "Stop the session and all its servers",
+		Description: `Stops every server of the session (close stdin, SIGTERM, then SIGKILL to each
+server's whole process group) and then the session itself, and removes its
+socket. With no session running it says so and exits 0.
+
+  mcpctl down
+  mcpctl -c examples/mcp.json down`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("down takes no arguments")
+			}
+			return runDown(ctx, env)
+		},
+	}
+}
+
+func runDown(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	client, sess, err := env.client()
+	if err != nil {
+		return err
+	}
+	st, err := client.Shutdown(ctx)
+	if errors.Is(err, engine.ErrNoSession) {
+		env.note("no session is running for %s", env.cfgPath)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The servers are stopped; wait for the session process to let go of
+	// its lock and socket, so a following `up` starts cleanly.
+	deadline := time.Now().Add(10 * time.Second)
+	for sess.Running() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := os.Stat(sess.Socket); err == nil && !sess.Running() {
+		os.Remove(sess.Socket)
+	}
+	return p.Print(st, func(w io.Writer) error {
+		env.note("session %s stopped (%d servers)", st.Session.Name, len(st.Servers))
+		return nil
+	})
+}

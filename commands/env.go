@@ -1,0 +1,134 @@
+package commands
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"golang.org/x/term"
+)
+
+// An Env is what every command works with: its streams, its environment and
+// the global flags. It replaces package-level state, so the whole CLI can run
+// in-process, many times, in tests.
+type Env struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// StdoutTTY and StderrTTY say whether the streams are terminals
+	// (MCPCTL_FORCE_TTY=1 forces both, for tests of the terminal layout).
+	StdoutTTY bool
+	StderrTTY bool
+	LookupEnv func(string) (string, bool)
+	WorkDir   string
+
+	// Global flags.
+	configFlag  string
+	sessionFlag string
+	format      output.Format
+
+	printer *output.Printer
+	cfgPath string
+}
+
+func newEnv(in io.Reader, out, errOut io.Writer) *Env {
+	env := &Env{In: in, Out: out, ErrOut: errOut, LookupEnv: os.LookupEnv}
+	env.WorkDir, _ = os.Getwd()
+	env.StdoutTTY = isTerminal(out)
+	env.StderrTTY = isTerminal(errOut)
+	if v, _ := env.LookupEnv("MCPCTL_FORCE_TTY"); v == "1" {
+		env.StdoutTTY, env.StderrTTY = true, true
+	}
+	return env
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (env *Env) getenv(k string) string {
+	v, _ := env.LookupEnv(k)
+	return v
+}
+
+// Printer returns the result printer, compiling --jq on first use.
+func (env *Env) Printer() (*output.Printer, error) {
+	if env.printer == nil {
+		f := env.format
+		f.TTY = env.StdoutTTY
+		p, err := output.New(env.Out, f)
+		if err != nil {
+			return nil, err
+		}
+		env.printer = p
+	}
+	return env.printer, nil
+}
+
+// jsonErrors says whether errors are printed as one JSON object: in JSON
+// mode, that is when stdout is not a terminal or --json or --jq was given.
+func (env *Env) jsonErrors() bool {
+	return env.format.JSON || env.format.JQ != "" || !env.StdoutTTY
+}
+
+// note writes a diagnostic for people to stderr.
+func (env *Env) note(format string, args ...any) { output.Note(env.ErrOut, format, args...) }
+
+// configPath finds the config file (--config, $MCPCTL_CONFIG, ./mcp.json,
+// ./.vscode/mcp.json, ./.mcp.json) and returns its canonical path.
+func (env *Env) configPath() (string, error) {
+	if env.cfgPath != "" {
+		return env.cfgPath, nil
+	}
+	p, err := config.Find(env.configFlag, env.LookupEnv, env.WorkDir)
+	if err != nil {
+		return "", err
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	env.cfgPath = p
+	return p, nil
+}
+
+// loadConfig reads and checks the config file.
+func (env *Env) loadConfig() (*config.Config, error) {
+	p, err := env.configPath()
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(p, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+}
+
+// session names the session of the config file (or --session).
+func (env *Env) session() (*engine.Session, error) {
+	p, err := env.configPath()
+	if err != nil {
+		return nil, err
+	}
+	name := env.sessionFlag
+	if name == "" {
+		name = env.getenv("MCPCTL_SESSION")
+	}
+	return engine.SessionFor(p, name, env.getenv)
+}
+
+// client returns a client for the session; it does not check that one runs.
+func (env *Env) client() (*engine.Client, *engine.Session, error) {
+	sess, err := env.session()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &engine.Client{Socket: sess.Socket, OnVersionMismatch: func(v string) {
+		env.note("warning: the session runs mcpctl %s, this is mcpctl %s", v, engine.Version())
+		env.note("hint: restart it to use this version: mcpctl down && mcpctl up")
+	}}
+	return c, sess, nil
+}

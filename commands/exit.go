@@ -1,0 +1,102 @@
+package commands
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+)
+
+// Exit codes. This table is the contract with scripts; the README and the
+// man page repeat it.
+const (
+	exitOK          = 0   // success
+	exitToolError   = 1   // the tool, prompt or resource answered with an error (or mcpctl failed unexpectedly)
+	exitUsage       = 2   // bad command line, arguments or config
+	exitUnavailable = 3   // a server is unavailable or failed to start
+	exitTimeout     = 4   // a server did not answer in time
+	exitProtocol    = 5   // a server answered with a protocol error
+	exitNoSession   = 6   // no session runs where one is required
+	exitInterrupted = 130 // interrupted (Ctrl-C)
+)
+
+var exitOfKind = map[engine.Kind]int{
+	engine.KindUsage:       exitUsage,
+	engine.KindUnavailable: exitUnavailable,
+	engine.KindTimeout:     exitTimeout,
+	engine.KindProtocol:    exitProtocol,
+	engine.KindNoSession:   exitNoSession,
+	engine.KindInternal:    exitToolError,
+}
+
+// A usageError is a mistake on the command line.
+type usageError struct {
+	msg   string
+	hints []string
+}
+
+func (e *usageError) Error() string   { return e.msg }
+func (e *usageError) Hints() []string { return e.hints }
+
+func usagef(msg string, hints ...string) error { return &usageError{msg: msg, hints: hints} }
+
+// A toolError is a result the tool itself marked as failed (isError). The
+// result is printed; the exit code says it failed.
+type toolError struct{ name string }
+
+func (e *toolError) Error() string { return e.name + " reported an error (isError)" }
+
+// errorInfo is the one place an error becomes an exit code and the text or
+// JSON the user sees.
+func errorInfo(err error) output.ErrorInfo {
+	info := output.ErrorInfo{Code: "error", ExitCode: exitToolError, Message: err.Error()}
+	var hinter interface{ Hints() []string }
+	if errors.As(err, &hinter) {
+		info.Hints = hinter.Hints()
+	}
+	var (
+		ee    *engine.Error
+		ue    *usageError
+		te    *toolError
+		je    *output.JQError
+		ce    *config.Error
+		ces   config.Errors
+		cnf   *config.NotFoundError
+		codes = func(code string, exit int) { info.Code, info.ExitCode = code, exit }
+	)
+	switch {
+	case errors.As(err, &te):
+		codes("tool_error", exitToolError)
+	case errors.As(err, &ee):
+		codes(string(ee.Kind), exitOfKind[ee.Kind])
+		if info.ExitCode == 0 {
+			info.ExitCode = exitToolError
+		}
+		info.Server = ee.Server
+		info.Details = map[string]any{}
+		if len(ee.Violations) > 0 {
+			info.Details["violations"] = ee.Violations
+		}
+		if len(ee.Candidates) > 0 {
+			info.Details["candidates"] = ee.Candidates
+		}
+		if len(ee.Stderr) > 0 {
+			info.Details["stderr"] = ee.Stderr
+		}
+		if len(info.Details) == 0 {
+			info.Details = nil
+		}
+	case errors.As(err, &ue), errors.As(err, &je):
+		codes("usage", exitUsage)
+	case errors.As(err, &ces), errors.As(err, &ce), errors.As(err, &cnf):
+		codes("config", exitUsage)
+	case errors.Is(err, context.Canceled):
+		codes("interrupted", exitInterrupted)
+		info.Message = "interrupted"
+	case errors.Is(err, context.DeadlineExceeded):
+		codes("timeout", exitTimeout)
+	}
+	return info
+}

@@ -1,0 +1,103 @@
+// Package commands is mcpctl's command line: one file per command on
+// urfave/cli v3, a tree rebuilt on every run, and [Main], which runs it and
+// turns the outcome into an exit code.
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/urfave/cli/v3"
+)
+
+// Main runs mcpctl with args (args[0] is the program name) and returns the
+// exit code. It is the only entry point; main.go passes it the process's
+// streams and exits with its result.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := newEnv(stdin, stdout, stderr)
+	err := newRootCmd(env).Run(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	info := errorInfo(err)
+	output.PrintError(stderr, info, env.jsonErrors())
+	return info.ExitCode
+}
+
+// newRootCmd builds the whole command tree for one run.
+func newRootCmd(env *Env) *cli.Command {
+	root := &cli.Command{
+		Name:    "mcpctl",
+		Usage:   "Run and use the MCP servers of a project from the command line",
+		Version: engine.Version(),
+		Description: `mcpctl reads the MCP servers a project uses from mcp.json, starts them, and
+lets scripts, agents and people list and call their tools. Every result is
+JSON (filtered by --jq) when stdout is not a terminal, tables and text when
+it is.
+
+  mcpctl up                              start the session and its servers
+  mcpctl tools --jq '.[].name'           every tool, as server.tool
+  mcpctl call fs.read_text_file path=README.md
+  mcpctl status
+  mcpctl down
+
+Without a session each command starts the servers it needs and stops them
+before it exits; "mcpctl up" only makes it fast.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE` (default: $MCPCTL_CONFIG, ./mcp.json, ./.vscode/mcp.json, ./.mcp.json)", Destination: &env.configFlag},
+			&cli.StringFlag{Name: "session", Usage: "use the session called `NAME` instead of the one of the config file ($MCPCTL_SESSION)", Destination: &env.sessionFlag},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON even on a terminal", Destination: &env.format.JSON},
+			&cli.StringFlag{Name: "jq", Usage: "filter the JSON result with the jq `EXPR`", Destination: &env.format.JQ},
+			&cli.BoolFlag{Name: "raw", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes", Destination: &env.format.Raw},
+		},
+		Commands: []*cli.Command{
+			newUpCmd(env),
+			newDownCmd(env),
+			newStatusCmd(env),
+			newToolsCmd(env),
+			newCallCmd(env),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return cli.ShowRootCommandHelp(cmd)
+			}
+			name := cmd.Args().First()
+			var known []string
+			for _, c := range cmd.Commands {
+				known = append(known, c.Name)
+			}
+			hints := []string{"see the commands with: mcpctl --help"}
+			if near := schemas.Closest(name, known); len(near) > 0 {
+				hints = []string{fmt.Sprintf("did you mean mcpctl %s?", near[0])}
+			}
+			return usagef(fmt.Sprintf("unknown command %q", name), hints...)
+		},
+		// urfave must never exit or print errors itself: Main does both.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Writer:         env.Out,
+		ErrWriter:      env.ErrOut,
+		Reader:         env.In,
+	}
+	setUsageErrors(root)
+	return root
+}
+
+// setUsageErrors makes a flag mistake anywhere in the tree a usage error
+// (exit 2) with a pointer to --help, instead of help text on stdout.
+func setUsageErrors(cmd *cli.Command) {
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
+		if msg != err.Error() {
+			msg = "unknown flag " + msg
+		}
+		return usagef(msg, fmt.Sprintf("see the flags with: %s --help", c.FullName()))
+	}
+	for _, sub := range cmd.Commands {
+		setUsageErrors(sub)
+	}
+}

@@ -1,0 +1,79 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+func newStatusCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "Show the session and the state of each server",
+		Description: `Lists every server of the config with its state, pid, uptime and tool count.
+With no session running the servers are listed as stopped ("session" is null
+in JSON) and the exit code is 0.
+
+  mcpctl status
+  mcpctl status --jq '.servers[] | select(.state != "ready") | .name'`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("status takes no arguments")
+			}
+			return runStatus(ctx, env)
+		},
+	}
+}
+
+func runStatus(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	client, _, err := env.client()
+	if err != nil {
+		return err
+	}
+	st, err := client.Status(ctx)
+	if errors.Is(err, engine.ErrNoSession) {
+		cfg, err := env.loadConfig()
+		if err != nil {
+			return err
+		}
+		st = &engine.Status{Servers: []engine.ServerStatus{}}
+		for _, s := range cfg.Servers {
+			st.Servers = append(st.Servers, engine.ServerStatus{Name: s.Name, State: engine.StateStopped})
+		}
+		if env.StderrTTY {
+			env.note("no session is running; start one with: mcpctl up")
+		}
+	} else if err != nil {
+		return err
+	}
+	return p.Print(st, func(w io.Writer) error { return statusTable(w, st) })
+}
+
+func statusTable(w io.Writer, st *engine.Status) error {
+	if st.Session != nil {
+		fmt.Fprintf(w, "session %s (pid %d, mcpctl %s)\n\n", st.Session.Name, st.Session.PID, st.Session.Version)
+	}
+	rows := make([][]string, len(st.Servers))
+	for i, s := range st.Servers {
+		pid, uptime := "-", "-"
+		if s.PID > 0 {
+			pid = strconv.Itoa(s.PID)
+		}
+		if s.ReadyAt != nil {
+			uptime = time.Duration(s.UptimeSeconds * float64(time.Second)).Round(time.Second).String()
+		}
+		rows[i] = []string{s.Name, string(s.State), pid, uptime, strconv.Itoa(s.Tools), s.LastError}
+	}
+	return output.Table(w, []string{"server", "state", "pid", "uptime", "tools", "last error"}, rows)
+}

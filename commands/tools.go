@@ -1,0 +1,67 @@
+package commands
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+func newToolsCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "tools",
+		Usage:     "List the tools of every server, or of one",
+		ArgsUsage: "[SERVER | SERVER.TOOL]",
+		Description: `Lists tools as server.tool with their description; in JSON each tool is the
+object its server listed (inputSchema, annotations, ...) with "name" set to
+server.tool and "server" and "tool" added.
+
+  mcpctl tools
+  mcpctl tools everything
+  mcpctl tools everything.echo --jq .[0].inputSchema
+  mcpctl tools --jq '.[].name'`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 1 {
+				return usagef("tools takes at most one argument: a server or server.tool")
+			}
+			return runTools(ctx, env, cmd.Args().First())
+		},
+	}
+}
+
+func runTools(ctx context.Context, env *Env, filter string) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	var tools []*engine.Tool
+	err = env.withHost(ctx, serverOf(filter), func(h host) error {
+		tools, err = h.Tools(ctx, filter)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if tools == nil {
+		tools = []*engine.Tool{}
+	}
+	return p.Print(tools, func(w io.Writer) error {
+		rows := make([][]string, len(tools))
+		for i, t := range tools {
+			rows[i] = []string{t.Name(), firstLine(t.Description(), 72)}
+		}
+		return output.Table(w, []string{"tool", "description"}, rows)
+	})
+}
+
+// firstLine shortens a description to its first line, at most n characters.
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

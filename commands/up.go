@@ -1,0 +1,255 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+type upOptions struct {
+	foreground bool
+	notifyFD   int
+}
+
+func newUpCmd(env *Env) *cli.Command {
+	var opts upOptions
+	return &cli.Command{
+		Name:  "up",
+		Usage: "Start the session and all its servers in the background",
+		Description: `Starts a background session for the config file: it starts every server in
+parallel, keeps them running and answers later commands over a unix socket.
+"up" returns when every server is ready, and reports each with its tool count
+and start time. If one server fails to start, none is left running and "up"
+exits 3 naming it. If the session already runs, "up" says so and exits 0.
+
+  mcpctl up
+  mcpctl -c examples/mcp.json up
+  mcpctl up --foreground        # stay attached; Ctrl-C stops it`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "foreground", Usage: "run the session in this process instead of the background", Destination: &opts.foreground},
+			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("up takes no arguments", "start a different config with: mcpctl -c FILE up")
+			}
+			return runUp(ctx, env, opts)
+		},
+	}
+}
+
+// readyMsg is what a session started in the background reports, on the pipe
+// its parent gave it, once all servers are ready or one failed.
+type readyMsg struct {
+	Status *engine.Status `json:"status,omitempty"`
+	Error  *engine.Error  `json:"error,omitempty"`
+	// Running says another session already held the socket.
+	Running bool `json:"running,omitempty"`
+}
+
+func runUp(ctx context.Context, env *Env, opts upOptions) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	cfg, err := env.loadConfig()
+	if err != nil {
+		return err
+	}
+	client, sess, err := env.client()
+	if err != nil {
+		return err
+	}
+	if opts.notifyFD == 0 {
+		if st, err := client.Status(ctx); err == nil {
+			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
+			return printUp(p, st)
+		}
+	}
+	if opts.foreground {
+		return runSession(ctx, env, p, cfg, sess, opts.notifyFD)
+	}
+	st, err := spawnSession(ctx, env, cfg, sess)
+	if err != nil {
+		return err
+	}
+	if st == nil { // another session won the race to start
+		if st, err = client.Status(ctx); err != nil {
+			return err
+		}
+		env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
+		return printUp(p, st)
+	}
+	if env.StderrTTY {
+		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
+	}
+	return printUp(p, st)
+}
+
+func printUp(p *output.Printer, st *engine.Status) error {
+	return p.Print(st, func(w io.Writer) error {
+		rows := make([][]string, len(st.Servers))
+		for i, s := range st.Servers {
+			rows[i] = []string{s.Name, string(s.State), strconv.Itoa(s.Tools), fmt.Sprintf("%.2fs", s.StartupSeconds)}
+		}
+		return output.Table(w, []string{"server", "state", "tools", "started in"}, rows)
+	})
+}
+
+// spawnSession starts `mcpctl up --foreground` detached (its own session id,
+// stdin from /dev/null, output to the session log) and waits for its report
+// on a pipe. A nil status with no error means another session runs.
+func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session) (*engine.Status, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding mcpctl's own executable: %w", err)
+	}
+	if err := os.MkdirAll(sess.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(sess.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, "up", "--foreground", "--notify-fd=3", "--config", cfg.Path, "--session", sess.Name)
+	cmd.Dir = env.WorkDir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return nil, fmt.Errorf("starting the session: %w", err)
+	}
+	// Reap it should it exit while we still run (tests run Main in-process).
+	go cmd.Wait()
+
+	var longest time.Duration
+	for _, s := range cfg.Servers {
+		longest = max(longest, s.StartupTimeout)
+	}
+	r.SetReadDeadline(time.Now().Add(longest + 30*time.Second))
+	line, readErr := bufio.NewReader(r).ReadBytes('\n')
+	var msg readyMsg
+	if readErr != nil || json.Unmarshal(line, &msg) != nil {
+		return nil, &engine.Error{Kind: engine.KindUnavailable,
+			Message: "the session exited before its servers were ready",
+			Hint:    []string{"see its log: " + sess.LogFile()},
+			Stderr:  tailFile(sess.LogFile(), 10)}
+	}
+	switch {
+	case msg.Error != nil:
+		return nil, msg.Error
+	case msg.Running:
+		return nil, nil
+	}
+	return msg.Status, nil
+}
+
+// runSession is the session itself: it listens on the socket, starts every
+// server, reports, and serves until Ctrl-C, SIGTERM or `mcpctl down`.
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
+	notify := func(m readyMsg) {}
+	if notifyFD > 0 {
+		f := os.NewFile(uintptr(notifyFD), "notify")
+		notify = func(m readyMsg) {
+			data, _ := json.Marshal(m)
+			f.Write(append(data, '\n'))
+			f.Close()
+		}
+	}
+	ln, release, err := sess.Listen()
+	if errors.Is(err, engine.ErrSessionRunning) {
+		notify(readyMsg{Running: true})
+		env.note("session %s is already running", sess.Name)
+		return nil
+	}
+	if err != nil {
+		err = &engine.Error{Kind: engine.KindInternal, Message: fmt.Sprintf("cannot listen on %s: %v", sess.Socket, err)}
+		notify(readyMsg{Error: err.(*engine.Error)})
+		return err
+	}
+	defer release()
+	defer os.Remove(sess.Socket)
+
+	var handler slog.Handler = slog.NewJSONHandler(env.ErrOut, nil)
+	if env.StderrTTY {
+		handler = slog.NewTextHandler(env.ErrOut, nil)
+	}
+	logger := slog.New(handler).With("session", sess.Name)
+	e := engine.New(cfg, &engine.Options{Logger: logger, LogDir: sess.ServerLogDir()})
+	info := engine.SessionInfo{
+		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path,
+		Version: engine.Version(), StartedAt: time.Now(),
+	}
+	d := engine.NewDaemon(e, info, logger)
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(serveCtx, ln) }()
+	logger.Info("session starting", "config", cfg.Path, "servers", len(cfg.Servers), "pid", info.PID)
+
+	if err := e.Start(ctx); err != nil {
+		var ee *engine.Error
+		if !errors.As(err, &ee) {
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
+		}
+		notify(readyMsg{Error: ee})
+		stopServing()
+		<-served
+		logger.Info("session ended: a server failed to start", "error", err.Error())
+		return err
+	}
+	st := &engine.Status{Session: &info, Servers: e.Status()}
+	notify(readyMsg{Status: st})
+	if notifyFD == 0 {
+		if err := printUp(p, st); err != nil {
+			return err
+		}
+	}
+	logger.Info("session ready")
+	err = <-served
+	logger.Info("session ended")
+	return err
+}
+
+// tailFile returns the last n lines of a file, for error messages.
+func tailFile(path string, n int) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	if len(data) > 64*1024 {
+		data = data[len(data)-64*1024:]
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

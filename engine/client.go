@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+)
+
+// A Client talks to a running session over its unix socket. Its zero value
+// is not usable: set Socket (or Dial).
+type Client struct {
+	// Socket is the session's socket path.
+	Socket string
+	// Dial, when set, replaces dialling Socket (tests use it).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// OnVersionMismatch is called once, with the session's version, when
+	// it differs from this build's.
+	OnVersionMismatch func(sessionVersion string)
+
+	once   sync.Once
+	hc     *http.Client
+	warned atomic.Bool
+}
+
+func (c *Client) http() *http.Client {
+	c.once.Do(func() {
+		dial := c.Dial
+		if dial == nil {
+			dial = func(ctx context.Context) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", c.Socket)
+			}
+		}
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext:        func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+			DisableCompression: true,
+			MaxIdleConns:       4,
+		}}
+	})
+	return c.hc
+}
+
+// send makes one request; out, when not nil, receives the JSON answer.
+func (c *Client) send(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpctl"+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(VersionHeader, Version())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		if isDialError(err) {
+			return &Error{Kind: KindNoSession, Message: fmt.Sprintf("no session is running (socket %s)", c.Socket), err: err}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
+	}
+	defer resp.Body.Close()
+	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {
+		c.OnVersionMismatch(v)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var wire struct {
+			Error *Error `json:"error"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&wire) == nil && wire.Error != nil {
+			return wire.Error
+		}
+		return errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return errorf(KindInternal, "", "bad answer from the session to %s %s: %v", method, path, err)
+	}
+	return nil
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// Status returns the session's state. Stable.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var st Status
+	if err := c.send(ctx, http.MethodGet, "/"+APIVersion+"/status", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Tools lists tools: filter is "", a server, or server.tool. Stable.
+func (c *Client) Tools(ctx context.Context, filter string) ([]*Tool, error) {
+	var tools []*Tool
+	path := "/" + APIVersion + "/tools"
+	if filter != "" {
+		path += "?filter=" + url.QueryEscape(filter)
+	}
+	if err := c.send(ctx, http.MethodGet, path, nil, &tools); err != nil {
+		return nil, err
+	}
+	return tools, nil
+}
+
+// CallTool calls a tool through the session. Stable.
+func (c *Client) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	var res CallResult
+	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/tools/call", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Shutdown stops every server and then the session; it returns the final
+// state once the servers are stopped. Stable.
+func (c *Client) Shutdown(ctx context.Context) (*Status, error) {
+	var st Status
+	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/shutdown", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}

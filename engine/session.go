@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A Session names the files of one background session: one per config file
+// (like a docker compose project), named from the config's path unless the
+// user names it.
+type Session struct {
+	Name string
+	// Dir is the runtime directory (mode 0700) holding Socket and Lock.
+	Dir    string
+	Socket string
+	Lock   string
+	// StateDir holds the session's log and its servers' stderr logs.
+	StateDir string
+}
+
+// maxSocketPath is the portable limit of a unix socket path (sun_path is 108
+// bytes on Linux, 104 on macOS, counting the terminating NUL).
+const maxSocketPath = 103
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// SessionFor returns the session of the config file at configPath (absolute),
+// or the explicitly named one. getenv reads MCPCTL_RUNTIME_DIR,
+// XDG_RUNTIME_DIR, MCPCTL_STATE_DIR and XDG_STATE_HOME.
+func SessionFor(configPath, name string, getenv func(string) string) (*Session, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if name == "" {
+		sum := sha256.Sum256([]byte(configPath))
+		base := filepath.Base(filepath.Dir(configPath))
+		if base == ".vscode" {
+			base = filepath.Base(filepath.Dir(filepath.Dir(configPath)))
+		}
+		base = strings.Trim(unsafeName.ReplaceAllString(base, "-"), "-.")
+		if len(base) > 24 {
+			base = base[:24]
+		}
+		if base == "" {
+			base = "mcp"
+		}
+		name = base + "-" + hex.EncodeToString(sum[:])[:8]
+	} else if unsafeName.MatchString(name) || strings.HasPrefix(name, ".") {
+		return nil, errorf(KindUsage, "", "invalid session name %q", name).
+			hint("use letters, digits, '.', '_' and '-'")
+	}
+	dir := runtimeDir(getenv)
+	s := &Session{
+		Name:     name,
+		Dir:      dir,
+		Socket:   filepath.Join(dir, name+".sock"),
+		Lock:     filepath.Join(dir, name+".lock"),
+		StateDir: filepath.Join(stateDir(getenv), name),
+	}
+	if len(s.Socket) > maxSocketPath {
+		return nil, errorf(KindUsage, "", "socket path %s is too long for a unix socket (%d bytes, at most %d)", s.Socket, len(s.Socket), maxSocketPath).
+			hint("point MCPCTL_RUNTIME_DIR at a shorter directory, e.g. export MCPCTL_RUNTIME_DIR=/tmp/mcpctl-$(id -u)")
+	}
+	return s, nil
+}
+
+func runtimeDir(getenv func(string) string) string {
+	if d := getenv("MCPCTL_RUNTIME_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "mcpctl")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d", os.Getuid()))
+}
+
+func stateDir(getenv func(string) string) string {
+	if d := getenv("MCPCTL_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mcpctl")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "mcpctl")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d-state", os.Getuid()))
+}
+
+// LogFile is the session process's own log.
+func (s *Session) LogFile() string { return filepath.Join(s.StateDir, "session.log") }
+
+// ServerLogDir holds one <server>.log per server.
+func (s *Session) ServerLogDir() string { return filepath.Join(s.StateDir, "servers") }
+
+// ensureDir makes the runtime directory, or checks that an existing one is
+// ours and private: another user must not be able to plant a socket there.
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to another user", dir)
+	}
+	if st.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
+}
+
+// ErrSessionRunning is returned by [Listen] when a session already answers
+// on the socket or holds its lock.
+var ErrSessionRunning = errors.New("a session is already running")
+
+// Listen claims the session: it takes the session's lock (held until the
+// returned release is called), refuses if a session answers on the socket,
+// replaces a stale socket file, listens, and restricts the socket to its
+// owner. Connections from other users are refused.
+func (s *Session) Listen() (ln net.Listener, release func(), err error) {
+	if err := ensureDir(s.Dir); err != nil {
+		return nil, nil, fmt.Errorf("runtime directory: %w", err)
+	}
+	lock, err := lockFile(s.Lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	release = func() { lock.Close() }
+	if c, err := net.DialTimeout("unix", s.Socket, time.Second); err == nil {
+		c.Close()
+		release()
+		return nil, nil, ErrSessionRunning
+	}
+	// Nothing answers, and we hold the lock: the file is stale.
+	os.Remove(s.Socket)
+	l, err := net.Listen("unix", s.Socket)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(s.Socket, 0o600); err != nil {
+		l.Close()
+		release()
+		return nil, nil, err
+	}
+	return &peerListener{l}, release, nil
+}
+
+// Running reports whether a session process holds the session's lock.
+func (s *Session) Running() bool {
+	f, err := lockFile(s.Lock)
+	if err != nil {
+		return errors.Is(err, ErrSessionRunning)
+	}
+	f.Close()
+	return false
+}

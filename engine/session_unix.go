@@ -1,0 +1,45 @@
+//go:build unix
+
+package engine
+
+import (
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile takes an exclusive, non-blocking lock that lasts until the file
+// is closed or the process dies, so a crashed session never blocks the next.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if err == syscall.EWOULDBLOCK {
+			return nil, ErrSessionRunning
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// A peerListener accepts only connections from processes of our own user.
+// The socket's mode already says so; this holds even if the mode is changed.
+type peerListener struct{ net.Listener }
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if peerUID(c) == os.Getuid() {
+			return c, nil
+		}
+		c.Close()
+	}
+}

@@ -1,0 +1,89 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ToolResult renders an MCP tools/call result for people: text content as
+// text, embedded text resources as their text, everything else as a one-line
+// summary, and structuredContent as indented JSON when nothing else printed.
+func ToolResult(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Content           []map[string]json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage              `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("rendering result: %w", err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		var typ string
+		json.Unmarshal(c["type"], &typ)
+		switch typ {
+		case "text":
+			var text string
+			json.Unmarshal(c["text"], &text)
+			line(&b, text)
+		case "image", "audio":
+			line(&b, fmt.Sprintf("[%s %s, %s]", typ, str(c["mimeType"]), size(base64Len(str(c["data"])))))
+		case "resource_link":
+			line(&b, fmt.Sprintf("[resource link %s: %s]", str(c["name"]), str(c["uri"])))
+		case "resource":
+			var r map[string]json.RawMessage
+			json.Unmarshal(c["resource"], &r)
+			if t, ok := r["text"]; ok {
+				var text string
+				json.Unmarshal(t, &text)
+				line(&b, text)
+			} else {
+				line(&b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), size(base64Len(str(r["blob"])))))
+			}
+		default:
+			compact, _ := json.Marshal(c)
+			line(&b, fmt.Sprintf("[%s content] %s", typ, truncate(string(compact), 200)))
+		}
+	}
+	if b.Len() == 0 && len(res.StructuredContent) > 0 {
+		var ib bytes.Buffer
+		json.Indent(&ib, res.StructuredContent, "", "  ")
+		line(&b, ib.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func line(b *strings.Builder, s string) {
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+func base64Len(s string) int { return len(strings.TrimRight(s, "=")) * 3 / 4 }
+
+func size(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
