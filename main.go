@@ -11,9 +11,12 @@ import (
 	"github.com/mcpctl/mcpctl/commands"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is mcpctl with the process's arguments, streams and signals; Ctrl-C
+// and SIGTERM cancel its context.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -71,6 +71,7 @@ func errorInfo(err error) output.ErrorInfo {
 		codes("tool_error", exitToolError)
 	case errors.As(err, &ee):
 		codes(string(ee.Kind), exitOfKind[ee.Kind])
+		info.Message, info.Text = ee.Message, ee.Error()
 		if info.ExitCode == 0 {
 			info.ExitCode = exitToolError
 		}

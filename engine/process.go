@@ -143,6 +143,15 @@ func (p *process) drainStderr(r *os.File, logFile *os.File) {
 	}
 }
 
+// stderrTail returns the last n stderr lines. When the process has exited
+// it first lets the reader reach EOF, so its last words are included.
+func (p *process) stderrTail(n int) []string {
+	if p.exited() {
+		p.stderrWaitBounded(500 * time.Millisecond)
+	}
+	return p.tail.last(n)
+}
+
 // exited reports whether the leader process has been reaped.
 func (p *process) exited() bool {
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -202,7 +203,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
 	}
-	e.Stderr = proc.tail.last(10)
+	e.Stderr = proc.stderrTail(10)
 	return e.wrap(err)
 }
 
@@ -261,13 +262,14 @@ func (s *server) rememberTools(result json.RawMessage) {
 // watch marks the server unavailable when its process ends on its own.
 func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	<-proc.done
+	stderr := proc.stderrTail(10)
 	s.mu.Lock()
 	if s.proc != proc || s.state == StateStopping || s.state == StateStopped {
 		s.mu.Unlock()
 		return
 	}
 	e := errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, exitDescription(proc.exitErr))
-	e.Stderr = proc.tail.last(10)
+	e.Stderr = stderr
 	e.hint("restart the session to start it again: mcpctl down && mcpctl up")
 	s.setState(StateUnavailable, e)
 	s.endLife()
@@ -410,34 +412,33 @@ func (s *server) call(ctx context.Context, toolName string, req *CallRequest) (*
 
 func (s *server) callError(ctx, callCtx, life context.Context, proc *process, tool *Tool, timeout time.Duration, err error) error {
 	name := s.cfg.Name
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return ctx.Err()
-	case life.Err() != nil:
-		waitDone(proc.done, 200*time.Millisecond)
+	}
+	var werr *jsonrpc.Error
+	connLost := life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
+	switch {
+	case connLost:
+		// The process may be on its way out; let it finish so the error
+		// can say how it ended.
+		waitDone(proc.done, 500*time.Millisecond)
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.state == StateStopping || s.state == StateStopped {
+		stopped := s.state == StateStopping || s.state == StateStopped
+		s.mu.Unlock()
+		if stopped {
 			return errorf(KindUnavailable, name, "server %s was stopped during the call to %s", name, tool.Name())
 		}
-		return s.unavailableLocked()
+		e := errorf(KindUnavailable, name, "server %s closed the connection during the call to %s", name, tool.Name())
+		if proc.exited() {
+			e.Message = fmt.Sprintf("server %s %s during the call to %s", name, exitDescription(proc.exitErr), tool.Name())
+		}
+		e.Stderr = proc.stderrTail(10)
+		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
 	case callCtx.Err() == context.DeadlineExceeded:
 		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", tool.Name(), timeout).
 			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
-	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	case errors.As(err, &werr):
 		return protocolError(name, "tools/call", werr)
-	}
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") {
-		// The process is on its way out; let watch record how it ended.
-		waitDone(proc.done, 500*time.Millisecond)
-		e := errorf(KindUnavailable, name, "server %s closed the connection during the call to %s", name, tool.Name())
-		if proc.exited() {
-			e.Message = "server " + name + " " + exitDescription(proc.exitErr) + " during the call to " + tool.Name()
-		}
-		e.Stderr = proc.tail.last(10)
-		return e.wrap(err)
 	}
 	return errorf(KindProtocol, name, "server %s: tools/call failed: %v", name, err).wrap(err)
 }

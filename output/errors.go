@@ -17,6 +17,9 @@ type ErrorInfo struct {
 	Hints    []string `json:"hints,omitempty"`
 	// Details carries structured extras (argument violations, candidates).
 	Details map[string]any `json:"details,omitempty"`
+	// Text, when set, replaces Message in text mode (it may add lines
+	// that JSON carries in Details).
+	Text string `json:"-"`
 }
 
 // PrintError writes e to w: in JSON mode as one object
@@ -33,7 +36,11 @@ func PrintError(w io.Writer, e ErrorInfo, jsonMode bool) {
 		}
 	}
 	var b strings.Builder
-	for _, line := range strings.Split(e.Message, "\n") {
+	text := e.Message
+	if e.Text != "" {
+		text = e.Text
+	}
+	for _, line := range strings.Split(text, "\n") {
 		fmt.Fprintf(&b, "mcpctl: error: %s\n", line)
 	}
 	for _, h := range e.Hints {

@@ -32,7 +32,8 @@ func Closest(name string, candidates []string) []string {
 		switch {
 		case lc == lname:
 			hits = append(hits, scored{c, 0})
-		case d <= limit:
+		case d <= limit && d < len([]rune(name)):
+			// (a one-letter name at distance 1 shares nothing with it)
 			hits = append(hits, scored{c, d})
 		case len(lname) >= 3 && (strings.HasPrefix(lc, lname) || strings.HasPrefix(lname, lc)):
 			hits = append(hits, scored{c, limit + 1})

@@ -68,14 +68,18 @@ type Tool struct {
 	Error    string          `json:"error,omitempty"`    // an isError result with this text
 	RPCError *jsonrpc.Error  `json:"rpcError,omitempty"` // a JSON-RPC error response
 	Sleep    string          `json:"sleep,omitempty"`    // sleep (honouring cancellation), then echo
-	Crash    *int            `json:"crash,omitempty"`    // exit with this code mid-call
+	// Env makes the call answer with the server's own view of the world:
+	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
+	Env   []string `json:"env,omitempty"`
+	Crash *int     `json:"crash,omitempty"` // exit with this code mid-call
 }
 
-// Main runs the fake server with the spec file named in args[0]. It returns
-// the process exit code.
+// Main runs the fake server with the spec file named in args[0]; further
+// arguments are ignored (a tool with Env reports them). It returns the
+// process exit code.
 func Main(args []string) int {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: mcp-fake SPEC.json")
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: mcp-fake SPEC.json [ARG]...")
 		return 2
 	}
 	data, err := os.ReadFile(args[0])
@@ -178,6 +182,14 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 		case t.Crash != nil:
 			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
 			os.Exit(*t.Crash)
+		case t.Env != nil:
+			cwd, _ := os.Getwd()
+			vals := map[string]string{}
+			for _, n := range t.Env {
+				vals[n] = os.Getenv(n)
+			}
+			out, _ := json.Marshal(map[string]any{"args": os.Args[1:], "cwd": cwd, "env": vals})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
 		case t.Error != "":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.Error}}}, nil
 		case t.Sleep != "":

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// The test binary is also mcpctl and the fake MCP server: testscript puts
+// both on the scripts' PATH.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"mcpctl":   func() { os.Exit(run()) },
+		"mcp-fake": func() { os.Exit(fakemcp.Main(os.Args[1:])) },
+	})
+}
+
+// TestScript runs every behaviour in testdata/script against the fake
+// server: one behaviour per file.
+func TestScript(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/script"))
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		Setup:               setupScript,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"leaked":     cmdLeaked,
+			"alive":      cmdAlive,
+			"groupalive": cmdGroupAlive,
+			"waitfile":   cmdWaitFile,
+			"mksock":     cmdMksock,
+		},
+	}
+}
+
+// markKey names the variable every script sets to a value of its own. The
+// processes mcpctl starts inherit it, which is how `leaked` finds them.
+const markKey = "MCPCTL_TEST_MARK"
+
+// setupScript gives each script its own HOME, XDG directories and socket
+// directory, so no test touches the developer's config or sessions, and
+// stops whatever a failed script left running.
+func setupScript(env *testscript.Env) error {
+	work := env.WorkDir
+	// Socket paths must stay short (about 104 bytes); $WORK is long.
+	rt, err := os.MkdirTemp("", "mcx")
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]string{
+		"HOME":            filepath.Join(work, "home"),
+		"XDG_CONFIG_HOME": filepath.Join(work, "home", ".config"),
+		"XDG_STATE_HOME":  filepath.Join(work, "home", ".local", "state"),
+		"XDG_CACHE_HOME":  filepath.Join(work, "home", ".cache"),
+		"XDG_DATA_HOME":   filepath.Join(work, "home", ".local", "share"),
+		"XDG_RUNTIME_DIR": rt,
+	} {
+		env.Setenv(k, v)
+		if k != "XDG_RUNTIME_DIR" {
+			os.MkdirAll(v, 0o700)
+		}
+	}
+	for _, k := range []string{"MCPCTL_CONFIG", "MCPCTL_SESSION", "MCPCTL_RUNTIME_DIR", "MCPCTL_STATE_DIR", "MCPCTL_FORCE_TTY"} {
+		env.Setenv(k, "")
+	}
+	mark := make([]byte, 8)
+	rand.Read(mark)
+	env.Setenv(markKey, hex.EncodeToString(mark))
+	markValue := env.Getenv(markKey)
+	env.Defer(func() {
+		// Stop sessions the script left up the proper way first, then
+		// kill whatever still carries the mark.
+		socks, _ := filepath.Glob(filepath.Join(rt, "mcpctl", "*.sock"))
+		for _, s := range socks {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			(&engine.Client{Socket: s}).Shutdown(ctx)
+			cancel()
+		}
+		for _, pid := range markedProcesses(markValue) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		os.RemoveAll(rt)
+	})
+	return nil
+}
+
+// markedProcesses returns the live (not zombie) processes whose environment
+// holds MCPCTL_TEST_MARK=mark.
+func markedProcesses(mark string) []int {
+	needle := []byte(markKey + "=" + mark + "\x00")
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(append(env, 0), needle) {
+			continue
+		}
+		if procState(pid) != "" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procState returns the state letter of a live process, "" for a process
+// that is gone or a zombie (exited; only its parent's bookkeeping is left).
+func procState(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		return ""
+	}
+	return f[0]
+}
+
+func procGroup(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 3 {
+		return -1
+	}
+	g, _ := strconv.Atoi(f[2])
+	return g
+}
+
+// eventually polls cond until it holds or a short deadline passes: a
+// process that was just told to stop may take a moment to be gone.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// leaked succeeds when a process started by this script (it carries the
+// script's mark) still runs. `! leaked` waits briefly for them to go.
+func cmdLeaked(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 0 {
+		ts.Fatalf("usage: leaked")
+	}
+	mark := ts.Getenv(markKey)
+	if !neg {
+		if len(markedProcesses(mark)) == 0 {
+			ts.Fatalf("no process of this script is running")
+		}
+		return
+	}
+	if !eventually(func() bool { return len(markedProcesses(mark)) == 0 }) {
+		var desc []string
+		for _, pid := range markedProcesses(mark) {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			desc = append(desc, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
+		}
+		ts.Fatalf("processes left behind:\n%s", strings.Join(desc, "\n"))
+	}
+}
+
+func pidsFrom(ts *testscript.TestScript, file string) []int {
+	var pids []int
+	for _, f := range strings.Fields(ts.ReadFile(file)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			ts.Fatalf("%s: %q is not a pid", file, f)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		ts.Fatalf("%s holds no pid", file)
+	}
+	return pids
+}
+
+// alive FILE succeeds when the process whose pid FILE holds runs.
+// `! alive FILE` waits briefly for it to be gone.
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: alive PIDFILE")
+	}
+	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pid int) bool { return procState(pid) != "" })
+}
+
+// groupalive FILE succeeds when a process of any process group listed in
+// FILE (one pid per line, e.g. from `status --jq .servers[].pid`) runs.
+func cmdGroupAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: groupalive PIDFILE")
+	}
+	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pgid int) bool {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			if procGroup(pid) == pgid && procState(pid) != "" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func checkPIDs(ts *testscript.TestScript, neg bool, pids []int, live func(int) bool) {
+	anyLive := func() bool {
+		for _, p := range pids {
+			if live(p) {
+				return true
+			}
+		}
+		return false
+	}
+	if neg {
+		if !eventually(func() bool { return !anyLive() }) {
+			ts.Fatalf("still running: %v", pids)
+		}
+		return
+	}
+	if !anyLive() {
+		ts.Fatalf("not running: %v", pids)
+	}
+}
+
+// waitfile FILE waits until FILE exists and is not empty.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	p := ts.MkAbs(args[0])
+	if !eventually(func() bool { st, err := os.Stat(p); return err == nil && st.Size() > 0 }) {
+		ts.Fatalf("%s did not appear", args[0])
+	}
+}
+
+// mksock PATH leaves a unix socket file at PATH that nothing listens on, as
+// a crashed session would.
+func cmdMksock(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: mksock PATH")
+	}
+	p := ts.MkAbs(args[0])
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	l, err := net.Listen("unix", p)
+	ts.Check(err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+}
