@@ -98,6 +98,14 @@ func setupScript(env *testscript.Env) error {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		os.RemoveAll(rt)
+		// A detached session writes a race report (go test -race) only to
+		// its log; fail the script on it.
+		logs, _ := filepath.Glob(filepath.Join(work, "home", ".local", "state", "mcpctl", "*", "session.log"))
+		for _, l := range logs {
+			if data, _ := os.ReadFile(l); bytes.Contains(data, []byte("WARNING: DATA RACE")) {
+				env.T().Fatal("data race in the session; its log " + l + ":\n" + string(data))
+			}
+		}
 	})
 	return nil
 }

@@ -8,6 +8,7 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -153,11 +154,14 @@ func (e *JQError) Hints() []string { return e.Caret }
 
 func jqParseError(src string, err error) error {
 	je := &JQError{Msg: fmt.Sprintf("invalid --jq filter: %v", err)}
-	if pe, ok := err.(interface{ Token() (string, int) }); ok {
-		_, off := pe.Token()
-		if off >= 0 && off <= len(src) && !strings.Contains(src, "\n") {
-			je.Caret = []string{"  " + src, "  " + strings.Repeat(" ", off) + "^"}
+	var pe *gojq.ParseError
+	if errors.As(err, &pe) && !strings.Contains(src, "\n") {
+		// Offset is just past the token that broke the parse.
+		off := pe.Offset - len(pe.Token)
+		if off < 0 || off > len(src) {
+			off = len(src)
 		}
+		je.Caret = []string{"  " + src, "  " + strings.Repeat(" ", off) + "^"}
 	}
 	return je
 }

@@ -1,0 +1,46 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+)
+
+// The exit-code table is a contract with scripts.
+func TestErrorInfo(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+		exit int
+	}{
+		{&toolError{name: "a.b"}, "tool_error", 1},
+		{&engine.Error{Kind: engine.KindUsage}, "usage", 2},
+		{&engine.Error{Kind: engine.KindUnavailable}, "unavailable", 3},
+		{&engine.Error{Kind: engine.KindTimeout}, "timeout", 4},
+		{&engine.Error{Kind: engine.KindProtocol}, "protocol", 5},
+		{&engine.Error{Kind: engine.KindNoSession}, "no_session", 6},
+		{&engine.Error{Kind: engine.KindInternal}, "internal", 1},
+		{usagef("bad flag"), "usage", 2},
+		{&output.JQError{Msg: "bad jq"}, "usage", 2},
+		{&config.Error{File: "mcp.json", Msg: "x"}, "config", 2},
+		{config.Errors{{File: "mcp.json", Msg: "x"}}, "config", 2},
+		{&config.NotFoundError{}, "config", 2},
+		{fmt.Errorf("wrapped: %w", context.Canceled), "interrupted", 130},
+		{context.DeadlineExceeded, "timeout", 4},
+		{fmt.Errorf("something else"), "error", 1},
+		{fmt.Errorf("starting: %w", &engine.Error{Kind: engine.KindUnavailable, Server: "fs"}), "unavailable", 3},
+	} {
+		info := errorInfo(tc.err)
+		if info.Code != tc.code || info.ExitCode != tc.exit {
+			t.Errorf("%T %v: got %s/%d, want %s/%d", tc.err, tc.err, info.Code, info.ExitCode, tc.code, tc.exit)
+		}
+	}
+	info := errorInfo(&engine.Error{Kind: engine.KindUnavailable, Server: "fs", Message: "died", Stderr: []string{"boom"}, Hint: []string{"h"}})
+	if info.Server != "fs" || info.Message != "died" || info.Details["stderr"] == nil || len(info.Hints) != 1 || info.Text != "died\nlast stderr lines of fs:\n  boom" {
+		t.Errorf("engine error info: %+v", info)
+	}
+}

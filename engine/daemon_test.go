@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+)
+
+// serveDaemon runs a daemon over an httptest server and returns a client
+// dialling it.
+func serveDaemon(t *testing.T, e *Engine) *Client {
+	t.Helper()
+	d := NewDaemon(e, SessionInfo{Name: "test", PID: os.Getpid()}, nil)
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	return &Client{Socket: "test.sock", Dial: func(ctx context.Context) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "tcp", addr)
+	}}
+}
+
+func TestDaemonRoundTrip(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", InputSchema: schemaPinN}, {Name: "fail", Error: "nope"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	st, err := c.Status(ctx(t))
+	if err != nil || st.Session.Name != "test" || len(st.Servers) != 1 || st.Servers[0].State != StateReady {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	tools, err := c.Tools(ctx(t), "srv.echo")
+	if err != nil || len(tools) != 1 || tools[0].Name() != "srv.echo" || !strings.Contains(string(tools[0].Field("inputSchema")), `"pin"`) {
+		t.Fatalf("tools: %v %v", err, tools)
+	}
+	res, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"pin=007"}})
+	if err != nil || !strings.Contains(string(res.Result), `\"pin\":\"007\"`) {
+		t.Fatalf("call: %v %s", err, res.Result)
+	}
+	res, err = c.CallTool(ctx(t), &CallRequest{Name: "srv.fail"})
+	if err != nil || !res.IsError {
+		t.Errorf("isError must arrive as a result: %v %+v", err, res)
+	}
+	// Errors keep their kind, violations and candidates across the wire.
+	_, err = c.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"n=x"}})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || len(ee.Violations) != 2 || ee.Server != "srv" {
+		t.Errorf("usage error over the wire: %#v", err)
+	}
+	_, err = c.Tools(ctx(t), "sr")
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || len(ee.Candidates) != 1 || ee.Candidates[0] != "srv" {
+		t.Errorf("unknown server over the wire: %#v", err)
+	}
+	st, err = c.Shutdown(ctx(t))
+	if err != nil || st.Servers[0].State != StateStopped {
+		t.Errorf("shutdown: %v %+v", err, st)
+	}
+}
+
+func TestClientVersionMismatch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(VersionHeader) != Version() {
+			t.Errorf("client sent version %q", r.Header.Get(VersionHeader))
+		}
+		w.Header().Set(VersionHeader, "v0.0.1-old")
+		writeJSON(w, http.StatusOK, &Status{Session: &SessionInfo{Name: "old"}})
+	}))
+	defer srv.Close()
+	var got []string
+	c := &Client{OnVersionMismatch: func(v string) { got = append(got, v) }, Dial: func(ctx context.Context) (net.Conn, error) {
+		return net.Dial("tcp", srv.Listener.Addr().String())
+	}}
+	for range 3 {
+		if _, err := c.Status(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || got[0] != "v0.0.1-old" {
+		t.Errorf("mismatch reported %v, want once with the session's version", got)
+	}
+}
+
+func TestClientNoSession(t *testing.T) {
+	dir := t.TempDir()
+	c := &Client{Socket: filepath.Join(dir, "none.sock")}
+	if _, err := c.Status(context.Background()); !errors.Is(err, ErrNoSession) {
+		t.Errorf("missing socket: %v", err)
+	}
+	// A socket file nobody listens on is no session either.
+	l, err := net.Listen("unix", filepath.Join(dir, "stale.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	c = &Client{Socket: filepath.Join(dir, "stale.sock")}
+	if _, err := c.Status(context.Background()); !errors.Is(err, ErrNoSession) {
+		t.Errorf("stale socket: %v", err)
+	}
+}
+
+func TestSessionListen(t *testing.T) {
+	dir, err := os.MkdirTemp("", "mcs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	env := func(k string) string {
+		if k == "MCPCTL_RUNTIME_DIR" {
+			return filepath.Join(dir, "rt")
+		}
+		return ""
+	}
+	s, err := SessionFor("/work/proj/mcp.json", "", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.Name, "proj-") || len(s.Name) != len("proj-")+8 {
+		t.Errorf("session name %q", s.Name)
+	}
+	if s2, _ := SessionFor("/work/proj/.vscode/mcp.json", "", env); s2.Name == s.Name || !strings.HasPrefix(s2.Name, "proj-") {
+		t.Errorf(".vscode config: name %q", s2.Name)
+	}
+	ln, release, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(s.Socket)
+	dst, _ := os.Stat(s.Dir)
+	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 {
+		t.Errorf("socket %v, dir %v", st.Mode().Perm(), dst.Mode().Perm())
+	}
+	if !s.Running() {
+		t.Errorf("Running() is false while the lock is held")
+	}
+	if _, _, err := s.Listen(); !errors.Is(err, ErrSessionRunning) {
+		t.Errorf("second Listen: %v", err)
+	}
+	go http.Serve(ln, http.NotFoundHandler())
+	if c, err := net.Dial("unix", s.Socket); err != nil {
+		t.Errorf("own uid refused: %v", err)
+	} else {
+		c.Close()
+	}
+	ln.Close()
+	release()
+	if s.Running() {
+		t.Errorf("Running() after release")
+	}
+	if _, err := SessionFor("/x/mcp.json", "bad/name", env); KindOf(err) != KindUsage {
+		t.Errorf("bad session name: %v", err)
+	}
+	long := func(k string) string {
+		if k == "MCPCTL_RUNTIME_DIR" {
+			return "/tmp/" + strings.Repeat("d", 100)
+		}
+		return ""
+	}
+	if _, err := SessionFor("/x/mcp.json", "", long); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("long socket path: %v", err)
+	}
+}
+
+func TestDaemonServeStopsEngine(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{PIDFile: filepath.Join(dir, "p"), IgnoreStdinEOF: true}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "p"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDaemon(e, SessionInfo{}, nil)
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Serve(c, ln) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if alive(pid) {
+		t.Errorf("server survived the end of Serve")
+	}
+}

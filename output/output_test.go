@@ -1,0 +1,113 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestPrint(t *testing.T) {
+	v := json.RawMessage(`{"big":12345678901234567890,"s":"<a & b>","list":[1,2]}`)
+	for _, tc := range []struct {
+		name string
+		f    Format
+		want string
+	}{
+		{"pipe is compact JSON", Format{}, `{"big":12345678901234567890,"s":"<a & b>","list":[1,2]}` + "\n"},
+		{"terminal is human", Format{TTY: true}, "HUMAN\n"},
+		{"--json on a terminal is indented", Format{TTY: true, JSON: true}, "{\n  \"big\": 12345678901234567890,\n  \"s\": \"<a & b>\",\n  \"list\": [\n    1,\n    2\n  ]\n}\n"},
+		{"jq keeps numbers exact", Format{JQ: ".big"}, "12345678901234567890\n"},
+		{"jq string", Format{JQ: ".s"}, "\"<a & b>\"\n"},
+		{"jq raw string", Format{JQ: ".s", Raw: true}, "<a & b>\n"},
+		{"jq many results", Format{JQ: ".list[]"}, "1\n2\n"},
+		{"jq on a terminal", Format{JQ: ".list", TTY: true}, "[\n  1,\n  2\n]\n"},
+		{"jq halt", Format{JQ: ".list[0], halt, 5"}, "1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			p, err := New(&b, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Print(v, func(w io.Writer) error { _, err := io.WriteString(w, "HUMAN\n"); return err })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestJQErrors(t *testing.T) {
+	_, err := New(io.Discard, Format{JQ: ".a | ]"})
+	var je *JQError
+	if !errors.As(err, &je) || !strings.Contains(je.Msg, "invalid --jq filter") {
+		t.Fatalf("parse error: %v", err)
+	}
+	if len(je.Caret) != 2 || !strings.HasSuffix(je.Caret[1], "^") {
+		t.Errorf("caret: %q", je.Caret)
+	}
+	p, err := New(io.Discard, Format{JQ: ".a.b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Print(json.RawMessage(`{"a":[1]}`), nil); !errors.As(err, &je) || !strings.Contains(je.Msg, "--jq filter failed") {
+		t.Errorf("runtime error: %v", err)
+	}
+}
+
+func TestPrintError(t *testing.T) {
+	e := ErrorInfo{Code: "usage", ExitCode: 2, Message: "bad\nthing", Server: "fs", Hints: []string{"try this"}, Text: "bad\nthing\n  detail"}
+	var b bytes.Buffer
+	PrintError(&b, e, false)
+	want := "mcpctl: error: bad\nmcpctl: error: thing\nmcpctl: error:   detail\nmcpctl: hint: try this\n"
+	if b.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	PrintError(&b, e, true)
+	if b.String() != `{"error":{"code":"usage","exitCode":2,"message":"bad\nthing","server":"fs","hints":["try this"]}}`+"\n" {
+		t.Errorf("json: %s", b.String())
+	}
+}
+
+func TestTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := Table(&b, []string{"name", "state"}, [][]string{{"everything", "ready"}, {"fs", "starting"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME         STATE\neverything   ready\nfs           starting\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestToolResult(t *testing.T) {
+	raw := json.RawMessage(`{"content":[
+		{"type":"text","text":"line one"},
+		{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("A", 4096) + `"},
+		{"type":"audio","mimeType":"audio/wav","data":"AAAA"},
+		{"type":"resource_link","uri":"file:///x","name":"x"},
+		{"type":"resource","resource":{"uri":"file:///t","text":"embedded text"}},
+		{"type":"resource","resource":{"uri":"file:///b","mimeType":"application/zip","blob":"AAAA"}},
+		{"type":"hologram","depth":3}]}`)
+	var b bytes.Buffer
+	if err := ToolResult(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	want := "line one\n[image image/png, 3.0 KB]\n[audio audio/wav, 3 bytes]\n[resource link x: file:///x]\nembedded text\n" +
+		"[resource file:///b (application/zip), 3 bytes]\n[hologram content] {\"depth\":3,\"type\":\"hologram\"}\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	ToolResult(&b, json.RawMessage(`{"content":[],"structuredContent":{"n":1}}`))
+	if b.String() != "{\n  \"n\": 1\n}\n" {
+		t.Errorf("structured only: %q", b.String())
+	}
+}
