@@ -76,9 +76,8 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		return err
 	}
 	if opts.notifyFD == 0 {
-		if st, err := client.Status(ctx); err == nil {
-			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
-			return printUp(p, st)
+		if _, err := client.Status(ctx); err == nil {
+			return alreadyUp(ctx, env, p, client, cfg)
 		}
 	}
 	if opts.foreground {
@@ -88,17 +87,42 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
-	if st == nil { // another session won the race to start
-		if st, err = client.Status(ctx); err != nil {
-			return err
-		}
-		env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
-		return printUp(p, st)
+	if st == nil { // another up won the race to start the session
+		return alreadyUp(ctx, env, p, client, cfg)
 	}
 	if env.StderrTTY {
 		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
 	}
 	return printUp(p, st)
+}
+
+// alreadyUp reports a session that another `up` started, once its servers
+// have settled: a second `up` during the first one's start waits for it.
+func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.Client, cfg *config.Config) error {
+	var longest time.Duration
+	for _, s := range cfg.Servers {
+		longest = max(longest, s.StartupTimeout)
+	}
+	deadline := time.Now().Add(longest + 10*time.Second)
+	for {
+		st, err := client.Status(ctx)
+		if err != nil {
+			return err
+		}
+		starting := false
+		for _, s := range st.Servers {
+			starting = starting || s.State == engine.StateStarting
+		}
+		if !starting || time.Now().After(deadline) {
+			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
+			return printUp(p, st)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func printUp(p *output.Printer, st *engine.Status) error {

@@ -158,7 +158,7 @@ func TestCallValidatesBeforeSending(t *testing.T) {
 		{[]string{"pin=1", "mode=c"}, `mode: expected one of "a", "b", got "c"`},
 		{[]string{"pin=1", "nn=1"}, "nn: unknown field (did you mean n?)"},
 		{[]string{"pin"}, `argument "pin" is not key=value`},
-		{[]string{"pin:=x"}, "pin: \"x\" is not valid JSON"},
+		{[]string{"pin:=x"}, "pin: the value after := is not valid JSON"},
 	} {
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: tc.pairs})
 		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), tc.want) {

@@ -193,6 +193,16 @@ func jsonType(v json.RawMessage) string {
 	return "number"
 }
 
+func jsonTypeName(v json.RawMessage) string {
+	if !json.Valid(v) {
+		return "invalid JSON"
+	}
+	if t := jsonType(v); t == "object" || t == "array" {
+		return "an " + t
+	}
+	return "a " + jsonType(v)
+}
+
 func hasType(types []string, want ...string) bool {
 	for _, t := range types {
 		for _, w := range want {
@@ -213,7 +223,7 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 	args := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(base)) > 0 {
 		if jsonType(base) != "object" || json.Unmarshal(base, &args) != nil {
-			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", truncate(string(base), 80)).
+			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", jsonTypeName(base)).
 				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)
 		}
 	}
@@ -225,7 +235,8 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 		}
 		if isJSON {
 			if !json.Valid([]byte(val)) {
-				return nil, errorf(KindUsage, t.Server, "argument %s: %q is not valid JSON", key, truncate(val, 80)).
+				// The value is not repeated: arguments often carry tokens.
+				return nil, errorf(KindUsage, t.Server, "argument %s: the value after := is not valid JSON", key).
 					hint(`key:= takes JSON: quote strings (key:='"text"'), or use key=value`)
 			}
 			args[key] = json.RawMessage(val)

@@ -25,7 +25,7 @@ type ServerStatus struct {
 	Name  string `json:"name"`
 	State State  `json:"state"`
 	// Since is when the server entered its current state.
-	Since time.Time `json:"since"`
+	Since time.Time `json:"since,omitzero"`
 	PID   int       `json:"pid,omitempty"`
 	// ReadyAt is when the server last became ready; UptimeSeconds counts
 	// from it. StartupSeconds is how long that start took.
