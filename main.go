@@ -13,10 +13,15 @@ import (
 
 func main() { os.Exit(run()) }
 
-// run is mcpctl with the process's arguments, streams and signals; Ctrl-C
-// and SIGTERM cancel its context.
+// run is mcpctl with the process's arguments, streams and signals. Ctrl-C,
+// SIGTERM and SIGHUP (the terminal closed) cancel its context, so servers
+// are stopped properly; a second signal ends mcpctl at once.
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

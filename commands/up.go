@@ -173,10 +173,34 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	for _, s := range cfg.Servers {
 		longest = max(longest, s.StartupTimeout)
 	}
-	r.SetReadDeadline(time.Now().Add(longest + 30*time.Second))
-	line, readErr := bufio.NewReader(r).ReadBytes('\n')
+	// The session bounds each start itself; this only guards against a
+	// session that hangs.
+	limit := longest + 30*time.Second
+	type report struct {
+		line []byte
+		err  error
+	}
+	got := make(chan report, 1)
+	go func() {
+		line, err := bufio.NewReader(r).ReadBytes('\n')
+		got <- report{line, err}
+	}()
+	var rep report
+	select {
+	case rep = <-got:
+	case <-ctx.Done():
+		// Interrupted: the session we started stops its servers and goes.
+		cmd.Process.Signal(syscall.SIGTERM)
+		return nil, ctx.Err()
+	case <-time.After(limit):
+		cmd.Process.Signal(syscall.SIGTERM)
+		return nil, &engine.Error{Kind: engine.KindTimeout,
+			Message: fmt.Sprintf("the session did not report ready within %s; it was stopped", limit),
+			Hint:    []string{"see its log: " + sess.LogFile()},
+			Stderr:  tailFile(sess.LogFile(), 10)}
+	}
 	var msg readyMsg
-	if readErr != nil || json.Unmarshal(line, &msg) != nil {
+	if rep.err != nil || json.Unmarshal(rep.line, &msg) != nil {
 		return nil, &engine.Error{Kind: engine.KindUnavailable,
 			Message: "the session exited before its servers were ready",
 			Hint:    []string{"see its log: " + sess.LogFile()},
@@ -196,6 +220,9 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
 	notify := func(m readyMsg) {}
 	if notifyFD > 0 {
+		// The servers this session starts must not inherit the pipe: its
+		// reader waits for every writer to close it.
+		syscall.CloseOnExec(notifyFD)
 		f := os.NewFile(uintptr(notifyFD), "notify")
 		notify = func(m readyMsg) {
 			data, _ := json.Marshal(m)

@@ -318,21 +318,31 @@ func (p *parser) expand(path []string, s string) string {
 	return out
 }
 
+// maxDuration bounds every duration in the config: beyond it a value is a
+// mistake, and sums of durations must not overflow.
+const maxDuration = 24 * time.Hour
+
 // duration reads "30s"-style strings or numbers of seconds; the schema has
 // already checked the shape.
 func (p *parser) duration(path []string, v any) time.Duration {
+	var d time.Duration
+	ok := false
 	switch v := v.(type) {
 	case json.Number:
-		f, err := v.Float64()
-		if err == nil {
-			return time.Duration(f * float64(time.Second))
+		if f, err := v.Float64(); err == nil && f <= maxDuration.Seconds() {
+			d, ok = time.Duration(f*float64(time.Second)), true
 		}
 	case string:
-		d, err := time.ParseDuration(v)
-		if err == nil {
-			return d
-		}
+		pd, err := time.ParseDuration(v)
+		d, ok = pd, err == nil
 	}
-	p.errorAt(path, false, "expected a duration such as \"30s\" or a number of seconds", "")
+	switch {
+	case !ok || d > maxDuration:
+		p.errorAt(path, false, fmt.Sprintf("expected a duration such as \"30s\" or a number of seconds, at most %s", maxDuration), "")
+	case d <= 0:
+		p.errorAt(path, false, "expected a duration above zero", "")
+	default:
+		return d
+	}
 	return 0
 }

@@ -117,6 +117,9 @@ func TestLoadErrors(t *testing.T) {
 		{"no servers", `{"servers": {}}`, []string{"no servers defined"}, ""},
 		{"unsupported type", `{"servers": {"a": {"type": "http", "command": "x"}}}`, []string{`servers.a.type: expected "stdio", got "http"`}, ""},
 		{"bad duration", `{"servers": {"a": {"command": "x", "startupTimeout": "soon"}}}`, []string{"servers.a.startupTimeout"}, ""},
+		{"zero duration", `{"servers": {"a": {"command": "x", "startupTimeout": 0}}}`, []string{"servers.a.startupTimeout: expected a duration above zero"}, ""},
+		{"zero duration string", `{"servers": {"a": {"command": "x", "startupTimeout": "0s"}}}`, []string{"servers.a.startupTimeout: expected a duration above zero"}, ""},
+		{"huge duration", `{"servers": {"a": {"command": "x", "startupTimeout": 1e20}}}`, []string{"servers.a.startupTimeout: expected a duration", "at most 24h0m0s"}, ""},
 		{"input variable", `{"servers": {"a": {"command": "x", "env": {"K": "${input:key}"}}}}`, []string{"${input:key} cannot be resolved"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

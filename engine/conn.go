@@ -9,86 +9,153 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A captureConn sits between the SDK and a server's connection and keeps the
-// raw JSON of the results mcpctl prints. The SDK decodes results into typed
-// structs that drop fields it does not model (a tool's execution, unknown
-// content types fail the whole call); mcpctl promises to print everything
-// the server sent, so it takes the bytes from here.
+// A captureConn sits between the SDK and a server's connection. It keeps the
+// raw JSON of results: the SDK decodes them into typed structs that drop
+// what they do not model (a tool's execution, a server's tasks capability)
+// and fail on content types they do not know, and mcpctl prints everything
+// the server sent.
 //
-// A tools/call is matched to its caller by the progress token the engine
-// puts in its _meta; tools/list pages are handed to onToolsList whole.
+// A caller asks for the raw results of its requests by making them with a
+// context from [withCapture]; the connection matches each response to the
+// request it wrote with that context.
 type captureConn struct {
 	mcp.Connection
 
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]pendingCall // outgoing calls whose results we want
-	slots   map[string]*rawSlot        // progress token → waiting caller
+	pending map[jsonrpc.ID]pendingCall
 
-	onToolsList func(result json.RawMessage)
+	// abortWrite, when set, makes a write that outlives its context fail.
+	// A write blocks when the server stops reading its stdin; the SDK's
+	// writes do not watch their context.
+	abortWrite func()
 }
 
 type pendingCall struct {
 	method string
-	slot   *rawSlot
+	cap    *capture
 }
 
-// A rawSlot receives the raw outcome of one tools/call.
-type rawSlot struct {
-	got    bool
+// A capture collects the raw results of the requests made with a context
+// that carries it.
+type capture struct {
+	mu      sync.Mutex
+	results []rawResult
+	ids     []jsonrpc.ID
+}
+
+// A rawResult is one response as the server sent it.
+type rawResult struct {
+	method string
 	result json.RawMessage
-	err    error
+	err    error // a JSON-RPC error response
+}
+
+type captureKey struct{}
+
+// withCapture returns a context whose requests' raw results are collected
+// in the returned capture. Call release when done.
+func withCapture(ctx context.Context) (context.Context, *capture) {
+	c := &capture{}
+	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+// last returns the last raw result for method.
+func (c *capture) last(method string) (rawResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.results) - 1; i >= 0; i-- {
+		if c.results[i].method == method {
+			return c.results[i], true
+		}
+	}
+	return rawResult{}, false
+}
+
+// all returns every raw result for method, in arrival order.
+func (c *capture) all(method string) []rawResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []rawResult
+	for _, r := range c.results {
+		if r.method == method {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// release forgets the requests of cp that were never answered (a server
+// need not answer a cancelled request), so they do not pile up.
+func (c *captureConn) release(cp *capture) {
+	cp.mu.Lock()
+	ids := cp.ids
+	cp.ids = nil
+	cp.mu.Unlock()
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
 }
 
 func newCaptureConn(inner mcp.Connection) *captureConn {
-	return &captureConn{Connection: inner, pending: map[jsonrpc.ID]pendingCall{}, slots: map[string]*rawSlot{}}
+	return &captureConn{Connection: inner, pending: map[jsonrpc.ID]pendingCall{}}
 }
 
-// expect registers a caller for the tools/call carrying token.
-func (c *captureConn) expect(token string) *rawSlot {
-	s := &rawSlot{}
-	c.mu.Lock()
-	c.slots[token] = s
-	c.mu.Unlock()
-	return s
-}
+type taskKey struct{}
 
-// take returns what arrived for token and forgets it.
-func (c *captureConn) take(token string) rawSlot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.slots[token]
-	delete(c.slots, token)
-	if s == nil {
-		return rawSlot{}
-	}
-	return *s
+// withTask marks the tools/call made with ctx as task-augmented: the
+// connection adds {"task": {"ttl": ttlMs}} to its params, which the SDK's
+// typed params cannot carry.
+func withTask(ctx context.Context, ttlMs int64) context.Context {
+	return context.WithValue(ctx, taskKey{}, ttlMs)
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		switch req.Method {
-		case "tools/call":
-			var p struct {
-				Meta struct {
-					ProgressToken any `json:"progressToken"`
-				} `json:"_meta"`
-			}
-			if json.Unmarshal(req.Params, &p) == nil {
-				if tok, ok := p.Meta.ProgressToken.(string); ok {
-					c.mu.Lock()
-					if s := c.slots[tok]; s != nil {
-						c.pending[req.ID] = pendingCall{method: req.Method, slot: s}
-					}
-					c.mu.Unlock()
-				}
-			}
-		case "tools/list":
+		if ttl, ok := ctx.Value(taskKey{}).(int64); ok && req.Method == "tools/call" {
+			msg = withTaskParam(req, ttl)
+		}
+		if cp, ok := ctx.Value(captureKey{}).(*capture); ok {
+			cp.mu.Lock()
+			cp.ids = append(cp.ids, req.ID)
+			cp.mu.Unlock()
 			c.mu.Lock()
-			c.pending[req.ID] = pendingCall{method: req.Method}
+			c.pending[req.ID] = pendingCall{method: req.Method, cap: cp}
 			c.mu.Unlock()
 		}
 	}
-	return c.Connection.Write(ctx, msg)
+	if c.abortWrite == nil || ctx.Done() == nil {
+		return c.Connection.Write(ctx, msg)
+	}
+	var mu sync.Mutex
+	finished := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			c.abortWrite()
+		}
+	})
+	err := c.Connection.Write(ctx, msg)
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	stop()
+	return err
+}
+
+func withTaskParam(req *jsonrpc.Request, ttl int64) *jsonrpc.Request {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil || params == nil {
+		return req
+	}
+	params["task"], _ = json.Marshal(map[string]int64{"ttl": ttl})
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return req
+	}
+	return &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: raw, Extra: req.Extra}
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -102,17 +169,12 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.mu.Lock()
 	pc, found := c.pending[resp.ID]
-	if found {
-		delete(c.pending, resp.ID)
-		if pc.slot != nil {
-			pc.slot.got = true
-			pc.slot.result = append(json.RawMessage(nil), resp.Result...)
-			pc.slot.err = resp.Error
-		}
-	}
+	delete(c.pending, resp.ID)
 	c.mu.Unlock()
-	if found && pc.method == "tools/list" && resp.Error == nil && c.onToolsList != nil {
-		c.onToolsList(resp.Result)
+	if found {
+		pc.cap.mu.Lock()
+		pc.cap.results = append(pc.cap.results, rawResult{method: pc.method, result: append(json.RawMessage(nil), resp.Result...), err: resp.Error})
+		pc.cap.mu.Unlock()
 	}
 	return msg, nil
 }

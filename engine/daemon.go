@@ -115,7 +115,17 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	t0 := time.Now()
 	res, err := d.engine.CallTool(r.Context(), &req)
-	d.log.Info("call", "tool", req.Name, "ms", time.Since(t0).Milliseconds(), "error", errString(err))
+	// The outcome, never the message: messages can quote arguments.
+	outcome := "ok"
+	if err != nil {
+		outcome = string(KindOf(err))
+		if outcome == "" {
+			outcome = "error"
+		}
+	} else if res.IsError {
+		outcome = "tool_error"
+	}
+	d.log.Info("call", "tool", req.Name, "ms", time.Since(t0).Milliseconds(), "outcome", outcome)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -128,13 +138,6 @@ func (d *Daemon) serveShutdown(w http.ResponseWriter, r *http.Request) {
 	d.engine.Close()
 	writeJSON(w, http.StatusOK, d.status())
 	d.stopOnce.Do(func() { close(d.stopped) })
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

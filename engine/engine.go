@@ -54,6 +54,7 @@ type Engine struct {
 	servers map[string]*server
 	order   []*server
 	tokens  atomic.Uint64
+	closed  atomic.Bool
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
@@ -144,21 +145,35 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		}()
 	}
 	wg.Wait()
-	var failed []*Error
+	if err := ctx.Err(); err != nil {
+		e.stopAll(targets)
+		return err
+	}
+	// A server whose start was cut short because another failed is not a
+	// failure of its own; any other error is.
+	var failed, interrupted []*Error
 	for _, err := range errs {
+		if err == nil {
+			continue
+		}
 		var ee *Error
-		if errors.As(err, &ee) {
+		if !errors.As(err, &ee) {
+			ee = errorf(KindUnavailable, "", "%v", err).wrap(err)
+		}
+		if errors.Is(err, context.Canceled) {
+			interrupted = append(interrupted, ee)
+		} else {
 			failed = append(failed, ee)
 		}
 	}
-	if len(failed) == 0 {
-		if err := ctx.Err(); err != nil {
-			e.stopAll(targets)
-			return err
-		}
+	if len(failed) == 0 && len(interrupted) == 0 {
 		return nil
 	}
 	e.stopAll(targets)
+	if len(failed) == 0 {
+		// Nothing failed by itself: Close stopped the start.
+		return combine(interrupted)
+	}
 	return combine(failed)
 }
 
@@ -186,9 +201,10 @@ func (e *Engine) stopAll(servers []*server) {
 	wg.Wait()
 }
 
-// Close stops every server and waits until their processes are gone.
-// Close is idempotent.
+// Close stops every server and waits until their processes are gone. No
+// server starts after Close. Close is idempotent.
 func (e *Engine) Close() error {
+	e.closed.Store(true)
 	e.stopAll(e.order)
 	return nil
 }

@@ -155,7 +155,7 @@ func TestCallValidatesBeforeSending(t *testing.T) {
 	}{
 		{[]string{"pin=1", "n=x"}, "n: expected integer, got string"},
 		{[]string{"n=1"}, "pin: required, but missing"},
-		{[]string{"pin=1", "mode=c"}, `mode: expected one of "a", "b", got "c"`},
+		{[]string{"pin=1", "mode=c"}, `mode: expected one of "a", "b"`},
 		{[]string{"pin=1", "nn=1"}, "nn: unknown field (did you mean n?)"},
 		{[]string{"pin"}, `argument "pin" is not key=value`},
 		{[]string{"pin:=x"}, "pin: the value after := is not valid JSON"},
@@ -167,6 +167,32 @@ func TestCallValidatesBeforeSending(t *testing.T) {
 	}
 	if _, err := os.Stat(callLog); err == nil {
 		t.Errorf("the server was called with invalid arguments")
+	}
+}
+
+// Tool arguments carry tokens: a violation names the rule, never the value.
+func TestViolationsHideValues(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{
+	  "token":{"type":"string","pattern":"^ghp_[a-z]+$"},"pin":{"type":"integer","minimum":1000},
+	  "kind":{"const":"bearer"},"mail":{"type":"string","format":"email"}}}`)
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "login", InputSchema: schema}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.login", Pairs: []string{"token=sk-LIVE-SECRET-123", "pin=42", "kind=basic-SECRET"}})
+	msg := err.Error()
+	for _, want := range []string{"token: does not match pattern ^ghp_[a-z]+$", "pin: must be >= 1000", `kind: expected "bearer"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	var ee *Error
+	errors.As(err, &ee)
+	all, _ := json.Marshal(ee)
+	for _, secret := range []string{"SECRET", "42"} {
+		if strings.Contains(string(all), secret) {
+			t.Errorf("error repeats an argument value (%s): %s", secret, all)
+		}
 	}
 }
 
@@ -355,3 +381,128 @@ func TestCloseStopsProcessGroup(t *testing.T) {
 }
 
 type jsonrpcError = jsonrpc.Error
+
+// A server that stops reading stdin must not make a call outlive its
+// timeout, nor make stopping hang: the blocked write is cut short.
+func TestHungServerBlockedWrite(t *testing.T) {
+	e := New(&config.Config{Servers: []*config.Server{fakeServer(t, "srv", fakemcp.Spec{
+		IgnoreStdinEOF: true, IgnoreSIGTERM: true,
+		Tools: []fakemcp.Tool{{Name: "hang", StopReading: true}, {Name: "echo"}},
+	})}}, &Options{ShutdownTimeout: 500 * time.Millisecond})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	go e.CallTool(ctx(t), &CallRequest{Name: "srv.hang", TimeoutMs: 30000})
+	time.Sleep(100 * time.Millisecond)
+	// The read the server had in progress takes this one, however it ends.
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", TimeoutMs: 200})
+	big := strings.Repeat("x", 1<<20) // far more than a pipe holds
+	callDone := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"data=" + big}, TimeoutMs: 300})
+		callDone <- err
+	}()
+	select {
+	case err := <-callDone:
+		if err == nil {
+			t.Fatal("a call to a server that stopped reading succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call with a 300ms timeout is stuck writing to a server that stopped reading")
+	}
+	done := make(chan struct{})
+	go func() { e.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs on a server that stopped reading")
+	}
+}
+
+// The SDK's automatic input rounds are off: an input_required answer is an
+// error, not a result.
+func TestInputRequiredIsAnError(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "ask", Result: json.RawMessage(
+		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}}}`)}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "input_required") {
+		t.Fatalf("res=%v err=%v", res, err)
+	}
+}
+
+// A JSON line that is not JSON-RPC (a log line) is skipped like a banner.
+func TestJSONLogLineOnStdout(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "log", Stdout: `{"level":"info","msg":"handled a call"}`}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.log"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A connection that breaks while the process lives on makes the server
+// unavailable, and its process is stopped.
+func TestConnectionLostProcessAlive(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{PIDFile: filepath.Join(dir, "pid"), IgnoreStdinEOF: true,
+		Tools: []fakemcp.Tool{{Name: "drop", CloseStdout: true}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.drop"})
+	if KindOf(err) != KindUnavailable {
+		t.Fatalf("err = %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (e.Status()[0].State != StateUnavailable || alive(pid)) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable || alive(pid) {
+		t.Errorf("status %+v, process alive %v", st, alive(pid))
+	}
+}
+
+// Close during Start makes Start fail; nothing is left ready or running.
+func TestCloseDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	e := New(&config.Config{Servers: []*config.Server{fakeServer(t, "slow", fakemcp.Spec{StartDelay: "5s", PIDFile: filepath.Join(dir, "pid")})}}, nil)
+	errc := make(chan error)
+	go func() { errc <- e.Start(context.Background()) }()
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	e.Close()
+	err := <-errc
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "stopped during startup") {
+		t.Errorf("Start = %v", err)
+	}
+	if st := e.Status()[0]; st.State == StateReady || alive(pid) {
+		t.Errorf("after Close during Start: %+v, alive %v", st, alive(pid))
+	}
+	if err := e.Start(context.Background()); err == nil {
+		t.Errorf("Start after Close succeeded")
+	}
+}
+
+// Timed-out calls must not leave entries behind in the connection.
+func TestCaptureReleased(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 20})
+	}
+	s := e.servers["srv"]
+	s.conn.mu.Lock()
+	n := len(s.conn.pending)
+	s.conn.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d requests still pending after their callers gave up", n)
+	}
+}

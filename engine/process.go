@@ -31,10 +31,10 @@ type process struct {
 	stdout *os.File // our end of the server's stdout
 	tail   *lineTail
 
-	done     chan struct{} // closed once the leader is reaped
-	exitErr  error
-	exitedAt time.Time
-	stderrWG sync.WaitGroup
+	done       chan struct{} // closed once the leader is reaped
+	exitErr    error
+	exitedAt   time.Time
+	stderrDone chan struct{} // closed when stderr reaches EOF
 }
 
 // startProcess starts the server's command. Its stderr goes, line by line,
@@ -90,13 +90,14 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*proce
 		return nil, startError(s, err)
 	}
 	p := &process{
-		server: s.Name,
-		cmd:    cmd,
-		pgid:   cmd.Process.Pid,
-		stdin:  inW,
-		stdout: outR,
-		tail:   newLineTail(20),
-		done:   make(chan struct{}),
+		server:     s.Name,
+		cmd:        cmd,
+		pgid:       cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		tail:       newLineTail(20),
+		done:       make(chan struct{}),
+		stderrDone: make(chan struct{}),
 	}
 	var logFile *os.File
 	if logPath != "" {
@@ -108,7 +109,6 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*proce
 				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Command)
 		}
 	}
-	p.stderrWG.Add(1)
 	go p.drainStderr(errR, logFile)
 	go func() {
 		p.exitErr = cmd.Wait()
@@ -119,26 +119,49 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*proce
 	return p, nil
 }
 
+// maxStderrLine bounds one stderr line; the rest of a longer line is
+// dropped, so a server cannot grow mcpctl's memory without a newline.
+const maxStderrLine = 64 * 1024
+
 func (p *process) drainStderr(r *os.File, logFile *os.File) {
-	defer p.stderrWG.Done()
+	defer close(p.stderrDone)
 	defer r.Close()
 	if logFile != nil {
 		defer logFile.Close()
 	}
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if logFile != nil {
-				logFile.Write(line)
-				if line[len(line)-1] != '\n' {
-					logFile.Write([]byte{'\n'})
-				}
+		line, cut, err := readLine(br, maxStderrLine)
+		if len(line) > 0 || cut {
+			text := string(bytes.TrimRight(line, "\r\n"))
+			if cut {
+				text += " …(line cut)"
 			}
-			p.tail.add(string(bytes.TrimRight(line, "\r\n")))
+			if logFile != nil {
+				io.WriteString(logFile, text+"\n")
+			}
+			p.tail.add(text)
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// readLine reads one line of at most max bytes (newline excluded). The rest
+// of a longer line is read and dropped, and cut is set.
+func readLine(br *bufio.Reader, max int) (line []byte, cut bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case len(line)+len(frag) <= max+1:
+			line = append(line, frag...)
+		case !cut:
+			line = append(line, frag[:max-len(line)]...)
+			cut = true
+		}
+		if err != bufio.ErrBufferFull {
+			return bytes.TrimSuffix(line, []byte("\n")), cut, err
 		}
 	}
 }
@@ -147,7 +170,7 @@ func (p *process) drainStderr(r *os.File, logFile *os.File) {
 // it first lets the reader reach EOF, so its last words are included.
 func (p *process) stderrTail(n int) []string {
 	if p.exited() {
-		p.stderrWaitBounded(500 * time.Millisecond)
+		waitDone(p.stderrDone, 500*time.Millisecond)
 	}
 	return p.tail.last(n)
 }
@@ -187,17 +210,16 @@ func (p *process) stop(grace, timeout time.Duration) {
 		}
 	}
 	p.stdout.Close()
-	p.stderrWaitBounded(time.Second)
+	// Let the log get the server's last words, but never wait long: a
+	// stray grandchild in another process group could hold the pipe.
+	waitDone(p.stderrDone, time.Second)
 }
 
-// stderrWaitBounded waits for the stderr reader to see EOF, so the log holds
-// the server's last words, but never long: a stray grandchild in another
-// process group could hold the pipe open.
-func (p *process) stderrWaitBounded(d time.Duration) {
-	ch := make(chan struct{})
-	go func() { p.stderrWG.Wait(); close(ch) }()
-	waitDone(ch, d)
-}
+// abortWrites makes the write in progress on the server's stdin, and every
+// later one, fail at once. A write blocks when the server stops reading; a
+// write cut short leaves half a message on the pipe, so the connection is
+// over after this.
+func (p *process) abortWrites() { p.stdin.SetWriteDeadline(time.Now()) }
 
 func waitDone(ch <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
@@ -331,29 +353,35 @@ func (t *lineTail) last(n int) []string {
 	return append([]string(nil), t.lines[len(t.lines)-n:]...)
 }
 
-// jsonLines passes through only the lines of r that are JSON values and
-// reports the others to skip. The MCP spec forbids anything else on stdout,
-// but real servers print banners there, and one such line would otherwise
-// end the session.
+// maxMessage bounds one JSON-RPC message from a server. A longer line is
+// dropped (and logged); the request it answered then times out.
+const maxMessage = 64 << 20
+
+// jsonLines passes through only the lines of r that are JSON-RPC messages
+// and reports the others to skip. The MCP spec forbids anything else on
+// stdout, but real servers print banners and JSON log lines there, and one
+// such line would otherwise end the session.
 type jsonLines struct {
 	r    *bufio.Reader
 	c    io.Closer
 	buf  []byte
-	skip func(line []byte)
+	skip func(line []byte, why string)
 }
 
-func newJSONLines(rc io.ReadCloser, skip func([]byte)) *jsonLines {
+func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
 }
 
 func (j *jsonLines) Read(p []byte) (int, error) {
 	for len(j.buf) == 0 {
-		line, err := j.r.ReadBytes('\n')
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+		line, cut, err := readLine(j.r, maxMessage)
+		if t := bytes.TrimSpace(line); cut {
+			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
+		} else if len(t) > 0 {
+			if isJSONRPC(t) {
 				j.buf = append(t, '\n')
-			} else if j.skip != nil {
-				j.skip(t)
+			} else {
+				j.skip(t, "not JSON-RPC")
 			}
 		}
 		if err != nil {
@@ -366,6 +394,32 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 	n := copy(p, j.buf)
 	j.buf = j.buf[n:]
 	return n, nil
+}
+
+// isJSONRPC reports whether line is a JSON-RPC 2.0 message or a batch of
+// them: a log line such as {"level":"info"} is valid JSON, but not that.
+func isJSONRPC(line []byte) bool {
+	switch line[0] {
+	case '{':
+		var m struct {
+			Version string `json:"jsonrpc"`
+		}
+		return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
+	case '[':
+		var batch []struct {
+			Version string `json:"jsonrpc"`
+		}
+		if json.Unmarshal(line, &batch) != nil || len(batch) == 0 {
+			return false
+		}
+		for _, m := range batch {
+			if m.Version != "2.0" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }

@@ -18,7 +18,7 @@ import (
 )
 
 // A server supervises one configured MCP server: its process, its client
-// session, its state and the snapshot of its tools.
+// session, its state and the snapshot of what it offers.
 type server struct {
 	e   *Engine
 	cfg *config.Server
@@ -37,6 +37,7 @@ type server struct {
 	byName   map[string]*Tool
 	info     *Impl
 	protocol string
+	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
 	// life ends when the server stops or dies; in-flight calls end with it.
 	life    context.Context
 	endLife context.CancelFunc
@@ -77,6 +78,7 @@ func (s *server) setState(st State, cause *Error) {
 }
 
 // start brings the server to ready. Concurrent callers share one attempt.
+// Every failure is an [*Error].
 func (s *server) start(ctx context.Context) error {
 	s.mu.Lock()
 	switch s.state {
@@ -101,15 +103,19 @@ func (s *server) start(ctx context.Context) error {
 		s.mu.Unlock()
 		return errorf(KindUnavailable, s.cfg.Name, "server %s is stopping", s.cfg.Name)
 	}
+	if s.e.closed.Load() {
+		s.mu.Unlock()
+		return errorf(KindUnavailable, s.cfg.Name, "server %s: the engine is closed", s.cfg.Name)
+	}
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
 	s.starting = make(chan struct{})
-	ctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx)
 	s.cancelStart = cancel
 	s.mu.Unlock()
 
 	t0 := time.Now()
-	err := s.connect(ctx)
+	err := s.connect(sctx)
 	cancel()
 
 	s.mu.Lock()
@@ -118,11 +124,25 @@ func (s *server) start(ctx context.Context) error {
 	s.cancelStart = nil
 	if err != nil {
 		var e *Error
-		if !errors.As(err, &e) {
+		switch {
+		case errors.As(err, &e):
+		case ctx.Err() != nil:
+			// The caller gave up; say so, but keep the cause.
+			e = errorf(KindUnavailable, s.cfg.Name, "server %s: start interrupted", s.cfg.Name).wrap(err)
+		case errors.Is(err, context.Canceled):
+			e = errorf(KindUnavailable, s.cfg.Name, "server %s was stopped during startup", s.cfg.Name).wrap(err)
+		default:
 			e = errorf(KindUnavailable, s.cfg.Name, "server %s: %v", s.cfg.Name, err).wrap(err)
 		}
 		s.setState(StateUnavailable, e)
-		return err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return e
+	}
+	if s.state != StateStarting {
+		// It died between connecting and here; watch has said so.
+		return s.unavailableLocked()
 	}
 	s.startup = time.Since(t0)
 	s.readyAt = time.Now()
@@ -140,27 +160,34 @@ func (s *server) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stdout := newJSONLines(proc.stdout, func(line []byte) {
-		s.log.Warn("skipped a line on stdout that is not JSON-RPC", "line", truncate(string(line), 200))
+	stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
+		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
 	})
-	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin}).Connect(ctx)
+	// jsonLines bounds lines itself.
+	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
 	if err != nil {
 		proc.stop(0, s.e.opts.ShutdownTimeout)
 		return err
 	}
 	conn := newCaptureConn(inner)
-	conn.onToolsList = s.rememberTools
+	conn.abortWrite = proc.abortWrites
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpctl", Version: Version()}, &mcp.ClientOptions{
 		Logger:       s.e.sdkLog.With("server", cfg.Name),
 		Capabilities: &mcp.ClientCapabilities{},
+		// mcpctl answers input requests itself, or reports them; the SDK's
+		// automatic retries would hide them.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	cs, err := client.Connect(sctx, connTransport{conn}, nil)
+	cctx, cp := withCapture(sctx)
+	cs, err := client.Connect(cctx, connTransport{conn}, nil)
+	conn.release(cp)
 	if err == nil {
-		err = s.refreshTools(sctx, cs)
+		err = s.refreshTools(sctx, cs, conn)
 	}
 	if err != nil {
+		proc.stdin.Close()
 		if cs != nil {
 			cs.Close()
 		}
@@ -170,10 +197,15 @@ func (s *server) connect(ctx context.Context) error {
 		proc.stop(0, s.e.opts.ShutdownTimeout)
 		return failure
 	}
+	init, ok := cp.last("initialize")
+	if !ok {
+		init, _ = cp.last("server/discover")
+	}
 	life, endLife := context.WithCancel(context.Background())
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = proc, cs, conn
 	s.life, s.endLife = life, endLife
+	s.initRaw = init.result
 	if ir := cs.InitializeResult(); ir != nil {
 		s.protocol = ir.ProtocolVersion
 		if ir.ServerInfo != nil {
@@ -208,16 +240,26 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 }
 
 // refreshTools lists every page of the server's tools and swaps the snapshot.
-func (s *server) refreshTools(ctx context.Context, cs *mcp.ClientSession) error {
+func (s *server) refreshTools(ctx context.Context, cs *mcp.ClientSession, conn *captureConn) error {
 	var tools []*Tool
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil {
-		for t, err := range cs.Tools(ctx, nil) {
+		cctx, cp := withCapture(ctx)
+		defer conn.release(cp)
+		var typed []*mcp.Tool
+		for t, err := range cs.Tools(cctx, nil) {
 			if err != nil {
 				return err
 			}
-			s.rawMu.Lock()
+			typed = append(typed, t)
+		}
+		// The SDK may answer from its cache (2026-07-28 servers); then
+		// the raw objects seen last time still hold.
+		s.rawMu.Lock()
+		for _, page := range cp.all("tools/list") {
+			rememberItems(s.rawTools, page.result, "tools", "name")
+		}
+		for _, t := range typed {
 			raw := s.rawTools[t.Name]
-			s.rawMu.Unlock()
 			if raw == nil {
 				raw, _ = json.Marshal(t)
 			}
@@ -228,6 +270,7 @@ func (s *server) refreshTools(ctx context.Context, cs *mcp.ClientSession) error 
 			}
 			tools = append(tools, tool)
 		}
+		s.rawMu.Unlock()
 	}
 	byName := make(map[string]*Tool, len(tools))
 	for _, t := range tools {
@@ -239,47 +282,59 @@ func (s *server) refreshTools(ctx context.Context, cs *mcp.ClientSession) error 
 	return nil
 }
 
-// rememberTools keeps the raw tool objects of a tools/list page.
-func (s *server) rememberTools(result json.RawMessage) {
-	var page struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if json.Unmarshal(result, &page) != nil {
+// rememberItems files the raw objects of one list page (its field list, e.g.
+// "tools") under their key field (e.g. "name").
+func rememberItems(into map[string]json.RawMessage, page json.RawMessage, list, key string) {
+	var p map[string]json.RawMessage
+	var items []json.RawMessage
+	if json.Unmarshal(page, &p) != nil || json.Unmarshal(p[list], &items) != nil {
 		return
 	}
-	s.rawMu.Lock()
-	defer s.rawMu.Unlock()
-	for _, raw := range page.Tools {
-		var head struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &head) == nil && head.Name != "" {
-			s.rawTools[head.Name] = append(json.RawMessage(nil), raw...)
+	for _, raw := range items {
+		var head map[string]json.RawMessage
+		var k string
+		if json.Unmarshal(raw, &head) == nil && json.Unmarshal(head[key], &k) == nil && k != "" {
+			into[k] = append(json.RawMessage(nil), raw...)
 		}
 	}
 }
 
-// watch marks the server unavailable when its process ends on its own.
+// watch marks the server unavailable when its process ends or its
+// connection breaks on their own, and stops what is left of it.
 func (s *server) watch(proc *process, cs *mcp.ClientSession) {
-	<-proc.done
+	connDone := make(chan error, 1)
+	go func() { connDone <- cs.Wait() }()
+	var connErr error
+	select {
+	case <-proc.done:
+	case connErr = <-connDone:
+		// Give a dying process a moment, so the error says how it ended.
+		waitDone(proc.done, 200*time.Millisecond)
+	}
 	stderr := proc.stderrTail(10)
 	s.mu.Lock()
 	if s.proc != proc || s.state == StateStopping || s.state == StateStopped {
 		s.mu.Unlock()
 		return
 	}
-	e := errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, exitDescription(proc.exitErr))
+	var e *Error
+	if proc.exited() {
+		e = errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, exitDescription(proc.exitErr))
+	} else {
+		e = errorf(KindUnavailable, s.cfg.Name, "lost the connection to server %s: %v", s.cfg.Name, connErr)
+	}
 	e.Stderr = stderr
 	e.hint("restart the session to start it again: mcpctl down && mcpctl up")
 	s.setState(StateUnavailable, e)
 	s.endLife()
 	s.mu.Unlock()
+	proc.stdin.Close()
 	cs.Close()
 	proc.stop(0, s.e.opts.ShutdownTimeout)
 }
 
-// stop ends the server: in-flight calls are cancelled, then the process is
-// stopped as [process.stop] describes.
+// stop ends the server: in-flight calls are cancelled, stdin is closed, and
+// the process is stopped as [process.stop] describes.
 func (s *server) stop() {
 	s.mu.Lock()
 	if s.cancelStart != nil {
@@ -303,6 +358,10 @@ func (s *server) stop() {
 	s.endLife()
 	s.mu.Unlock()
 
+	// Closing stdin first is the order the MCP spec asks for, and it wakes
+	// a write blocked on a server that stopped reading; the SDK's Close
+	// waits for such writes.
+	proc.stdin.Close()
 	cs.Close()
 	proc.stop(s.e.opts.ShutdownGrace, s.e.opts.ShutdownTimeout)
 
@@ -391,20 +450,25 @@ func (s *server) call(ctx context.Context, toolName string, req *CallRequest) (*
 	stopOnEnd := context.AfterFunc(life, cancel)
 	defer stopOnEnd()
 
-	token := s.e.nextToken()
-	conn.expect(token)
+	cctx, cp := withCapture(callCtx)
+	defer conn.release(cp)
 	params := &mcp.CallToolParams{Name: toolName, Arguments: args}
-	params.SetProgressToken(token)
-	_, callErr := cs.CallTool(callCtx, params)
-	raw := conn.take(token)
-	if raw.got {
+	params.SetProgressToken(s.e.nextToken())
+	_, callErr := cs.CallTool(cctx, params)
+	if raw, ok := cp.last("tools/call"); ok {
+		// The server answered. The SDK may still have failed to decode the
+		// answer (a content type it does not know): the raw bytes win.
 		if raw.err != nil {
 			return nil, protocolError(s.cfg.Name, "tools/call", raw.err)
 		}
 		var head struct {
-			IsError bool `json:"isError"`
+			IsError    bool   `json:"isError"`
+			ResultType string `json:"resultType"`
 		}
 		json.Unmarshal(raw.result, &head)
+		if head.ResultType == "input_required" {
+			return nil, errorf(KindProtocol, s.cfg.Name, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
+		}
 		return &CallResult{Server: s.cfg.Name, Tool: toolName, Result: raw.result, IsError: head.IsError}, nil
 	}
 	return nil, s.callError(ctx, callCtx, life, proc, tool, timeout, callErr)
@@ -418,6 +482,9 @@ func (s *server) callError(ctx, callCtx, life context.Context, proc *process, to
 	var werr *jsonrpc.Error
 	connLost := life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
 	switch {
+	case callCtx.Err() == context.DeadlineExceeded && life.Err() == nil:
+		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", tool.Name(), timeout).
+			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 	case connLost:
 		// The process may be on its way out; let it finish so the error
 		// can say how it ended.
@@ -434,9 +501,6 @@ func (s *server) callError(ctx, callCtx, life context.Context, proc *process, to
 		}
 		e.Stderr = proc.stderrTail(10)
 		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
-	case callCtx.Err() == context.DeadlineExceeded:
-		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", tool.Name(), timeout).
-			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 	case errors.As(err, &werr):
 		return protocolError(name, "tools/call", werr)
 	}

@@ -108,9 +108,12 @@ func ensureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	st, err := os.Stat(dir)
+	st, err := os.Lstat(dir)
 	if err != nil {
 		return err
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link; mcpctl keeps its sockets only in a directory of its own", dir)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
 		return fmt.Errorf("%s belongs to another user", dir)

@@ -120,6 +120,9 @@ func (t *Tool) compiled() (*schemas.Schema, error) {
 			return
 		}
 		t.schema, t.schemaErr = schemas.Compile(raw)
+		if t.schema != nil {
+			t.schema.Redact = true
+		}
 	})
 	return t.schema, t.schemaErr
 }

@@ -116,7 +116,8 @@ func (p *Printer) runJQ(data []byte) error {
 				break
 			}
 			p.out.Write(b.Bytes())
-			return &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err)}
+			return &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err),
+				Caret: []string{"the command itself ran; only the filter failed on its result (see it with --json)"}}
 		}
 		if s, isStr := v.(string); isStr && p.f.Raw {
 			b.WriteString(s)

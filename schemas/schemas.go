@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mcpctl/mcpctl/internal/jsonschema"
@@ -31,6 +33,11 @@ var ConfigJSON []byte
 // A Schema is a compiled JSON Schema. Its zero value is not usable; build one
 // with [Compile].
 type Schema struct {
+	// Redact leaves the instance's values out of violation messages ("does
+	// not match pattern P" instead of "'sk-123' does not match ..."): tool
+	// arguments carry tokens, and messages reach logs.
+	Redact bool
+
 	root *jsonschema.Schema
 	// byLocation indexes every subschema, so a violation can find the
 	// properties its schema allows (for did-you-mean hints).
@@ -240,15 +247,43 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
-			b, _ := json.Marshal(w)
-			want = append(want, string(b))
+			want = append(want, jsonText(w))
 		}
-		got, _ := json.Marshal(k.Got)
-		msg := fmt.Sprintf("expected one of %s, got %s", strings.Join(want, ", "), got)
+		msg := "expected one of " + strings.Join(want, ", ")
 		if len(want) == 1 {
-			msg = fmt.Sprintf("expected %s, got %s", want[0], got)
+			msg = "expected " + want[0]
 		}
-		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "enum", Message: msg})
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "enum", Message: msg + s.got(k.Got)})
+		return
+	case *kind.Const:
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "const", Message: "expected " + jsonText(k.Want) + s.got(k.Got)})
+		return
+	case *kind.Pattern:
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "pattern", Message: "does not match pattern " + k.Want + s.got(k.Got)})
+		return
+	case *kind.Format:
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "format", Message: "is not a valid " + k.Want + s.got(k.Got)})
+		return
+	case *kind.Minimum:
+		*out = append(*out, s.bound(e, "minimum", "must be >= ", k.Want, k.Got))
+		return
+	case *kind.Maximum:
+		*out = append(*out, s.bound(e, "maximum", "must be <= ", k.Want, k.Got))
+		return
+	case *kind.ExclusiveMinimum:
+		*out = append(*out, s.bound(e, "exclusiveMinimum", "must be > ", k.Want, k.Got))
+		return
+	case *kind.ExclusiveMaximum:
+		*out = append(*out, s.bound(e, "exclusiveMaximum", "must be < ", k.Want, k.Got))
+		return
+	case *kind.MultipleOf:
+		*out = append(*out, s.bound(e, "multipleOf", "must be a multiple of ", k.Want, k.Got))
+		return
+	case *kind.MinLength:
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "minLength", Message: fmt.Sprintf("must be at least %d characters long", k.Want)})
+		return
+	case *kind.MaxLength:
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "maxLength", Message: fmt.Sprintf("must be at most %d characters long", k.Want)})
 		return
 	}
 	kw := ""
@@ -256,6 +291,41 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 		kw = p[0]
 	}
 	*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: kw, Message: e.ErrorKind.LocalizedString(printer)})
+}
+
+// got says what the instance held, unless values are redacted.
+func (s *Schema) got(v any) string {
+	if s.Redact {
+		return ""
+	}
+	return ", got " + jsonText(v)
+}
+
+func (s *Schema) bound(e *jsonschema.ValidationError, keyword, rule string, want, got *big.Rat) Violation {
+	msg := rule + ratText(want)
+	if !s.Redact {
+		msg += ", got " + ratText(got)
+	}
+	return Violation{Path: e.InstanceLocation, Keyword: keyword, Message: msg}
+}
+
+func ratText(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 func mergeTypes(e *jsonschema.ValidationError) (Violation, bool) {

@@ -68,6 +68,14 @@ type Tool struct {
 	Error    string          `json:"error,omitempty"`    // an isError result with this text
 	RPCError *jsonrpc.Error  `json:"rpcError,omitempty"` // a JSON-RPC error response
 	Sleep    string          `json:"sleep,omitempty"`    // sleep (honouring cancellation), then echo
+	// StopReading makes the server stop reading stdin for good and never
+	// answer, as a hung server does.
+	StopReading bool `json:"stopReading,omitempty"`
+	// Stdout is printed on stdout before the answer (a JSON log line, say).
+	Stdout string `json:"stdout,omitempty"`
+	// CloseStdout closes stdout and keeps the process running: the
+	// connection is gone, the process is not.
+	CloseStdout bool `json:"closeStdout,omitempty"`
 	// Env makes the call answer with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env   []string `json:"env,omitempty"`
@@ -132,7 +140,7 @@ func run(spec *Spec) int {
 		version = "1.0.0"
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{PageSize: spec.PageSize})
-	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}}
+	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{})}
 	for _, t := range spec.Tools {
 		schema := t.InputSchema
 		if len(schema) == 0 || string(schema) == "null" {
@@ -151,9 +159,10 @@ func run(spec *Spec) int {
 }
 
 type fake struct {
-	spec *Spec
-	mu   sync.Mutex
-	raw  map[jsonrpc.ID]Tool // calls whose response is replaced on the way out
+	spec        *Spec
+	mu          sync.Mutex
+	raw         map[jsonrpc.ID]Tool // calls whose response is replaced on the way out
+	stopReading chan struct{}       // closed to stop reading stdin
 }
 
 func (f *fake) tool(name string) (Tool, bool) {
@@ -178,7 +187,16 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 				fl.Close()
 			}
 		}
+		if t.Stdout != "" {
+			fmt.Fprintln(os.Stdout, t.Stdout)
+		}
 		switch {
+		case t.StopReading:
+			close(f.stopReading)
+			select {}
+		case t.CloseStdout:
+			os.Stdout.Close()
+			select {}
 		case t.Crash != nil:
 			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
 			os.Exit(*t.Crash)
@@ -209,7 +227,9 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 type transport struct{ f *fake }
 
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
-	inner, err := (&mcp.StdioTransport{}).Connect(ctx)
+	// The SDK reads stdin in a goroutine of its own; to play a server that
+	// stops reading, the gate sits below it.
+	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: nopCloser{os.Stdout}}).Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +240,25 @@ type conn struct {
 	mcp.Connection
 	f *fake
 }
+
+// gatedStdin reads stdin until stop is closed, then blocks for good: the
+// pipe fills and the client's writes block.
+type gatedStdin struct{ stop chan struct{} }
+
+func (g *gatedStdin) Read(p []byte) (int, error) {
+	select {
+	case <-g.stop:
+		select {}
+	default:
+	}
+	return os.Stdin.Read(p)
+}
+
+func (g *gatedStdin) Close() error { return os.Stdin.Close() }
+
+type nopCloser struct{ *os.File }
+
+func (nopCloser) Close() error { return nil }
 
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
