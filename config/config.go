@@ -24,6 +24,10 @@ import (
 // when its config says nothing.
 const DefaultStartupTimeout = 30 * time.Second
 
+// DefaultCacheTTL is how long a server's prompts and resource reads stay
+// cached in the session when its config says nothing.
+const DefaultCacheTTL = 5 * time.Minute
+
 // A Config is a loaded config file.
 type Config struct {
 	// File is the path as shown in messages: relative to the working
@@ -49,6 +53,9 @@ type Server struct {
 	// Cwd is absolute.
 	Cwd            string
 	StartupTimeout time.Duration
+	// CacheTTL is how long prompts and resource reads stay cached in the
+	// session; 0 turns caching off.
+	CacheTTL time.Duration
 	// Source is where the server is defined, e.g. "mcp.json:9:5".
 	Source string
 }
@@ -270,6 +277,7 @@ func (p *parser) server(path []string, name string, obj map[string]any) *Server 
 		Type:           "stdio",
 		Env:            map[string]string{},
 		StartupTimeout: DefaultStartupTimeout,
+		CacheTTL:       DefaultCacheTTL,
 		Source:         fmt.Sprintf("%s:%d:%d", p.file, line, col),
 	}
 	field := func(f ...string) []string { return append(append([]string(nil), path...), f...) }
@@ -299,7 +307,10 @@ func (p *parser) server(path []string, name string, obj map[string]any) *Server 
 		s.Cwd = filepath.Clean(c)
 	}
 	if d, ok := obj["startupTimeout"]; ok {
-		s.StartupTimeout = p.duration(field("startupTimeout"), d)
+		s.StartupTimeout = p.duration(field("startupTimeout"), d, false)
+	}
+	if d, ok := obj["cacheTTL"]; ok {
+		s.CacheTTL = p.duration(field("cacheTTL"), d, true)
 	}
 	return s
 }
@@ -323,8 +334,8 @@ func (p *parser) expand(path []string, s string) string {
 const maxDuration = 24 * time.Hour
 
 // duration reads "30s"-style strings or numbers of seconds; the schema has
-// already checked the shape.
-func (p *parser) duration(path []string, v any) time.Duration {
+// already checked the shape. Zero is accepted only where it means "off".
+func (p *parser) duration(path []string, v any, zeroOK bool) time.Duration {
 	var d time.Duration
 	ok := false
 	switch v := v.(type) {
@@ -339,6 +350,8 @@ func (p *parser) duration(path []string, v any) time.Duration {
 	switch {
 	case !ok || d > maxDuration:
 		p.errorAt(path, false, fmt.Sprintf("expected a duration such as \"30s\" or a number of seconds, at most %s", maxDuration), "")
+	case d == 0 && zeroOK:
+		return 0
 	case d <= 0:
 		p.errorAt(path, false, "expected a duration above zero", "")
 	default:

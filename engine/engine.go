@@ -42,6 +42,16 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// ShutdownTimeout is how long SIGTERM has before SIGKILL. Default 5s.
 	ShutdownTimeout time.Duration
+	// Sampling answers sampling/createMessage requests from servers;
+	// when nil, servers are not offered sampling.
+	Sampling RequestHandler
+	// Elicitation answers elicitation/create requests from servers; when
+	// nil, servers are not offered elicitation.
+	Elicitation RequestHandler
+	// CacheEntries and CacheBytes bound the cache of prompts and resource
+	// reads. Defaults 1000 and 64 MiB.
+	CacheEntries int
+	CacheBytes   int
 }
 
 // An Engine hosts the servers of one config. Its methods are safe for
@@ -55,6 +65,12 @@ type Engine struct {
 	order   []*server
 	tokens  atomic.Uint64
 	closed  atomic.Bool
+	bus     bus
+	cache   *cache
+	metrics *metrics
+
+	progressMu sync.Mutex
+	progressFn map[string]func(Progress) // by progress token
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
@@ -75,12 +91,21 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 5 * time.Second
 	}
+	if o.CacheEntries <= 0 {
+		o.CacheEntries = 1000
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
 	e := &Engine{
-		cfg:     cfg,
-		opts:    o,
-		log:     o.Logger,
-		sdkLog:  o.Logger.With("component", "sdk"),
-		servers: map[string]*server{},
+		cfg:        cfg,
+		opts:       o,
+		log:        o.Logger,
+		sdkLog:     o.Logger.With("component", "sdk"),
+		servers:    map[string]*server{},
+		cache:      newCache(o.CacheEntries, o.CacheBytes),
+		metrics:    newMetrics(),
+		progressFn: map[string]func(Progress){},
 	}
 	for _, sc := range cfg.Servers {
 		s := newServer(e, sc)
@@ -218,41 +243,34 @@ func (e *Engine) Status() []ServerStatus {
 	return out
 }
 
-// Tools lists tools. filter is "" for the tools of every ready server,
-// a server name for its tools, or server.tool for one tool.
-func (e *Engine) Tools(filter string) ([]*Tool, error) {
-	srvName, toolName, oneTool := strings.Cut(filter, ".")
-	if filter == "" {
-		var out []*Tool
-		for _, s := range e.order {
-			s.mu.Lock()
-			if s.state == StateReady || s.state == StateDegraded {
-				out = append(out, s.tools...)
-			}
-			s.mu.Unlock()
+// Events subscribes to what happens to the servers; see [Event]. Close the
+// subscription when done.
+func (e *Engine) Events(f EventFilter) *Subscription { return e.bus.subscribe(f) }
+
+// watchProgress routes the progress notifications for token to fn until the
+// returned function is called.
+func (e *Engine) watchProgress(token string, fn func(Progress)) (stop func()) {
+	e.progressMu.Lock()
+	e.progressFn[token] = fn
+	e.progressMu.Unlock()
+	return func() {
+		e.progressMu.Lock()
+		delete(e.progressFn, token)
+		e.progressMu.Unlock()
+	}
+}
+
+// progress delivers a progress notification to its caller and to watchers.
+func (e *Engine) progress(server string, token any, p Progress) {
+	if t, ok := token.(string); ok {
+		e.progressMu.Lock()
+		fn := e.progressFn[t]
+		e.progressMu.Unlock()
+		if fn != nil {
+			fn(p)
 		}
-		return out, nil
 	}
-	s, err := e.lookup(srvName)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != StateReady && s.state != StateDegraded {
-		return nil, s.unavailableLocked()
-	}
-	if !oneTool {
-		return append([]*Tool(nil), s.tools...), nil
-	}
-	if t := s.byName[toolName]; t != nil {
-		return []*Tool{t}, nil
-	}
-	known := make([]string, len(s.tools))
-	for i, t := range s.tools {
-		known[i] = t.Name()
-	}
-	return nil, unknownName("tool", filter, s.cfg.Name, known)
+	e.bus.publish(Event{Type: EventProgress, Server: server, Token: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 // SplitName splits server.tool at the first dot (server names have none).
@@ -263,19 +281,4 @@ func SplitName(name string) (server, tool string, err error) {
 			hint("name a tool as server.tool, e.g. everything.echo; list them with: mcpctl tools")
 	}
 	return server, tool, nil
-}
-
-// CallTool calls server.tool. Arguments are built from req, validated
-// against the tool's input schema and only then sent. A tool that reports
-// failure (isError) is a result, not an error.
-func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
-	srvName, toolName, err := SplitName(req.Name)
-	if err != nil {
-		return nil, err
-	}
-	s, err := e.lookup(srvName)
-	if err != nil {
-		return nil, err
-	}
-	return s.call(ctx, toolName, req)
 }

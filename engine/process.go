@@ -38,8 +38,8 @@ type process struct {
 }
 
 // startProcess starts the server's command. Its stderr goes, line by line,
-// to logPath (when set) and to a tail kept for error messages.
-func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*process, error) {
+// to logPath (when set), to a tail kept for error messages, and to onLine.
+func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine func(string)) (*process, error) {
 	path, err := resolveCommand(s)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*proce
 				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Command)
 		}
 	}
-	go p.drainStderr(errR, logFile)
+	go p.drainStderr(errR, logFile, onLine)
 	go func() {
 		p.exitErr = cmd.Wait()
 		p.exitedAt = time.Now()
@@ -123,7 +123,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger) (*proce
 // dropped, so a server cannot grow mcpctl's memory without a newline.
 const maxStderrLine = 64 * 1024
 
-func (p *process) drainStderr(r *os.File, logFile *os.File) {
+func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string)) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	if logFile != nil {
@@ -141,6 +141,9 @@ func (p *process) drainStderr(r *os.File, logFile *os.File) {
 				io.WriteString(logFile, text+"\n")
 			}
 			p.tail.add(text)
+			if onLine != nil {
+				onLine(text)
+			}
 		}
 		if err != nil {
 			return

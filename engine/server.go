@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,8 +29,7 @@ type server struct {
 	proc     *process
 	cs       *mcp.ClientSession
 	conn     *captureConn
-	tools    []*Tool
-	byName   map[string]*Tool
+	snap     *snapshot // what it offers; kept, marked stale, when it becomes unavailable
 	info     *Impl
 	protocol string
 	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
@@ -45,8 +40,11 @@ type server struct {
 	starting    chan struct{}
 	cancelStart context.CancelFunc
 
-	rawMu    sync.Mutex
-	rawTools map[string]json.RawMessage // tool objects as last seen on the wire
+	refreshMu sync.Mutex // one list refresh at a time
+	rawItems  map[string]map[string]json.RawMessage
+
+	subsMu sync.Mutex
+	subs   map[string]int // subscribed resource URI → subscribers
 }
 
 func newServer(e *Engine, cfg *config.Server) *server {
@@ -56,7 +54,8 @@ func newServer(e *Engine, cfg *config.Server) *server {
 		log:      e.log.With("server", cfg.Name),
 		state:    StateStopped,
 		since:    time.Now(),
-		rawTools: map[string]json.RawMessage{},
+		rawItems: map[string]map[string]json.RawMessage{},
+		subs:     map[string]int{},
 	}
 }
 
@@ -71,10 +70,13 @@ func (s *server) setState(st State, cause *Error) {
 		s.lastErr = cause
 	}
 	attrs := []any{"from", from, "to", st}
+	ev := Event{Type: EventState, Server: s.cfg.Name, From: from, To: st}
 	if cause != nil {
 		attrs = append(attrs, "error", cause.Message)
+		ev.Error = cause.Message
 	}
 	s.log.Info("server state", attrs...)
+	s.e.bus.publish(ev)
 }
 
 // start brings the server to ready. Concurrent callers share one attempt.
@@ -156,7 +158,11 @@ func (s *server) connect(ctx context.Context) error {
 	if s.e.opts.LogDir != "" {
 		logPath = filepath.Join(s.e.opts.LogDir, cfg.Name+".log")
 	}
-	proc, err := startProcess(cfg, logPath, s.log)
+	proc, err := startProcess(cfg, logPath, s.log, func(line string) {
+		if s.e.bus.wantsStderr() {
+			s.e.bus.publish(Event{Type: EventStderr, Server: cfg.Name, Line: line})
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -171,20 +177,15 @@ func (s *server) connect(ctx context.Context) error {
 	}
 	conn := newCaptureConn(inner)
 	conn.abortWrite = proc.abortWrites
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpctl", Version: Version()}, &mcp.ClientOptions{
-		Logger:       s.e.sdkLog.With("server", cfg.Name),
-		Capabilities: &mcp.ClientCapabilities{},
-		// mcpctl answers input requests itself, or reports them; the SDK's
-		// automatic retries would hide them.
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	client := s.newClient()
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	cctx, cp := withCapture(sctx)
 	cs, err := client.Connect(cctx, connTransport{conn}, nil)
 	conn.release(cp)
+	var snap *snapshot
 	if err == nil {
-		err = s.refreshTools(sctx, cs, conn)
+		snap, err = s.list(sctx, cs, conn, &snapshot{})
 	}
 	if err != nil {
 		proc.stdin.Close()
@@ -205,6 +206,7 @@ func (s *server) connect(ctx context.Context) error {
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = proc, cs, conn
 	s.life, s.endLife = life, endLife
+	s.snap = snap
 	s.initRaw = init.result
 	if ir := cs.InitializeResult(); ir != nil {
 		s.protocol = ir.ProtocolVersion
@@ -237,66 +239,6 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	}
 	e.Stderr = proc.stderrTail(10)
 	return e.wrap(err)
-}
-
-// refreshTools lists every page of the server's tools and swaps the snapshot.
-func (s *server) refreshTools(ctx context.Context, cs *mcp.ClientSession, conn *captureConn) error {
-	var tools []*Tool
-	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil {
-		cctx, cp := withCapture(ctx)
-		defer conn.release(cp)
-		var typed []*mcp.Tool
-		for t, err := range cs.Tools(cctx, nil) {
-			if err != nil {
-				return err
-			}
-			typed = append(typed, t)
-		}
-		// The SDK may answer from its cache (2026-07-28 servers); then
-		// the raw objects seen last time still hold.
-		s.rawMu.Lock()
-		for _, page := range cp.all("tools/list") {
-			rememberItems(s.rawTools, page.result, "tools", "name")
-		}
-		for _, t := range typed {
-			raw := s.rawTools[t.Name]
-			if raw == nil {
-				raw, _ = json.Marshal(t)
-			}
-			tool, err := newTool(s.cfg.Name, raw)
-			if err != nil {
-				s.log.Warn("ignoring a malformed tool", "error", err)
-				continue
-			}
-			tools = append(tools, tool)
-		}
-		s.rawMu.Unlock()
-	}
-	byName := make(map[string]*Tool, len(tools))
-	for _, t := range tools {
-		byName[t.Tool] = t
-	}
-	s.mu.Lock()
-	s.tools, s.byName = tools, byName
-	s.mu.Unlock()
-	return nil
-}
-
-// rememberItems files the raw objects of one list page (its field list, e.g.
-// "tools") under their key field (e.g. "name").
-func rememberItems(into map[string]json.RawMessage, page json.RawMessage, list, key string) {
-	var p map[string]json.RawMessage
-	var items []json.RawMessage
-	if json.Unmarshal(page, &p) != nil || json.Unmarshal(p[list], &items) != nil {
-		return
-	}
-	for _, raw := range items {
-		var head map[string]json.RawMessage
-		var k string
-		if json.Unmarshal(raw, &head) == nil && json.Unmarshal(head[key], &k) == nil && k != "" {
-			into[k] = append(json.RawMessage(nil), raw...)
-		}
-	}
 }
 
 // watch marks the server unavailable when its process ends or its
@@ -367,7 +309,7 @@ func (s *server) stop() {
 
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil
-	s.tools, s.byName = nil, nil
+	s.snap = nil
 	s.setState(StateStopped, nil)
 	s.mu.Unlock()
 }
@@ -379,7 +321,7 @@ func (s *server) status() ServerStatus {
 		Name:            s.cfg.Name,
 		State:           s.state,
 		Since:           s.since,
-		Tools:           len(s.tools),
+		Tools:           s.snap.toolCount(),
 		ServerInfo:      s.info,
 		ProtocolVersion: s.protocol,
 	}
@@ -409,108 +351,62 @@ func (s *server) unavailableLocked() *Error {
 		hint("start it with: mcpctl up")
 }
 
-// call runs one tools/call and returns the raw result.
-func (s *server) call(ctx context.Context, toolName string, req *CallRequest) (*CallResult, error) {
-	s.mu.Lock()
-	if s.state == StateStarting {
-		s.mu.Unlock()
-		if err := s.start(ctx); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-	}
-	if s.state != StateReady && s.state != StateDegraded {
-		defer s.mu.Unlock()
-		return nil, s.unavailableLocked()
-	}
-	tool := s.byName[toolName]
-	known := make([]string, len(s.tools))
-	for i, t := range s.tools {
-		known[i] = t.Name()
-	}
-	cs, conn, life, proc := s.cs, s.conn, s.life, s.proc
-	s.mu.Unlock()
-
-	if tool == nil {
-		return nil, unknownName("tool", s.cfg.Name+"."+toolName, s.cfg.Name, known)
-	}
-	args, err := buildArguments(tool, req.Arguments, req.Pairs)
-	if err != nil {
-		return nil, err
-	}
-	if err := tool.validate(args); err != nil {
-		return nil, err
-	}
-	timeout := s.e.opts.RequestTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
-	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stopOnEnd := context.AfterFunc(life, cancel)
-	defer stopOnEnd()
-
-	cctx, cp := withCapture(callCtx)
-	defer conn.release(cp)
-	params := &mcp.CallToolParams{Name: toolName, Arguments: args}
-	params.SetProgressToken(s.e.nextToken())
-	_, callErr := cs.CallTool(cctx, params)
-	if raw, ok := cp.last("tools/call"); ok {
-		// The server answered. The SDK may still have failed to decode the
-		// answer (a content type it does not know): the raw bytes win.
-		if raw.err != nil {
-			return nil, protocolError(s.cfg.Name, "tools/call", raw.err)
-		}
-		var head struct {
-			IsError    bool   `json:"isError"`
-			ResultType string `json:"resultType"`
-		}
-		json.Unmarshal(raw.result, &head)
-		if head.ResultType == "input_required" {
-			return nil, errorf(KindProtocol, s.cfg.Name, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
-		}
-		return &CallResult{Server: s.cfg.Name, Tool: toolName, Result: raw.result, IsError: head.IsError}, nil
-	}
-	return nil, s.callError(ctx, callCtx, life, proc, tool, timeout, callErr)
-}
-
-func (s *server) callError(ctx, callCtx, life context.Context, proc *process, tool *Tool, timeout time.Duration, err error) error {
+// newClient builds the SDK client for this server, with handlers that
+// feed the engine: list changes, resource updates, log messages, progress,
+// and the server-initiated requests the engine's options answer.
+func (s *server) newClient() *mcp.Client {
 	name := s.cfg.Name
-	if ctx.Err() != nil {
-		return ctx.Err()
+	opts := &mcp.ClientOptions{
+		Logger:       s.e.sdkLog.With("server", name),
+		Capabilities: &mcp.ClientCapabilities{},
+		// mcpctl answers input requests itself, or reports them; the SDK's
+		// automatic retries would hide them.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		// Notification handlers run on the connection's read loop: none
+		// of them may block.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged(listTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.listChanged(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(listResources) },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			s.e.cache.invalidateURI(name, req.Params.URI)
+			s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			data, _ := json.Marshal(req.Params.Data)
+			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: req.Params.Logger, Data: data})
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			p := req.Params
+			s.e.progress(name, p.ProgressToken, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		},
 	}
-	var werr *jsonrpc.Error
-	connLost := life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
-	switch {
-	case callCtx.Err() == context.DeadlineExceeded && life.Err() == nil:
-		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", tool.Name(), timeout).
-			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
-	case connLost:
-		// The process may be on its way out; let it finish so the error
-		// can say how it ended.
-		waitDone(proc.done, 500*time.Millisecond)
-		s.mu.Lock()
-		stopped := s.state == StateStopping || s.state == StateStopped
-		s.mu.Unlock()
-		if stopped {
-			return errorf(KindUnavailable, name, "server %s was stopped during the call to %s", name, tool.Name())
+	if h := s.e.opts.Sampling; h != nil {
+		opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			var res mcp.CreateMessageResult
+			return &res, relay(ctx, name, req.Params, &res, h)
 		}
-		e := errorf(KindUnavailable, name, "server %s closed the connection during the call to %s", name, tool.Name())
-		if proc.exited() {
-			e.Message = fmt.Sprintf("server %s %s during the call to %s", name, exitDescription(proc.exitErr), tool.Name())
-		}
-		e.Stderr = proc.stderrTail(10)
-		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
-	case errors.As(err, &werr):
-		return protocolError(name, "tools/call", werr)
 	}
-	return errorf(KindProtocol, name, "server %s: tools/call failed: %v", name, err).wrap(err)
+	if h := s.e.opts.Elicitation; h != nil {
+		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			var res mcp.ElicitResult
+			return &res, relay(ctx, name, req.Params, &res, h)
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpctl", Version: Version()}, opts)
+	registerTaskMethods(c)
+	return c
 }
 
-func protocolError(server, method string, err error) *Error {
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, werr.Message).wrap(err)
+// relay hands a server-initiated request to a handler as JSON and reads its
+// answer back into the SDK's type.
+func relay(ctx context.Context, server string, params, result any, h RequestHandler) error {
+	req, err := json.Marshal(params)
+	if err != nil {
+		return err
 	}
-	return errorf(KindProtocol, server, "server %s answered %s with an error: %v", server, method, err).wrap(err)
+	res, err := h(ctx, server, req)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(res, result)
 }

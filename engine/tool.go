@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -18,12 +17,19 @@ type Tool struct {
 	Server string
 	// Tool is the tool's own name.
 	Tool string
+	// Stale is set when the server is unavailable and this comes from its
+	// last known list.
+	Stale bool
 	// raw is the tool object as the server sent it.
 	raw json.RawMessage
+	// schema is shared by copies of the tool (stale copies included).
+	schema *toolSchema
+}
 
-	schemaOnce sync.Once
-	schema     *schemas.Schema
-	schemaErr  error
+type toolSchema struct {
+	once sync.Once
+	s    *schemas.Schema
+	err  error
 }
 
 // Name is the address of the tool: server.tool.
@@ -43,88 +49,63 @@ func (t *Tool) Field(name string) json.RawMessage {
 }
 
 // Description returns the tool's description, or "".
-func (t *Tool) Description() string {
-	var s string
-	json.Unmarshal(t.Field("description"), &s)
-	return s
+func (t *Tool) Description() string { return stringField(t.raw, "description") }
+
+// TaskSupport returns the tool's execution.taskSupport: "required",
+// "optional", or "forbidden" (also when absent).
+func (t *Tool) TaskSupport() string {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	if json.Unmarshal(t.Field("execution"), &e) != nil || e.TaskSupport == "" {
+		return "forbidden"
+	}
+	return e.TaskSupport
 }
 
 // MarshalJSON writes the server's tool object with name set to server.tool,
-// plus "server" and "tool". Keys after those three are sorted.
+// plus "server" and "tool" (and "stale" when set).
 func (t *Tool) MarshalJSON() ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(t.raw, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "name")
-	delete(m, "server")
-	delete(m, "tool")
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b bytes.Buffer
-	name, _ := json.Marshal(t.Name())
-	srv, _ := json.Marshal(t.Server)
-	tool, _ := json.Marshal(t.Tool)
-	fmt.Fprintf(&b, `{"name":%s,"server":%s,"tool":%s`, name, srv, tool)
-	for _, k := range keys {
-		kb, _ := json.Marshal(k)
-		b.WriteByte(',')
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(m[k])
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return marshalItem(t.raw, append([]field{{"name", t.Name()}, {"server", t.Server}, {"tool", t.Tool}}, staleField(t.Stale)...)...)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote (the session's wire form).
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	ours, raw, err := unmarshalItem(data, []string{"name", "server", "tool", "stale"}, map[string]string{"name": "tool"})
+	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(m["server"], &t.Server); err != nil {
-		return fmt.Errorf("tool without server: %w", err)
+	if json.Unmarshal(ours["server"], &t.Server) != nil || json.Unmarshal(ours["tool"], &t.Tool) != nil {
+		return fmt.Errorf("tool without server or name: %s", truncate(string(data), 200))
 	}
-	if err := json.Unmarshal(m["tool"], &t.Tool); err != nil {
-		return fmt.Errorf("tool without name: %w", err)
-	}
-	delete(m, "server")
-	delete(m, "tool")
-	m["name"], _ = json.Marshal(t.Tool)
-	raw, err := json.Marshal(m)
+	json.Unmarshal(ours["stale"], &t.Stale)
 	t.raw = raw
-	return err
+	t.schema = &toolSchema{}
+	return nil
 }
 
 func newTool(server string, raw json.RawMessage) (*Tool, error) {
-	var head struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil || head.Name == "" {
-		return nil, fmt.Errorf("tool without a name: %s", truncate(string(raw), 200))
-	}
-	return &Tool{Server: server, Tool: head.Name, raw: append(json.RawMessage(nil), raw...)}, nil
+	return newItem(server, raw, "name", func(server, name string, raw json.RawMessage) *Tool {
+		return &Tool{Server: server, Tool: name, raw: raw, schema: &toolSchema{}}
+	})
 }
 
 // compiled returns the tool's compiled input schema. A schema the validator
 // cannot compile (a draft it does not know, a remote $ref, an ECMA-only
 // regex) yields nil: the call then goes out unchecked instead of refused.
 func (t *Tool) compiled() (*schemas.Schema, error) {
-	t.schemaOnce.Do(func() {
+	ts := t.schema
+	ts.once.Do(func() {
 		raw := t.Field("inputSchema")
 		if len(raw) == 0 || string(raw) == "null" {
 			return
 		}
-		t.schema, t.schemaErr = schemas.Compile(raw)
-		if t.schema != nil {
-			t.schema.Redact = true
+		ts.s, ts.err = schemas.Compile(raw)
+		if ts.s != nil {
+			ts.s.Redact = true
 		}
 	})
-	return t.schema, t.schemaErr
+	return ts.s, ts.err
 }
 
 // propertyTypes returns the JSON types the input schema allows for a

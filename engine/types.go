@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"runtime/debug"
 	"sync"
@@ -72,8 +73,90 @@ type CallRequest struct {
 	// over Arguments in order.
 	Pairs []string `json:"pairs,omitempty"`
 	// TimeoutMs bounds the call; 0 means the engine's request timeout.
+	// For a call that runs as a task it bounds the whole task.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Task runs a tool whose execution.taskSupport is "optional" as a
+	// task. Tools that require tasks always run as one.
+	Task bool `json:"task,omitempty"`
+	// OnProgress, when set, receives the call's progress notifications
+	// and, for a task, its status.
+	OnProgress func(Progress) `json:"-"`
+}
+
+// Progress is how far a request got, as the server reported it.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	// Status is the status of a task (working, input_required,
+	// completed, failed, cancelled), for calls that run as tasks.
+	Status string `json:"status,omitempty"`
+	// TaskID identifies the task, for calls that run as tasks.
+	TaskID string `json:"taskId,omitempty"`
+}
+
+// A PromptRequest asks for one prompt.
+type PromptRequest struct {
+	// Name is server.prompt.
+	Name string `json:"name"`
+	// Arguments and key=value Pairs (applied over them) are the prompt's
+	// arguments; they are checked against the ones it declares.
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Pairs     []string          `json:"pairs,omitempty"`
+	// NoCache skips the cache (the fresh answer is still cached).
+	NoCache   bool  `json:"noCache,omitempty"`
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
+
+// A PromptResult is a prompts/get result as the server sent it. A cached
+// one carries _meta["mcpctl/cache"] with its age.
+type PromptResult struct {
+	Server string          `json:"server"`
+	Prompt string          `json:"prompt"`
+	Result json.RawMessage `json:"result"`
+	Cached bool            `json:"cached,omitempty"`
+}
+
+// A ResourceRequest asks to read one resource.
+type ResourceRequest struct {
+	URI string `json:"uri"`
+	// Server names the server to ask; empty routes by URI.
+	Server    string `json:"server,omitempty"`
+	NoCache   bool   `json:"noCache,omitempty"`
+	TimeoutMs int64  `json:"timeoutMs,omitempty"`
+}
+
+// A ResourceResult is a resources/read result as the server sent it.
+type ResourceResult struct {
+	Server string          `json:"server"`
+	URI    string          `json:"uri"`
+	Result json.RawMessage `json:"result"`
+	Cached bool            `json:"cached,omitempty"`
+}
+
+// A CompleteRequest asks for completions of one argument.
+type CompleteRequest struct {
+	// Ref is server.prompt, or a resource template (file:///{path}).
+	Ref string `json:"ref"`
+	// Server names the server for a template several servers have.
+	Server   string `json:"server,omitempty"`
+	Argument string `json:"argument"`
+	Value    string `json:"value"`
+	// Context holds arguments already chosen.
+	Context   map[string]string `json:"context,omitempty"`
+	TimeoutMs int64             `json:"timeoutMs,omitempty"`
+}
+
+// A CompleteResult is a completion/complete result as the server sent it.
+type CompleteResult struct {
+	Server string          `json:"server"`
+	Result json.RawMessage `json:"result"`
+}
+
+// A RequestHandler answers a request a server sends to the client
+// (sampling/createMessage, elicitation/create): request is its params as
+// JSON, and the answer is the result as JSON.
+type RequestHandler func(ctx context.Context, server string, request json.RawMessage) (json.RawMessage, error)
 
 // A CallResult is a tool's answer, kept exactly as the server sent it:
 // every content block, structuredContent and _meta.

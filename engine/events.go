@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Event types. Each is one JSON object on a line of `mcpctl watch`.
+const (
+	// EventState: a server changed state (From, To, Error).
+	EventState = "state"
+	// EventListChanged: a server's tools, prompts or resources changed
+	// (List, Added, Removed), after the engine refreshed its lists.
+	EventListChanged = "list_changed"
+	// EventResourceUpdated: a subscribed resource changed (URI).
+	EventResourceUpdated = "resource_updated"
+	// EventLog: a log message from a server (Level, Logger, Data).
+	EventLog = "log"
+	// EventProgress: progress of a request (Token, Progress, Total,
+	// Message), or the status of a task (Message is the status).
+	EventProgress = "progress"
+	// EventStderr: a line a server wrote to stderr (Line). Only sent to
+	// subscribers that ask for it.
+	EventStderr = "stderr"
+	// EventDropped: the subscriber fell behind and Count events were lost.
+	EventDropped = "dropped"
+)
+
+// EventTypes lists every event type, for validation and help texts.
+var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventDropped}
+
+// An Event is something that happened to a server.
+type Event struct {
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"`
+	Server string    `json:"server,omitempty"`
+
+	From  State  `json:"from,omitempty"`
+	To    State  `json:"to,omitempty"`
+	Error string `json:"error,omitempty"`
+
+	List    string   `json:"list,omitempty"`
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+
+	URI string `json:"uri,omitempty"`
+
+	Level  string          `json:"level,omitempty"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+
+	Token    any     `json:"token,omitempty"`
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+
+	Line string `json:"line,omitempty"`
+
+	Count int `json:"count,omitempty"`
+}
+
+// An EventFilter chooses events. Empty lists mean all.
+type EventFilter struct {
+	Servers []string `json:"servers,omitempty"`
+	Types   []string `json:"types,omitempty"`
+	// Stderr asks for the servers' stderr lines, which are not sent
+	// otherwise.
+	Stderr bool `json:"stderr,omitempty"`
+}
+
+func (f *EventFilter) match(ev *Event) bool {
+	if ev.Type == EventDropped {
+		return true
+	}
+	if ev.Type == EventStderr && !f.Stderr {
+		return false
+	}
+	if len(f.Types) > 0 && !slices.Contains(f.Types, ev.Type) {
+		return false
+	}
+	return len(f.Servers) == 0 || ev.Server == "" || slices.Contains(f.Servers, ev.Server)
+}
+
+// A Subscription receives the events that match its filter on C until
+// Close. A subscriber that falls behind loses events; it is then told how
+// many with an [EventDropped] event.
+type Subscription struct {
+	C <-chan Event
+
+	c       chan Event
+	filter  EventFilter
+	bus     *bus
+	mu      sync.Mutex
+	dropped int
+}
+
+// Close ends the subscription. Close is idempotent.
+func (s *Subscription) Close() { s.bus.remove(s) }
+
+type bus struct {
+	mu     sync.Mutex
+	subs   map[*Subscription]struct{}
+	stderr int // subscriptions that want stderr lines
+}
+
+func (b *bus) subscribe(f EventFilter) *Subscription {
+	c := make(chan Event, 1024)
+	s := &Subscription{C: c, c: c, filter: f, bus: b}
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[*Subscription]struct{}{}
+	}
+	b.subs[s] = struct{}{}
+	if f.Stderr {
+		b.stderr++
+	}
+	b.mu.Unlock()
+	return s
+}
+
+func (b *bus) remove(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[s]; !ok {
+		return
+	}
+	delete(b.subs, s)
+	if s.filter.Stderr {
+		b.stderr--
+	}
+	close(s.c)
+}
+
+// wantsStderr reports whether anyone listens to stderr lines, so they are
+// not turned into events for nobody.
+func (b *bus) wantsStderr() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stderr > 0
+}
+
+// publish never blocks: it runs on servers' read loops.
+func (b *bus) publish(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if !s.filter.match(&ev) {
+			continue
+		}
+		s.mu.Lock()
+		if s.dropped > 0 {
+			select {
+			case s.c <- Event{Time: ev.Time, Type: EventDropped, Count: s.dropped}:
+				s.dropped = 0
+			default:
+			}
+		}
+		if s.dropped == 0 {
+			select {
+			case s.c <- ev:
+			default:
+				s.dropped++
+			}
+		} else {
+			s.dropped++
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,414 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The lists a server offers, by the name list_changed uses for them.
+const (
+	listTools     = "tools"
+	listPrompts   = "prompts"
+	listResources = "resources" // resources and resource templates
+)
+
+// A snapshot is what one server offers. It is never changed once built; a
+// refresh builds a new one.
+type snapshot struct {
+	tools        []*Tool
+	toolByName   map[string]*Tool
+	prompts      []*Prompt
+	promptByName map[string]*Prompt
+	resources    []*Resource
+	templates    []*Template
+}
+
+func (sn *snapshot) toolCount() int {
+	if sn == nil {
+		return 0
+	}
+	return len(sn.tools)
+}
+
+func (sn *snapshot) names(list string) []string {
+	var out []string
+	switch list {
+	case listTools:
+		for _, t := range sn.tools {
+			out = append(out, t.Name())
+		}
+	case listPrompts:
+		for _, p := range sn.prompts {
+			out = append(out, p.Name())
+		}
+	case listResources:
+		for _, r := range sn.resources {
+			out = append(out, r.URI)
+		}
+		for _, t := range sn.templates {
+			out = append(out, t.URITemplate)
+		}
+	}
+	return out
+}
+
+// list lists every page of each list the server has the capability for,
+// starting from base; only lists named in only are listed again (all when
+// only is empty). Callers hold s.refreshMu, or have the server to
+// themselves (while it starts).
+func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureConn, base *snapshot, only ...string) (*snapshot, error) {
+	caps := &mcp.ServerCapabilities{}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	want := func(list string) bool { return len(only) == 0 || slices.Contains(only, list) }
+	sn := *base
+	cctx, cp := withCapture(ctx)
+	defer conn.release(cp)
+	if want(listTools) && caps.Tools != nil {
+		var keys []string
+		for t, err := range cs.Tools(cctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, t.Name)
+		}
+		raws := s.rawList(cp, "tools/list", "tools", "name", keys)
+		sn.tools, sn.toolByName = nil, map[string]*Tool{}
+		for _, raw := range raws {
+			if t, err := newTool(s.cfg.Name, raw); err == nil {
+				sn.tools = append(sn.tools, t)
+				sn.toolByName[t.Tool] = t
+			}
+		}
+	}
+	if want(listPrompts) && caps.Prompts != nil {
+		var keys []string
+		for p, err := range cs.Prompts(cctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, p.Name)
+		}
+		sn.prompts, sn.promptByName = nil, map[string]*Prompt{}
+		for _, raw := range s.rawList(cp, "prompts/list", "prompts", "name", keys) {
+			if p, err := newItem(s.cfg.Name, raw, "name", func(server, name string, raw json.RawMessage) *Prompt {
+				return &Prompt{Server: server, Prompt: name, raw: raw}
+			}); err == nil {
+				sn.prompts = append(sn.prompts, p)
+				sn.promptByName[p.Prompt] = p
+			}
+		}
+	}
+	if want(listResources) && caps.Resources != nil {
+		var keys []string
+		for r, err := range cs.Resources(cctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, r.URI)
+		}
+		sn.resources = nil
+		for _, raw := range s.rawList(cp, "resources/list", "resources", "uri", keys) {
+			if r, err := newItem(s.cfg.Name, raw, "uri", func(server, uri string, raw json.RawMessage) *Resource {
+				return &Resource{Server: server, URI: uri, raw: raw}
+			}); err == nil {
+				sn.resources = append(sn.resources, r)
+			}
+		}
+		keys = nil
+		for t, err := range cs.ResourceTemplates(cctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, t.URITemplate)
+		}
+		sn.templates = nil
+		for _, raw := range s.rawList(cp, "resources/templates/list", "resourceTemplates", "uriTemplate", keys) {
+			if t, err := newItem(s.cfg.Name, raw, "uriTemplate", func(server, tmpl string, raw json.RawMessage) *Template {
+				return &Template{Server: server, URITemplate: tmpl, raw: raw}
+			}); err == nil {
+				sn.templates = append(sn.templates, t)
+			}
+		}
+	}
+	return &sn, nil
+}
+
+// rawList returns the raw objects for keys, in order. They come from the
+// pages just captured, or, when the SDK answered from its cache (2026-07-28
+// servers), from the pages seen last time.
+func (s *server) rawList(cp *capture, method, list, key string, keys []string) []json.RawMessage {
+	seen := s.rawItems[method]
+	if seen == nil {
+		seen = map[string]json.RawMessage{}
+		s.rawItems[method] = seen
+	}
+	for _, page := range cp.all(method) {
+		var p map[string]json.RawMessage
+		var items []json.RawMessage
+		if json.Unmarshal(page.result, &p) != nil || json.Unmarshal(p[list], &items) != nil {
+			continue
+		}
+		for _, raw := range items {
+			if k := stringField(raw, key); k != "" {
+				seen[k] = append(json.RawMessage(nil), raw...)
+			}
+		}
+	}
+	out := make([]json.RawMessage, 0, len(keys))
+	for _, k := range keys {
+		if raw := seen[k]; raw != nil {
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// listChanged refreshes one list after the server said it changed, then
+// tells watchers what came and went. It returns at once: it is called on
+// the connection's read loop.
+func (s *server) listChanged(list string) {
+	s.mu.Lock()
+	cs, conn, life := s.cs, s.conn, s.life
+	s.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	switch list {
+	case listPrompts:
+		s.e.cache.invalidate(s.cfg.Name, "prompts/get")
+	case listResources:
+		s.e.cache.invalidate(s.cfg.Name, "resources/read")
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(life, s.e.opts.RequestTimeout)
+		defer cancel()
+		// Refreshes take turns, each from the snapshot the last one left,
+		// so two lists changing at once do not undo each other.
+		s.refreshMu.Lock()
+		defer s.refreshMu.Unlock()
+		s.mu.Lock()
+		prev := s.snap
+		s.mu.Unlock()
+		if prev == nil {
+			return
+		}
+		sn, err := s.list(ctx, cs, conn, prev, list)
+		if err != nil {
+			s.log.Warn("refreshing a changed list failed", "list", list, "error", err)
+			return
+		}
+		s.mu.Lock()
+		if s.cs != cs {
+			s.mu.Unlock()
+			return
+		}
+		s.snap = sn
+		s.mu.Unlock()
+		added, removed := diff(prev.names(list), sn.names(list))
+		s.log.Info("list changed", "list", list, "added", len(added), "removed", len(removed))
+		s.e.bus.publish(Event{Type: EventListChanged, Server: s.cfg.Name, List: list, Added: added, Removed: removed})
+	}()
+}
+
+func diff(before, after []string) (added, removed []string) {
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			added = append(added, n)
+		}
+	}
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			removed = append(removed, n)
+		}
+	}
+	return added, removed
+}
+
+// offer returns the server's snapshot for listing: current when it is ready,
+// its last known one marked stale when it is unavailable.
+func (s *server) offer() (sn *snapshot, stale bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.state == StateReady || s.state == StateDegraded:
+		return s.snap, false, nil
+	case s.state == StateUnavailable && s.snap != nil:
+		return s.snap, true, nil
+	}
+	return nil, false, s.unavailableLocked()
+}
+
+// stale returns copies of items marked stale, or items as they are.
+func stale[T any](items []*T, isStale bool, mark func(*T)) []*T {
+	if !isStale {
+		return items
+	}
+	out := make([]*T, len(items))
+	for i, it := range items {
+		c := *it
+		mark(&c)
+		out[i] = &c
+	}
+	return out
+}
+
+// each runs fn on the snapshot of every server that has one (for "") or of
+// the named server, in config order.
+func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) error {
+	if name != "" {
+		s, err := e.lookup(name)
+		if err != nil {
+			return err
+		}
+		sn, isStale, err := s.offer()
+		if err != nil {
+			return err
+		}
+		fn(s, sn, isStale)
+		return nil
+	}
+	for _, s := range e.order {
+		if sn, isStale, err := s.offer(); err == nil {
+			fn(s, sn, isStale)
+		}
+	}
+	return nil
+}
+
+// Tools lists tools: filter is "" for every server's, a server name for its
+// tools, or server.tool for one tool. The tools of an unavailable server
+// are its last known ones, marked stale.
+func (e *Engine) Tools(filter string) ([]*Tool, error) {
+	srvName, toolName, oneTool := strings.Cut(filter, ".")
+	out := []*Tool{}
+	err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+		tools := sn.tools
+		if oneTool {
+			tools = nil
+			if t := sn.toolByName[toolName]; t != nil {
+				tools = []*Tool{t}
+			}
+		}
+		out = append(out, stale(tools, isStale, func(t *Tool) { t.Stale = true })...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if oneTool && len(out) == 0 {
+		s, _ := e.lookup(srvName)
+		sn, _, _ := s.offer()
+		return nil, unknownName("tool", filter, srvName, sn.names(listTools))
+	}
+	return out, nil
+}
+
+// Prompts lists prompts: filter is "", a server, or server.prompt.
+func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
+	srvName, promptName, onePrompt := strings.Cut(filter, ".")
+	out := []*Prompt{}
+	err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+		prompts := sn.prompts
+		if onePrompt {
+			prompts = nil
+			if p := sn.promptByName[promptName]; p != nil {
+				prompts = []*Prompt{p}
+			}
+		}
+		out = append(out, stale(prompts, isStale, func(p *Prompt) { p.Stale = true })...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if onePrompt && len(out) == 0 {
+		s, _ := e.lookup(srvName)
+		sn, _, _ := s.offer()
+		return nil, unknownName("prompt", filter, srvName, sn.names(listPrompts))
+	}
+	return out, nil
+}
+
+// Resources is the resources and resource templates of the servers.
+type Resources struct {
+	Resources []*Resource `json:"resources"`
+	Templates []*Template `json:"resourceTemplates"`
+}
+
+// Resources lists the resources and templates of every server, or of one.
+func (e *Engine) Resources(name string) (*Resources, error) {
+	out := &Resources{Resources: []*Resource{}, Templates: []*Template{}}
+	err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+		out.Resources = append(out.Resources, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
+		for _, t := range sn.templates {
+			if isStale {
+				t = &Template{Server: t.Server, URITemplate: t.URITemplate, Stale: true, raw: t.raw}
+			}
+			out.Templates = append(out.Templates, t)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// An Inspection is everything one server declared.
+type Inspection struct {
+	Name            string          `json:"name"`
+	State           State           `json:"state"`
+	Stale           bool            `json:"stale,omitempty"`
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	ServerInfo      json.RawMessage `json:"serverInfo,omitempty"`
+	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
+	Instructions    string          `json:"instructions,omitempty"`
+	Tools           []*Tool         `json:"tools"`
+	Prompts         []*Prompt       `json:"prompts"`
+	Resources       []*Resource     `json:"resources"`
+	Templates       []*Template     `json:"resourceTemplates"`
+}
+
+// Inspect reports everything each server (or the named one) declared: its
+// info, the protocol version, its capabilities and instructions as sent,
+// and its lists.
+func (e *Engine) Inspect(name string) ([]*Inspection, error) {
+	out := []*Inspection{}
+	err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+		s.mu.Lock()
+		in := &Inspection{Name: s.cfg.Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
+		var init map[string]json.RawMessage
+		json.Unmarshal(s.initRaw, &init)
+		in.Capabilities = init["capabilities"]
+		in.ServerInfo = init["serverInfo"]
+		json.Unmarshal(init["instructions"], &in.Instructions)
+		if cs := s.cs; cs != nil && cs.InitializeResult() != nil {
+			ir := cs.InitializeResult()
+			if in.ServerInfo == nil && ir.ServerInfo != nil {
+				in.ServerInfo, _ = json.Marshal(ir.ServerInfo)
+			}
+			if in.Capabilities == nil && ir.Capabilities != nil {
+				in.Capabilities, _ = json.Marshal(ir.Capabilities)
+			}
+			if in.Instructions == "" {
+				in.Instructions = ir.Instructions
+			}
+		}
+		s.mu.Unlock()
+		in.Tools = append([]*Tool{}, stale(sn.tools, isStale, func(t *Tool) { t.Stale = true })...)
+		in.Prompts = append([]*Prompt{}, stale(sn.prompts, isStale, func(p *Prompt) { p.Stale = true })...)
+		in.Resources = append([]*Resource{}, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
+		in.Templates = []*Template{}
+		for _, t := range sn.templates {
+			if isStale {
+				t = &Template{Server: t.Server, URITemplate: t.URITemplate, Stale: true, raw: t.raw}
+			}
+			in.Templates = append(in.Templates, t)
+		}
+		out = append(out, in)
+	})
+	return out, err
+}

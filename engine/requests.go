@@ -1,0 +1,507 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A handle is what a request needs of a ready server.
+type handle struct {
+	s    *server
+	cs   *mcp.ClientSession
+	conn *captureConn
+	life context.Context
+	proc *process
+	snap *snapshot
+}
+
+// ready waits for a server that is starting and returns a handle on it once
+// it is ready; any other state is an error that says why.
+func (s *server) ready(ctx context.Context) (*handle, error) {
+	s.mu.Lock()
+	if s.state == StateStarting {
+		s.mu.Unlock()
+		if err := s.start(ctx); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if s.state != StateReady && s.state != StateDegraded {
+		return nil, s.unavailableLocked()
+	}
+	return &handle{s: s, cs: s.cs, conn: s.conn, life: s.life, proc: s.proc, snap: s.snap}, nil
+}
+
+func (h *handle) capabilities() *mcp.ServerCapabilities {
+	if ir := h.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		return ir.Capabilities
+	}
+	return &mcp.ServerCapabilities{}
+}
+
+// timeout is the request's own timeout, or the engine's.
+func (e *Engine) timeout(ms int64) time.Duration {
+	if ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return e.opts.RequestTimeout
+}
+
+// do runs one request: send makes it through the SDK with the context it is
+// given. do bounds it by timeout and by the server's life, returns the raw
+// result the server sent, explains a failure, and records metrics. what
+// names the request in messages ("everything.echo").
+func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) error) (json.RawMessage, error) {
+	t0 := time.Now()
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stopOnEnd := context.AfterFunc(h.life, cancel)
+	defer stopOnEnd()
+	cctx, cp := withCapture(callCtx)
+	defer h.conn.release(cp)
+	sendErr := send(cctx)
+	var result json.RawMessage
+	var err error
+	if raw, ok := cp.last(method); ok {
+		// The server answered. The SDK may still have failed to decode the
+		// answer (a content type it does not know): the raw bytes win.
+		if raw.err != nil {
+			err = protocolError(h.s.cfg.Name, method, raw.err)
+		} else {
+			result = raw.result
+		}
+	} else {
+		err = h.failure(ctx, callCtx, what, method, timeout, sendErr)
+	}
+	h.s.e.metrics.record(h.s.cfg.Name, method, time.Since(t0), err)
+	return result, err
+}
+
+// failure explains why a request got no answer.
+func (h *handle) failure(ctx, callCtx context.Context, what, method string, timeout time.Duration, err error) error {
+	name := h.s.cfg.Name
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil {
+		err = errors.New("no answer")
+	}
+	var werr *jsonrpc.Error
+	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
+	switch {
+	case callCtx.Err() == context.DeadlineExceeded && h.life.Err() == nil:
+		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", what, timeout).
+			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
+	case connLost:
+		// The process may be on its way out; let it finish so the error
+		// can say how it ended.
+		waitDone(h.proc.done, 500*time.Millisecond)
+		h.s.mu.Lock()
+		stopped := h.s.state == StateStopping || h.s.state == StateStopped
+		h.s.mu.Unlock()
+		if stopped {
+			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what)
+		}
+		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
+		if h.proc.exited() {
+			e.Message = fmt.Sprintf("server %s %s during %s", name, exitDescription(h.proc.exitErr), what)
+		}
+		e.Stderr = h.proc.stderrTail(10)
+		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
+	case errors.As(err, &werr):
+		return protocolError(name, method, werr)
+	}
+	return errorf(KindProtocol, name, "server %s: %s failed: %v", name, method, err).wrap(err)
+}
+
+func protocolError(server, method string, err error) *Error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, werr.Message).wrap(err)
+	}
+	return errorf(KindProtocol, server, "server %s answered %s with an error: %v", server, method, err).wrap(err)
+}
+
+// CallTool calls server.tool. Arguments are built from req, validated
+// against the tool's input schema and only then sent. A tool that reports
+// failure (isError) is a result, not an error. A tool whose
+// execution.taskSupport is "required" (or "optional", with req.Task) runs as
+// a task: created, polled, and its result fetched.
+func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	srvName, toolName, err := SplitName(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(srvName)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tool := h.snap.toolByName[toolName]
+	if tool == nil {
+		return nil, unknownName("tool", req.Name, srvName, h.snap.names(listTools))
+	}
+	args, err := buildArguments(tool, req.Arguments, req.Pairs)
+	if err != nil {
+		return nil, err
+	}
+	if err := tool.validate(args); err != nil {
+		return nil, err
+	}
+	support := tool.TaskSupport()
+	if req.Task && support == "forbidden" {
+		return nil, errorf(KindUsage, srvName, "%s cannot run as a task (its execution.taskSupport is forbidden)", tool.Name()).
+			hint("call it without --task")
+	}
+	token := e.nextToken()
+	if req.OnProgress != nil {
+		defer e.watchProgress(token, req.OnProgress)()
+	}
+	if support == "required" || (support == "optional" && req.Task) {
+		return h.callTask(ctx, tool, args, token, req)
+	}
+	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), e.timeout(req.TimeoutMs), func(ctx context.Context) error {
+		params := &mcp.CallToolParams{Name: toolName, Arguments: args}
+		params.SetProgressToken(token)
+		_, err := h.cs.CallTool(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return callResult(srvName, tool, raw)
+}
+
+func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
+	var head struct {
+		IsError    bool   `json:"isError"`
+		ResultType string `json:"resultType"`
+	}
+	json.Unmarshal(raw, &head)
+	if head.ResultType == "input_required" {
+		return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
+	}
+	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: head.IsError}, nil
+}
+
+// GetPrompt gets server.prompt with its arguments, checked against the ones
+// the prompt declares. Answers come from the cache when fresh.
+func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
+	srvName, promptName, err := SplitName(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(srvName)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prompt := h.snap.promptByName[promptName]
+	if prompt == nil {
+		return nil, unknownName("prompt", req.Name, srvName, h.snap.names(listPrompts))
+	}
+	args, err := promptArguments(prompt, req)
+	if err != nil {
+		return nil, err
+	}
+	params := &mcp.GetPromptParams{Name: promptName, Arguments: args}
+	key := cacheKey(srvName, "prompts/get", params)
+	if !req.NoCache {
+		if raw, ok := e.cache.get(key); ok {
+			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
+		}
+	}
+	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
+		_, err := h.cs.GetPrompt(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg.CacheTTL)
+	return &PromptResult{Server: srvName, Prompt: promptName, Result: raw}, nil
+}
+
+// promptArguments merges Arguments and key=value pairs and checks them
+// against the prompt's declared arguments.
+func promptArguments(p *Prompt, req *PromptRequest) (map[string]string, error) {
+	args := map[string]string{}
+	for k, v := range req.Arguments {
+		args[k] = v
+	}
+	for _, pair := range req.Pairs {
+		k, v, isJSON, ok := splitPair(pair)
+		if !ok || isJSON {
+			return nil, errorf(KindUsage, p.Server, "argument %q is not key=value", pair).
+				hint("prompt arguments are text: write key=value")
+		}
+		args[k] = v
+	}
+	declared := p.Arguments()
+	var names []string
+	for _, a := range declared {
+		names = append(names, a.Name)
+	}
+	var lines []string
+	var candidates []string
+	for k := range args {
+		if !slices.Contains(names, k) {
+			line := fmt.Sprintf("%s: unknown argument", k)
+			if near := closest(k, names); near != "" {
+				line += fmt.Sprintf(" (did you mean %s?)", near)
+				candidates = append(candidates, near)
+			}
+			lines = append(lines, line)
+		}
+	}
+	for _, a := range declared {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			lines = append(lines, fmt.Sprintf("%s: required, but missing", a.Name))
+		}
+	}
+	if len(lines) > 0 {
+		slices.Sort(lines)
+		e := errorf(KindUsage, p.Server, "invalid arguments for prompt %s: %s", p.Name(), strings.Join(lines, "; "))
+		e.Candidates = candidates
+		return nil, e.hint("see the prompt's arguments: mcpctl prompts %s", p.Name())
+	}
+	return args, nil
+}
+
+// ReadResource reads a resource from the server that lists its URI, or whose
+// template matches it, or from req.Server. Answers come from the cache when
+// fresh.
+func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
+	s, err := e.route(req.URI, req.Server)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := &mcp.ReadResourceParams{URI: req.URI}
+	key := cacheKey(s.cfg.Name, "resources/read", params)
+	if !req.NoCache {
+		if raw, ok := e.cache.get(key); ok {
+			return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw, Cached: true}, nil
+		}
+	}
+	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
+		_, err := h.cs.ReadResource(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.cache.put(key, s.cfg.Name, "resources/read", req.URI, raw, s.cfg.CacheTTL)
+	return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw}, nil
+}
+
+// route finds the server for a resource URI: the one named, else the one
+// that lists the URI, else the one with a template that matches it.
+func (e *Engine) route(uri, name string) (*server, error) {
+	if name != "" {
+		return e.lookup(name)
+	}
+	var listed, templated []*server
+	for _, s := range e.order {
+		sn, isStale, err := s.offer()
+		if err != nil || isStale {
+			continue
+		}
+		if slices.ContainsFunc(sn.resources, func(r *Resource) bool { return r.URI == uri }) {
+			listed = append(listed, s)
+		} else if slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) }) {
+			templated = append(templated, s)
+		}
+	}
+	candidates := listed
+	if len(candidates) == 0 {
+		candidates = templated
+	}
+	switch len(candidates) {
+	case 1:
+		return candidates[0], nil
+	case 0:
+		return nil, errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
+			hint("see the resources with: mcpctl resources; or name the server: --server SERVER")
+	}
+	names := make([]string, len(candidates))
+	for i, s := range candidates {
+		names[i] = s.cfg.Name
+	}
+	err := errorf(KindUsage, "", "resource %s is offered by several servers: %s", uri, strings.Join(names, ", "))
+	err.Candidates = names
+	return nil, err.hint("name the server: --server %s", names[0])
+}
+
+// Complete asks for completions of an argument of a prompt (ref is
+// server.prompt) or of a resource template (ref is the template).
+func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
+	var s *server
+	ref := &mcp.CompleteReference{}
+	if strings.Contains(req.Ref, "://") || strings.Contains(req.Ref, "{") {
+		ref.Type, ref.URI = "ref/resource", req.Ref
+		var err error
+		if s, err = e.templateServer(req.Ref, req.Server); err != nil {
+			return nil, err
+		}
+	} else {
+		srvName, promptName, err := SplitName(req.Ref)
+		if err != nil {
+			return nil, errorf(KindUsage, "", "%q is neither server.prompt nor a resource template", req.Ref).
+				hint("complete a prompt argument: mcpctl complete SERVER.PROMPT ARG PREFIX; or a template's: mcpctl complete 'file:///{path}' path PREFIX")
+		}
+		if s, err = e.lookup(srvName); err != nil {
+			return nil, err
+		}
+		ref.Type, ref.Name = "ref/prompt", promptName
+		if sn, _, err := s.offer(); err == nil && sn.promptByName[promptName] == nil {
+			return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
+		}
+	}
+	h, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if h.capabilities().Completions == nil {
+		return nil, errorf(KindUsage, s.cfg.Name, "server %s does not offer completion", s.cfg.Name)
+	}
+	params := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: req.Argument, Value: req.Value}}
+	if len(req.Context) > 0 {
+		params.Context = &mcp.CompleteContext{Arguments: req.Context}
+	}
+	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
+		_, err := h.cs.Complete(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &CompleteResult{Server: s.cfg.Name, Result: raw}, nil
+}
+
+// templateServer finds the server that has a resource template.
+func (e *Engine) templateServer(tmpl, name string) (*server, error) {
+	if name != "" {
+		return e.lookup(name)
+	}
+	var found []string
+	var last *server
+	for _, s := range e.order {
+		if sn, _, err := s.offer(); err == nil && slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl }) {
+			found = append(found, s.cfg.Name)
+			last = s
+		}
+	}
+	switch len(found) {
+	case 1:
+		return last, nil
+	case 0:
+		return nil, errorf(KindUsage, "", "no server has the resource template %s", tmpl).
+			hint("see the templates with: mcpctl resources")
+	}
+	err := errorf(KindUsage, "", "several servers have the resource template %s: %s", tmpl, strings.Join(found, ", "))
+	err.Candidates = found
+	return nil, err.hint("name the server: --server %s", found[0])
+}
+
+// SubscribeResource subscribes to updates of a resource (routed as
+// [Engine.ReadResource] routes); updates arrive as [EventResourceUpdated]
+// events. Subscriptions to one URI are counted: the server is unsubscribed
+// when the last release is called.
+func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (release func(), err error) {
+	s, err := e.route(uri, server)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c := h.capabilities().Resources; c == nil || !c.Subscribe {
+		return nil, errorf(KindUsage, s.cfg.Name, "server %s does not support resource subscriptions", s.cfg.Name)
+	}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if s.subs[uri] == 0 {
+		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, e.opts.RequestTimeout, func(ctx context.Context) error {
+			return h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.subs[uri]++
+	released := false
+	return func() {
+		s.subsMu.Lock()
+		defer s.subsMu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		if s.subs[uri]--; s.subs[uri] > 0 {
+			return
+		}
+		delete(s.subs, uri)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	}, nil
+}
+
+// LogLevels are the levels of MCP logging, from most to least verbose.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// SetLogLevel asks the ready servers that support logging (all, or those
+// named) to send log messages at level and above. It returns the servers
+// it was set on.
+func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...string) ([]string, error) {
+	if !slices.Contains(LogLevels, level) {
+		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
+	}
+	var set []string
+	for _, s := range e.order {
+		if len(servers) > 0 && !slices.Contains(servers, s.cfg.Name) {
+			continue
+		}
+		h, err := s.ready(ctx)
+		if err != nil || h.capabilities().Logging == nil {
+			continue
+		}
+		_, err = h.do(ctx, "logging/setLevel", "setting the log level", e.opts.RequestTimeout, func(ctx context.Context) error {
+			return h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+		})
+		if err != nil {
+			return set, err
+		}
+		set = append(set, s.cfg.Name)
+	}
+	return set, nil
+}
+
+func closest(name string, known []string) string {
+	if c := schemas.Closest(name, known); len(c) > 0 {
+		return c[0]
+	}
+	return ""
+}
