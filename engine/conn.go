@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,11 @@ type captureConn struct {
 	// A write blocks when the server stops reading its stdin; the SDK's
 	// writes do not watch their context.
 	abortWrite func()
+
+	// logLevel, when set, goes into the _meta of every request: servers on
+	// protocol 2026-07-28 take the log level per request, not from
+	// logging/setLevel.
+	logLevel atomic.Value // string
 }
 
 type pendingCall struct {
@@ -114,7 +120,11 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		if ttl, ok := ctx.Value(taskKey{}).(int64); ok && req.Method == "tools/call" {
-			msg = withTaskParam(req, ttl)
+			req = withParam(req, "task", map[string]int64{"ttl": ttl})
+			msg = req
+		}
+		if level, _ := c.logLevel.Load().(string); level != "" && req.Method != "initialize" && req.Method != "server/discover" {
+			msg = withMeta(req, "io.modelcontextprotocol/logLevel", level)
 		}
 		if cp, ok := ctx.Value(captureKey{}).(*capture); ok {
 			cp.mu.Lock()
@@ -145,17 +155,33 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-func withTaskParam(req *jsonrpc.Request, ttl int64) *jsonrpc.Request {
-	var params map[string]json.RawMessage
-	if json.Unmarshal(req.Params, &params) != nil || params == nil {
+// withParam returns req with params[key] set.
+func withParam(req *jsonrpc.Request, key string, value any) *jsonrpc.Request {
+	params := map[string]json.RawMessage{}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &params) != nil {
 		return req
 	}
-	params["task"], _ = json.Marshal(map[string]int64{"ttl": ttl})
+	params[key], _ = json.Marshal(value)
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return req
 	}
 	return &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: raw, Extra: req.Extra}
+}
+
+// withMeta returns req with params._meta[key] set.
+func withMeta(req *jsonrpc.Request, key string, value any) *jsonrpc.Request {
+	var params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &params) != nil {
+		return req
+	}
+	if params.Meta == nil {
+		params.Meta = map[string]json.RawMessage{}
+	}
+	params.Meta[key], _ = json.Marshal(value)
+	return withParam(req, "_meta", params.Meta)
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {

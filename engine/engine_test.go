@@ -38,7 +38,7 @@ func fakeServer(t *testing.T, name string, spec fakemcp.Spec) *config.Server {
 	return &config.Server{
 		Name: name, Type: "stdio", Command: exe, Args: []string{p},
 		Env: map[string]string{"MCPCTL_TEST_FAKE": "1"}, Cwd: dir,
-		StartupTimeout: 10 * time.Second, Source: "test:1:1",
+		StartupTimeout: 10 * time.Second, CacheTTL: config.DefaultCacheTTL, Source: "test:1:1",
 	}
 }
 

@@ -59,10 +59,11 @@ func (e *Engine) timeout(ms int64) time.Duration {
 }
 
 // do runs one request: send makes it through the SDK with the context it is
-// given. do bounds it by timeout and by the server's life, returns the raw
-// result the server sent, explains a failure, and records metrics. what
-// names the request in messages ("everything.echo").
-func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) error) (json.RawMessage, error) {
+// given and returns the SDK's typed result. do bounds it by timeout and by
+// the server's life, returns the raw result the server sent, explains a
+// failure, and records metrics. what names the request in messages ("the
+// call to everything.echo").
+func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) (any, error)) (json.RawMessage, error) {
 	t0 := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -70,7 +71,7 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
 	defer h.conn.release(cp)
-	sendErr := send(cctx)
+	typed, sendErr := send(cctx)
 	var result json.RawMessage
 	var err error
 	if raw, ok := cp.last(method); ok {
@@ -81,6 +82,10 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		} else {
 			result = raw.result
 		}
+	} else if sendErr == nil {
+		// The SDK answered without this request on the wire: from its
+		// own cache, or over another stream (2026-07-28 servers).
+		result, _ = json.Marshal(typed)
 	} else {
 		err = h.failure(ctx, callCtx, what, method, timeout, sendErr)
 	}
@@ -174,11 +179,10 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
-	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), e.timeout(req.TimeoutMs), func(ctx context.Context) error {
+	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		params := &mcp.CallToolParams{Name: toolName, Arguments: args}
 		params.SetProgressToken(token)
-		_, err := h.cs.CallTool(ctx, params)
-		return err
+		return h.cs.CallTool(ctx, params)
 	})
 	if err != nil {
 		return nil, err
@@ -228,9 +232,8 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
 		}
 	}
-	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
-		_, err := h.cs.GetPrompt(ctx, params)
-		return err
+	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+		return h.cs.GetPrompt(ctx, params)
 	})
 	if err != nil {
 		return nil, err
@@ -304,9 +307,8 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 			return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
-	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
-		_, err := h.cs.ReadResource(ctx, params)
-		return err
+	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+		return h.cs.ReadResource(ctx, params)
 	})
 	if err != nil {
 		return nil, err
@@ -389,9 +391,8 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if len(req.Context) > 0 {
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
-	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, e.timeout(req.TimeoutMs), func(ctx context.Context) error {
-		_, err := h.cs.Complete(ctx, params)
-		return err
+	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+		return h.cs.Complete(ctx, params)
 	})
 	if err != nil {
 		return nil, err
@@ -443,8 +444,8 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	if s.subs[uri] == 0 {
-		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, e.opts.RequestTimeout, func(ctx context.Context) error {
-			return h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, e.opts.RequestTimeout, func(ctx context.Context) (any, error) {
+			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
 			return nil, err
@@ -488,8 +489,14 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if err != nil || h.capabilities().Logging == nil {
 			continue
 		}
-		_, err = h.do(ctx, "logging/setLevel", "setting the log level", e.opts.RequestTimeout, func(ctx context.Context) error {
-			return h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+		if s.protocol >= "2026-07-28" {
+			// These take the level with each request.
+			h.conn.logLevel.Store(level)
+			set = append(set, s.cfg.Name)
+			continue
+		}
+		_, err = h.do(ctx, "logging/setLevel", "setting the log level", e.opts.RequestTimeout, func(ctx context.Context) (any, error) {
+			return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
 		})
 		if err != nil {
 			return set, err

@@ -359,9 +359,11 @@ func (s *server) newClient() *mcp.Client {
 	opts := &mcp.ClientOptions{
 		Logger:       s.e.sdkLog.With("server", name),
 		Capabilities: &mcp.ClientCapabilities{},
-		// mcpctl answers input requests itself, or reports them; the SDK's
-		// automatic retries would hide them.
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		// A 2026-07-28 server asks for sampling and elicitation with input
+		// requests in a result; the SDK answers them with the handlers
+		// below. Without handlers, the input_required result is reported
+		// instead (the SDK's retries would hide it).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: s.e.opts.Sampling == nil && s.e.opts.Elicitation == nil},
 		// Notification handlers run on the connection's read loop: none
 		// of them may block.
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged(listTools) },

@@ -58,11 +58,10 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 		defer cancel()
 	}
 	perRequest := e.opts.RequestTimeout
-	raw, err := h.do(withTask(ctx, taskTTL), "tools/call", "the call to "+tool.Name(), perRequest, func(ctx context.Context) error {
+	raw, err := h.do(withTask(ctx, taskTTL), "tools/call", "the call to "+tool.Name(), perRequest, func(ctx context.Context) (any, error) {
 		params := &mcp.CallToolParams{Name: tool.Tool, Arguments: args}
 		params.SetProgressToken(token)
-		_, err := h.cs.CallTool(ctx, params)
-		return err
+		return h.cs.CallTool(ctx, params)
 	})
 	if err != nil {
 		return nil, h.taskGaveUp(ctx, err, nil, tool)
@@ -91,9 +90,8 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 			return nil, h.taskGaveUp(ctx, ctx.Err(), t, tool)
 		case <-time.After(pollInterval(t.PollInterval)):
 		}
-		raw, err := h.do(ctx, "tasks/get", "polling task "+t.TaskID, perRequest, func(ctx context.Context) error {
-			_, err := mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/get", &taskParams{TaskID: t.TaskID})
-			return err
+		raw, err := h.do(ctx, "tasks/get", "polling task "+t.TaskID, perRequest, func(ctx context.Context) (any, error) {
+			return mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/get", &taskParams{TaskID: t.TaskID})
 		})
 		if err != nil {
 			return nil, h.taskGaveUp(ctx, err, t, tool)
@@ -116,9 +114,8 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 	if d, ok := ctx.Deadline(); ok {
 		wait = time.Until(d)
 	}
-	raw, err = h.do(ctx, "tasks/result", "the result of task "+t.TaskID, wait, func(ctx context.Context) error {
-		_, err := mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/result", &taskParams{TaskID: t.TaskID})
-		return err
+	raw, err = h.do(ctx, "tasks/result", "the result of task "+t.TaskID, wait, func(ctx context.Context) (any, error) {
+		return mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/result", &taskParams{TaskID: t.TaskID})
 	})
 	if err != nil {
 		return nil, h.taskGaveUp(ctx, err, t, tool)

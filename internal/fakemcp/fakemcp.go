@@ -1,9 +1,10 @@
 // Package fakemcp is an MCP server for mcpctl's tests: a go-sdk server on
-// stdio whose tools, and whose faults, each test chooses in a JSON file.
+// stdio whose tools, prompts, resources, and faults each test chooses in a
+// JSON file.
 //
 // It stands beside the real reference servers in the tests, never instead of
 // them: it reaches the edge cases they cannot (a crash mid-call, a banner on
-// stdout, a result with a content type no SDK knows).
+// stdout, a result with a content type no SDK knows, a task that never ends).
 package fakemcp
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,6 +28,12 @@ import (
 type Spec struct {
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Instructions are sent in the initialize result.
+	Instructions string `json:"instructions,omitempty"`
+	// ProtocolVersion, when set to a version before 2026-07-28, makes the
+	// server refuse server/discover, so clients fall back to initialize
+	// (as the TypeScript reference servers do).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 	// Stdout is printed on stdout before the server starts (a banner that
 	// breaks the MCP rule that stdout carries only JSON-RPC).
 	Stdout []string `json:"stdout,omitempty"`
@@ -46,40 +54,50 @@ type Spec struct {
 	ChildPIDFile string `json:"childPidFile,omitempty"`
 	// PIDFile, when set, receives the server's own pid.
 	PIDFile string `json:"pidFile,omitempty"`
-	// CallLog, when set, gets one JSON line per tools/call received.
+	// CallLog, when set, gets one JSON line per thing the server saw: each
+	// tools/call, a cancelled call, a (un)subscription, a task cancel.
 	CallLog string `json:"callLog,omitempty"`
 	// PageSize makes list results come in pages of this size.
-	PageSize int    `json:"pageSize,omitempty"`
-	Tools    []Tool `json:"tools,omitempty"`
+	PageSize int `json:"pageSize,omitempty"`
+	// Tasks declares the tasks capability and runs tools with a
+	// TaskSupport as tasks (MCP 2025-11-25).
+	Tasks bool `json:"tasks,omitempty"`
+	// Subscribe declares resource subscriptions.
+	Subscribe bool `json:"subscribe,omitempty"`
+	// Completions offers completion: argument name → values; the values
+	// that start with the typed prefix are returned.
+	Completions map[string][]string `json:"completions,omitempty"`
+
+	Tools     []Tool     `json:"tools,omitempty"`
+	Prompts   []Prompt   `json:"prompts,omitempty"`
+	Resources []Resource `json:"resources,omitempty"`
+	Templates []Template `json:"templates,omitempty"`
 }
 
-// A Tool is one tool of the fake server and what a call to it does.
-type Tool struct {
-	Name        string          `json:"name,omitempty"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	// Extra fields are merged into the listed tool object as they are
-	// (e.g. "execution"), to test that listings stay lossless.
-	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+// A Prompt is one prompt. Getting it returns Text with each {{arg}}
+// replaced by the argument's value, as one user message.
+type Prompt struct {
+	Name        string                `json:"name"`
+	Description string                `json:"description,omitempty"`
+	Arguments   []*mcp.PromptArgument `json:"arguments,omitempty"`
+	Text        string                `json:"text,omitempty"`
+}
 
-	// What a call does; the first one set wins. With none set the call
-	// echoes its arguments as JSON text.
-	Result   json.RawMessage `json:"result,omitempty"`   // sent as the raw result
-	Error    string          `json:"error,omitempty"`    // an isError result with this text
-	RPCError *jsonrpc.Error  `json:"rpcError,omitempty"` // a JSON-RPC error response
-	Sleep    string          `json:"sleep,omitempty"`    // sleep (honouring cancellation), then echo
-	// StopReading makes the server stop reading stdin for good and never
-	// answer, as a hung server does.
-	StopReading bool `json:"stopReading,omitempty"`
-	// Stdout is printed on stdout before the answer (a JSON log line, say).
-	Stdout string `json:"stdout,omitempty"`
-	// CloseStdout closes stdout and keeps the process running: the
-	// connection is gone, the process is not.
-	CloseStdout bool `json:"closeStdout,omitempty"`
-	// Env makes the call answer with the server's own view of the world:
-	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
-	Env   []string `json:"env,omitempty"`
-	Crash *int     `json:"crash,omitempty"` // exit with this code mid-call
+// A Resource is one resource with fixed text or blob (base64) content.
+type Resource struct {
+	URI      string `json:"uri"`
+	Name     string `json:"name,omitempty"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Blob     string `json:"blob,omitempty"`
+}
+
+// A Template is one resource template; reading a URI that matches it
+// returns "TEXT <uri>".
+type Template struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name,omitempty"`
+	Text        string `json:"text,omitempty"`
 }
 
 // Main runs the fake server with the spec file named in args[0]; further
@@ -131,24 +149,9 @@ func run(spec *Spec) int {
 	for _, l := range spec.Stdout {
 		fmt.Fprintln(os.Stdout, l)
 	}
-	name := spec.Name
-	if name == "" {
-		name = "fake"
-	}
-	version := spec.Version
-	if version == "" {
-		version = "1.0.0"
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{PageSize: spec.PageSize})
-	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{})}
-	for _, t := range spec.Tools {
-		schema := t.InputSchema
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, f.handler(t))
-	}
-	err := srv.Run(context.Background(), &transport{f: f})
+	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
+	f.srv = f.newServer()
+	err := f.srv.Run(context.Background(), &transport{f: f})
 	if spec.IgnoreStdinEOF {
 		select {}
 	}
@@ -160,9 +163,91 @@ func run(spec *Spec) int {
 
 type fake struct {
 	spec        *Spec
+	srv         *mcp.Server
 	mu          sync.Mutex
 	raw         map[jsonrpc.ID]Tool // calls whose response is replaced on the way out
 	stopReading chan struct{}       // closed to stop reading stdin
+	initID      jsonrpc.ID          // the initialize request, whose result gets Spec.Tasks
+	tasks       map[string]*fakeTask
+	taskSeq     int
+}
+
+func (f *fake) newServer() *mcp.Server {
+	spec := f.spec
+	name, version := spec.Name, spec.Version
+	if name == "" {
+		name = "fake"
+	}
+	if version == "" {
+		version = "1.0.0"
+	}
+	opts := &mcp.ServerOptions{
+		PageSize:     spec.PageSize,
+		Instructions: spec.Instructions,
+		// Declare every list, so tools can add to an empty one later.
+		HasTools: true, HasPrompts: true, HasResources: true,
+	}
+	if spec.Subscribe {
+		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
+			f.logCall(map[string]any{"subscribe": req.Params.URI})
+			return nil
+		}
+		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			f.logCall(map[string]any{"unsubscribe": req.Params.URI})
+			return nil
+		}
+	}
+	if spec.Completions != nil {
+		opts.CompletionHandler = func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			var values []string
+			for _, v := range spec.Completions[req.Params.Argument.Name] {
+				if strings.HasPrefix(v, req.Params.Argument.Value) {
+					values = append(values, v)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+		}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, opts)
+	for _, t := range spec.Tools {
+		f.addTool(srv, t)
+	}
+	for _, p := range spec.Prompts {
+		addPrompt(srv, p)
+	}
+	for _, r := range spec.Resources {
+		srv.AddResource(&mcp.Resource{URI: r.URI, Name: r.Name, MIMEType: r.MIMEType}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			c := &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Text: r.Text}
+			if r.Blob != "" {
+				c.Text, c.Blob = "", decodeBase64(r.Blob)
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+		})
+	}
+	for _, t := range spec.Templates {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: t.Name}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: t.Text + " " + req.Params.URI}}}, nil
+		})
+	}
+	return srv
+}
+
+func (f *fake) addTool(srv *mcp.Server, t Tool) {
+	schema := t.InputSchema
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, f.handler(t))
+}
+
+func addPrompt(srv *mcp.Server, p Prompt) {
+	srv.AddPrompt(&mcp.Prompt{Name: p.Name, Description: p.Description, Arguments: p.Arguments}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		text := p.Text
+		for k, v := range req.Params.Arguments {
+			text = strings.ReplaceAll(text, "{{"+k+"}}", v)
+		}
+		return &mcp.GetPromptResult{Description: p.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	})
 }
 
 func (f *fake) tool(name string) (Tool, bool) {
@@ -174,155 +259,16 @@ func (f *fake) tool(name string) (Tool, bool) {
 	return Tool{}, false
 }
 
-func (f *fake) handler(t Tool) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		if f.spec.CallLog != "" {
-			line, _ := json.Marshal(map[string]any{"tool": t.Name, "arguments": args})
-			if fl, err := os.OpenFile(f.spec.CallLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				fl.Write(append(line, '\n'))
-				fl.Close()
-			}
-		}
-		if t.Stdout != "" {
-			fmt.Fprintln(os.Stdout, t.Stdout)
-		}
-		switch {
-		case t.StopReading:
-			close(f.stopReading)
-			select {}
-		case t.CloseStdout:
-			os.Stdout.Close()
-			select {}
-		case t.Crash != nil:
-			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
-			os.Exit(*t.Crash)
-		case t.Env != nil:
-			cwd, _ := os.Getwd()
-			vals := map[string]string{}
-			for _, n := range t.Env {
-				vals[n] = os.Getenv(n)
-			}
-			out, _ := json.Marshal(map[string]any{"args": os.Args[1:], "cwd": cwd, "env": vals})
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
-		case t.Error != "":
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.Error}}}, nil
-		case t.Sleep != "":
-			d, _ := time.ParseDuration(t.Sleep)
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(args)}}}, nil
+// logCall appends one JSON line to the spec's CallLog.
+func (f *fake) logCall(v any) {
+	if f.spec.CallLog == "" {
+		return
 	}
-}
-
-// transport is stdio with a hook that swaps in the spec's raw results and
-// errors, which the SDK's typed results cannot express.
-type transport struct{ f *fake }
-
-func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
-	// The SDK reads stdin in a goroutine of its own; to play a server that
-	// stops reading, the gate sits below it.
-	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: nopCloser{os.Stdout}}).Connect(ctx)
-	if err != nil {
-		return nil, err
+	line, _ := json.Marshal(v)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, err := os.OpenFile(f.spec.CallLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fl.Write(append(line, '\n'))
+		fl.Close()
 	}
-	return &conn{Connection: inner, f: t.f}, nil
-}
-
-type conn struct {
-	mcp.Connection
-	f *fake
-}
-
-// gatedStdin reads stdin until stop is closed, then blocks for good: the
-// pipe fills and the client's writes block.
-type gatedStdin struct{ stop chan struct{} }
-
-func (g *gatedStdin) Read(p []byte) (int, error) {
-	select {
-	case <-g.stop:
-		select {}
-	default:
-	}
-	return os.Stdin.Read(p)
-}
-
-func (g *gatedStdin) Close() error { return os.Stdin.Close() }
-
-type nopCloser struct{ *os.File }
-
-func (nopCloser) Close() error { return nil }
-
-func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
-		var p struct {
-			Name string `json:"name,omitempty"`
-		}
-		json.Unmarshal(req.Params, &p)
-		if t, ok := c.f.tool(p.Name); ok && (t.Result != nil || t.RPCError != nil) {
-			c.f.mu.Lock()
-			c.f.raw[req.ID] = t
-			c.f.mu.Unlock()
-		}
-	}
-	return msg, err
-}
-
-func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.f.mu.Lock()
-		t, found := c.f.raw[resp.ID]
-		delete(c.f.raw, resp.ID)
-		c.f.mu.Unlock()
-		if found {
-			if t.RPCError != nil {
-				resp = &jsonrpc.Response{ID: resp.ID, Error: t.RPCError}
-			} else {
-				resp = &jsonrpc.Response{ID: resp.ID, Result: t.Result}
-			}
-			return c.Connection.Write(ctx, resp)
-		}
-		if extra := c.f.withExtras(resp.Result); extra != nil {
-			return c.Connection.Write(ctx, &jsonrpc.Response{ID: resp.ID, Result: extra})
-		}
-	}
-	return c.Connection.Write(ctx, msg)
-}
-
-// withExtras adds each tool's Extra fields to a tools/list result, or
-// returns nil when result is not one or nothing needs adding.
-func (f *fake) withExtras(result json.RawMessage) json.RawMessage {
-	var page map[string]json.RawMessage
-	if json.Unmarshal(result, &page) != nil || page["tools"] == nil {
-		return nil
-	}
-	var tools []map[string]json.RawMessage
-	if json.Unmarshal(page["tools"], &tools) != nil {
-		return nil
-	}
-	changed := false
-	for _, obj := range tools {
-		var name string
-		json.Unmarshal(obj["name"], &name)
-		if t, ok := f.tool(name); ok {
-			for k, v := range t.Extra {
-				obj[k] = v
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return nil
-	}
-	page["tools"], _ = json.Marshal(tools)
-	out, _ := json.Marshal(page)
-	return out
 }

@@ -1,0 +1,519 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var surface = fakemcp.Spec{
+	Instructions: "Use the greet prompt.",
+	Prompts: []fakemcp.Prompt{{Name: "greet", Description: "Greets", Text: "Hello {{name}} from {{place}}",
+		Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}, {Name: "place"}}}},
+	Resources: []fakemcp.Resource{
+		{URI: "file:///notes.txt", Name: "notes", MIMEType: "text/plain", Text: "some notes"},
+		{URI: "file:///logo.png", Name: "logo", MIMEType: "image/png", Blob: "AAEC"},
+	},
+	Templates:   []fakemcp.Template{{URITemplate: "db://tables/{table}", Name: "table", Text: "rows of"}},
+	Completions: map[string][]string{"name": {"Alice", "Albert", "Bob"}, "table": {"users", "orders"}},
+	Tools:       []fakemcp.Tool{{Name: "echo"}},
+}
+
+func startOne(t *testing.T, name string, spec fakemcp.Spec) *Engine {
+	t.Helper()
+	e := newEngine(t, fakeServer(t, name, spec))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func text(t *testing.T, raw json.RawMessage, path ...string) string {
+	t.Helper()
+	var v any
+	json.Unmarshal(raw, &v)
+	for _, p := range path {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[p]
+		case []any:
+			var i int
+			json.Unmarshal([]byte(p), &i)
+			if i < len(c) {
+				v = c[i]
+			} else {
+				v = nil
+			}
+		}
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func TestPrompts(t *testing.T) {
+	e := startOne(t, "srv", surface)
+	prompts, err := e.Prompts("")
+	if err != nil || len(prompts) != 1 || prompts[0].Name() != "srv.greet" || len(prompts[0].Arguments()) != 2 {
+		t.Fatalf("prompts: %v %v", err, prompts)
+	}
+	res, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: []string{"name=Ann", "place=Oslo"}})
+	if err != nil || text(t, res.Result, "messages", "0", "content", "text") != "Hello Ann from Oslo" || res.Cached {
+		t.Fatalf("get: %v %s", err, res.Result)
+	}
+	for _, tc := range []struct {
+		pairs []string
+		want  string
+	}{
+		{[]string{"place=Oslo"}, "name: required, but missing"},
+		{[]string{"name=Ann", "plase=x"}, "plase: unknown argument (did you mean place?)"},
+		{[]string{"name:=1"}, "is not key=value"},
+	} {
+		_, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: tc.pairs})
+		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.pairs, err, tc.want)
+		}
+	}
+	var ee *Error
+	if _, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.gret"}); !errors.As(err, &ee) || ee.Kind != KindUsage || strings.Join(ee.Candidates, ",") != "srv.greet" {
+		t.Errorf("unknown prompt: %v", err)
+	}
+}
+
+func TestCacheHitMissInvalidation(t *testing.T) {
+	spec := surface
+	spec.Tools = []fakemcp.Tool{{Name: "addPrompt", AddPrompt: "later"}, {Name: "touch", Touch: "file:///notes.txt"}}
+	e := startOne(t, "srv", spec)
+	get := func(noCache bool) *PromptResult {
+		t.Helper()
+		res, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: []string{"name=Ann"}, NoCache: noCache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if get(false).Cached {
+		t.Fatal("first get came from the cache")
+	}
+	hit := get(false)
+	if !hit.Cached || !strings.Contains(string(hit.Result), `"mcpctl/cache":{"ageSeconds":`) {
+		t.Fatalf("second get: cached=%v %s", hit.Cached, hit.Result)
+	}
+	if get(true).Cached {
+		t.Error("--no-cache answered from the cache")
+	}
+	// A changed prompt list invalidates the server's prompts.
+	sub := e.Events(EventFilter{Types: []string{EventListChanged}})
+	defer sub.Close()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.addPrompt"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, sub)
+	if ev.List != "prompts" || strings.Join(ev.Added, ",") != "srv.later" {
+		t.Errorf("list_changed event: %+v", ev)
+	}
+	if get(false).Cached {
+		t.Error("prompt answered from the cache after prompts list_changed")
+	}
+	// Resource reads are cached per URI.
+	read := func() *ResourceResult {
+		res, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///notes.txt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	read()
+	if !read().Cached {
+		t.Error("second read not cached")
+	}
+	// A server with cacheTTL 0 is not cached.
+	e.servers["srv"].cfg.CacheTTL = 0
+	e.cache.invalidate("srv", "resources/read")
+	read()
+	if read().Cached {
+		t.Error("read cached with cacheTTL 0")
+	}
+}
+
+func next(t *testing.T, sub *Subscription) Event {
+	t.Helper()
+	select {
+	case ev := <-sub.C:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
+	}
+	return Event{}
+}
+
+func TestResourcesAndRouting(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "a", surface), fakeServer(t, "b", fakemcp.Spec{
+		Templates: []fakemcp.Template{{URITemplate: "db://tables/{table}", Text: "b has"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := e.Resources("")
+	if err != nil || len(rs.Resources) != 2 || len(rs.Templates) != 2 || rs.Resources[0].Server != "a" {
+		t.Fatalf("resources: %v %+v", err, rs)
+	}
+	res, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///notes.txt"})
+	if err != nil || res.Server != "a" || text(t, res.Result, "contents", "0", "text") != "some notes" {
+		t.Fatalf("read listed: %v %+v", err, res)
+	}
+	blob, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///logo.png"})
+	if err != nil || text(t, blob.Result, "contents", "0", "blob") != "AAEC" {
+		t.Fatalf("read blob: %v %s", err, blob.Result)
+	}
+	// Two servers' templates match: ambiguous, unless a server is named.
+	_, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "db://tables/users"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || strings.Join(ee.Candidates, ",") != "a,b" {
+		t.Fatalf("ambiguous: %v", err)
+	}
+	res, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "db://tables/users", Server: "b"})
+	if err != nil || text(t, res.Result, "contents", "0", "text") != "b has db://tables/users" {
+		t.Fatalf("read via template: %v %s", err, res.Result)
+	}
+	if _, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "nope://x"}); KindOf(err) != KindUsage {
+		t.Errorf("unroutable: %v", err)
+	}
+}
+
+func TestCompleteAndInspect(t *testing.T) {
+	spec := surface
+	spec.ProtocolVersion = "2025-11-25"
+	spec.Tasks = true
+	e := startOne(t, "srv", spec)
+	res, err := e.Complete(ctx(t), &CompleteRequest{Ref: "srv.greet", Argument: "name", Value: "Al"})
+	if err != nil || !strings.Contains(string(res.Result), `"values":["Alice","Albert"]`) {
+		t.Fatalf("prompt completion: %v %s", err, res.Result)
+	}
+	res, err = e.Complete(ctx(t), &CompleteRequest{Ref: "db://tables/{table}", Argument: "table", Value: "o"})
+	if err != nil || !strings.Contains(string(res.Result), `"values":["orders"]`) {
+		t.Fatalf("template completion: %v %s", err, res.Result)
+	}
+	if _, err := e.Complete(ctx(t), &CompleteRequest{Ref: "x://{nope}", Argument: "a"}); KindOf(err) != KindUsage {
+		t.Errorf("unknown template: %v", err)
+	}
+	ins, err := e.Inspect("srv")
+	if err != nil || len(ins) != 1 {
+		t.Fatal(err)
+	}
+	in := ins[0]
+	if in.ProtocolVersion != "2025-11-25" || in.Instructions != "Use the greet prompt." || !strings.Contains(string(in.Capabilities), `"tasks"`) ||
+		!strings.Contains(string(in.ServerInfo), `"fake"`) || len(in.Prompts) != 1 || len(in.Resources) != 2 || len(in.Templates) != 1 || len(in.Tools) != 1 {
+		out, _ := json.Marshal(in)
+		t.Errorf("inspect: %s", out)
+	}
+}
+
+func TestEventsLogsProgressStderr(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Stderr: []string{"early line"}, Tools: []fakemcp.Tool{
+		{Name: "work", Log: "working hard", Progress: 3, Sleep: "150ms"},
+	}})
+	sub := e.Events(EventFilter{Stderr: true})
+	defer sub.Close()
+	set, err := e.SetLogLevel(ctx(t), "info")
+	if err != nil || strings.Join(set, ",") != "srv" {
+		t.Fatalf("set log level: %v %v", set, err)
+	}
+	if _, err := e.SetLogLevel(ctx(t), "loud"); KindOf(err) != KindUsage {
+		t.Errorf("bad level: %v", err)
+	}
+	var mu sync.Mutex
+	var seen []Progress
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.work", OnProgress: func(p Progress) {
+		mu.Lock()
+		seen = append(seen, p)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last notification may lose the race with the answer; the first
+	// ones may not.
+	mu.Lock()
+	if len(seen) < 2 || seen[0].Progress != 1 || seen[0].Total != 3 || seen[0].Message != "step 1 of 3" {
+		t.Errorf("progress seen by the caller: %+v", seen)
+	}
+	mu.Unlock()
+	var gotLog, gotProgress bool
+	for !(gotLog && gotProgress) {
+		ev := next(t, sub)
+		gotLog = gotLog || (ev.Type == EventLog && string(ev.Data) == `"working hard"` && ev.Level == "info")
+		gotProgress = gotProgress || (ev.Type == EventProgress && ev.Total == 3)
+	}
+}
+
+func TestStderrEvents(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "complain", Stderr: "disk almost full"}}})
+	with := e.Events(EventFilter{Stderr: true})
+	defer with.Close()
+	without := e.Events(EventFilter{})
+	defer without.Close()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.complain"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if ev := next(t, with); ev.Type == EventStderr {
+			if ev.Line != "disk almost full" || ev.Server != "srv" {
+				t.Errorf("stderr event: %+v", ev)
+			}
+			break
+		}
+	}
+	for {
+		select {
+		case ev := <-without.C:
+			if ev.Type == EventStderr {
+				t.Errorf("stderr sent to a subscriber that did not ask: %+v", ev)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}
+
+func TestListChangedRefreshes(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "grow", AddTools: []string{"new1", "new2"}}, {Name: "shrink", RemoveTool: []string{"grow"}}}})
+	sub := e.Events(EventFilter{Types: []string{EventListChanged}})
+	defer sub.Close()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.grow"}); err != nil {
+		t.Fatal(err)
+	}
+	for want := 2; want > 0; {
+		ev := next(t, sub)
+		want -= len(ev.Added)
+	}
+	tools, _ := e.Tools("srv")
+	if len(tools) != 4 {
+		t.Errorf("tools after list_changed: %d", len(tools))
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.shrink"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, sub); strings.Join(ev.Removed, ",") != "srv.grow" {
+		t.Errorf("removed: %+v", ev)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.grow"}); KindOf(err) != KindUsage {
+		t.Errorf("call to a removed tool: %v", err)
+	}
+}
+
+func TestResourceSubscription(t *testing.T) {
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "calls.log")
+			spec := surface
+			spec.ProtocolVersion = version
+			spec.Subscribe, spec.CallLog = true, log
+			spec.Tools = []fakemcp.Tool{{Name: "touch", Touch: "file:///notes.txt"}}
+			e := startOne(t, "srv", spec)
+			sub := e.Events(EventFilter{Types: []string{EventResourceUpdated}})
+			defer sub.Close()
+			release, err := e.SubscribeResource(ctx(t), "file:///notes.txt", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			release2, _ := e.SubscribeResource(ctx(t), "file:///notes.txt", "")
+			e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///notes.txt"})
+			if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.touch"}); err != nil {
+				t.Fatal(err)
+			}
+			if ev := next(t, sub); ev.URI != "file:///notes.txt" || ev.Server != "srv" {
+				t.Errorf("event: %+v", ev)
+			}
+			if res, _ := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///notes.txt"}); res.Cached {
+				t.Errorf("read cached after resources/updated")
+			}
+			release()
+			release()
+			data, _ := os.ReadFile(log)
+			if strings.Count(string(data), `"subscribe"`) != 1 || strings.Contains(string(data), "unsubscribe") {
+				t.Errorf("one subscription for two subscribers, none released yet: %s", data)
+			}
+			release2()
+			if version != "" {
+				data, _ = os.ReadFile(log)
+				if !strings.Contains(string(data), `"unsubscribe":"file:///notes.txt"`) {
+					t.Errorf("not unsubscribed after the last release: %s", data)
+				}
+				return
+			}
+			// On 2026-07-28 the SDK unsubscribes by cancelling the listen
+			// stream, which the server learns of a moment later: updates
+			// stop.
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				e.CallTool(ctx(t), &CallRequest{Name: "srv.touch"})
+				select {
+				case <-sub.C:
+					if time.Now().After(deadline) {
+						t.Fatal("updates still arrive after the last release")
+					}
+					continue
+				case <-time.After(300 * time.Millisecond):
+				}
+				break
+			}
+		})
+	}
+}
+
+func TestCancellationReachesServer(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "calls.log")
+	e := startOne(t, "srv", fakemcp.Spec{CallLog: log, Tools: []fakemcp.Tool{{Name: "slow", Sleep: "30s"}, {Name: "echo"}}})
+	c, cancel := context.WithCancel(ctx(t))
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	t0 := time.Now()
+	if _, err := e.CallTool(c, &CallRequest{Name: "srv.slow"}); !errors.Is(err, context.Canceled) || time.Since(t0) > time.Second {
+		t.Fatalf("err %v after %v", err, time.Since(t0))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, _ := os.ReadFile(log); strings.Contains(string(data), `"cancelled":true`) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if data, _ := os.ReadFile(log); !strings.Contains(string(data), `{"cancelled":true,"tool":"slow"}`) {
+		t.Errorf("the server did not see the cancellation: %s", data)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Errorf("server unusable after a cancel: %v", err)
+	}
+}
+
+func TestTasks(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "calls.log")
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tasks: true, CallLog: log, Tools: []fakemcp.Tool{
+		{Name: "research", TaskSupport: "required", Sleep: "300ms"},
+		{Name: "maybe", TaskSupport: "optional", Sleep: "100ms"},
+		{Name: "never", TaskSupport: "forbidden"},
+		{Name: "forever", TaskSupport: "required", Sleep: "1h"},
+		{Name: "broken", TaskSupport: "required", Error: "no luck"},
+	}})
+	var statuses []string
+	var mu sync.Mutex
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.research", Pairs: []string{"topic=go"}, OnProgress: func(p Progress) {
+		mu.Lock()
+		statuses = append(statuses, p.Status)
+		mu.Unlock()
+	}})
+	if err != nil || !strings.Contains(string(res.Result), `{\"topic\":\"go\"}`) || !strings.Contains(string(res.Result), "related-task") {
+		t.Fatalf("required task: %v %+v", err, res)
+	}
+	mu.Lock()
+	if len(statuses) < 2 || statuses[0] != "working" || statuses[len(statuses)-1] != "completed" {
+		t.Errorf("statuses reported: %v", statuses)
+	}
+	mu.Unlock()
+	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.maybe", Task: true}); err != nil || !strings.Contains(string(res.Result), "related-task") {
+		t.Errorf("optional tool with Task: %v %+v", err, res)
+	}
+	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.maybe"}); err != nil || strings.Contains(string(res.Result), "related-task") {
+		t.Errorf("optional tool without Task ran as a task: %v %+v", err, res)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.never", Task: true}); KindOf(err) != KindUsage {
+		t.Errorf("forbidden tool with Task: %v", err)
+	}
+	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.broken"}); err != nil || !res.IsError {
+		t.Errorf("failed task: %v %+v", err, res)
+	}
+	c, cancel := context.WithCancel(ctx(t))
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	t0 := time.Now()
+	if _, err := e.CallTool(c, &CallRequest{Name: "srv.forever"}); !errors.Is(err, context.Canceled) || time.Since(t0) > 2*time.Second {
+		t.Errorf("cancelled task: %v after %v", err, time.Since(t0))
+	}
+	if data, _ := os.ReadFile(log); !strings.Contains(string(data), `"taskCancelled"`) {
+		t.Errorf("tasks/cancel not sent: %s", data)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.forever", TimeoutMs: 300}); KindOf(err) != KindTimeout {
+		t.Errorf("task past --timeout: %v", err)
+	}
+}
+
+func TestStaleListsWhenUnavailable(t *testing.T) {
+	seven := 7
+	spec := surface
+	spec.Tools = []fakemcp.Tool{{Name: "crash", Crash: &seven}}
+	e := startOne(t, "srv", spec)
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Status()[0].State != StateUnavailable && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	tools, err := e.Tools("srv")
+	if err != nil || len(tools) != 1 || !tools[0].Stale {
+		t.Fatalf("stale tools: %v %+v", err, tools)
+	}
+	if out, _ := json.Marshal(tools[0]); !strings.Contains(string(out), `"stale":true`) {
+		t.Errorf("stale not in JSON: %s", out)
+	}
+	prompts, err := e.Prompts("")
+	if err != nil || len(prompts) != 1 || !prompts[0].Stale {
+		t.Errorf("stale prompts: %v %+v", err, prompts)
+	}
+	rs, err := e.Resources("srv")
+	if err != nil || len(rs.Resources) != 2 || !rs.Resources[0].Stale || !rs.Templates[0].Stale {
+		t.Errorf("stale resources: %v %+v", err, rs)
+	}
+	ins, err := e.Inspect("")
+	if err != nil || len(ins) != 1 || !ins[0].Stale {
+		t.Errorf("stale inspect: %v", err)
+	}
+	if _, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: []string{"name=x"}}); KindOf(err) != KindUnavailable {
+		t.Errorf("prompt from an unavailable server: %v", err)
+	}
+}
+
+// The fake is an SDK server, which sends sampling requests only on
+// protocols before 2026-07-28 (after, a server asks with input requests in a
+// result, which the SDK's client answers through the same handler).
+func TestSamplingHandler(t *testing.T) {
+	const version = "2025-11-25"
+	s := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: version, Tools: []fakemcp.Tool{{Name: "ask", Sample: "What is 2+2?"}}})
+	var got json.RawMessage
+	e := New(&config.Config{Servers: []*config.Server{s}}, &Options{Sampling: func(_ context.Context, server string, req json.RawMessage) (json.RawMessage, error) {
+		got = req
+		return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"test-model"}`), nil
+	}})
+	defer e.Close()
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	if err != nil || !strings.Contains(string(res.Result), `test-model`) || !strings.Contains(string(got), "What is 2+2?") {
+		t.Fatalf("sampling: %v %s (handler got %s)", err, res.Result, got)
+	}
+	// Without a handler the server is not offered sampling.
+	e2 := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: version, Tools: []fakemcp.Tool{{Name: "ask", Sample: "x"}}})
+	res, err = e2.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	if (err == nil && !res.IsError) || (err != nil && !strings.Contains(err.Error(), "input_required")) {
+		t.Errorf("sampling without a handler: %v %+v", err, res)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "slow", Sleep: "1s"}}})
+	for range 3 {
+		e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 50})
+	m := e.Metrics()
+	if len(m) != 1 || m[0].Requests != 4 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
+		t.Errorf("metrics: %+v", m)
+	}
+}

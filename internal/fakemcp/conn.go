@@ -1,0 +1,181 @@
+package fakemcp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// transport is stdio with a connection that does what the SDK's typed
+// server cannot: raw results and errors, extra fields in listings, a legacy
+// protocol version, and tasks.
+type transport struct{ f *fake }
+
+func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	// The SDK reads stdin in a goroutine of its own; to play a server that
+	// stops reading, the gate sits below it.
+	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: nopCloser{os.Stdout}}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Connection: inner, f: t.f}, nil
+}
+
+type conn struct {
+	mcp.Connection
+	f *fake
+}
+
+// gatedStdin reads stdin until stop is closed, then blocks for good: the
+// pipe fills and the client's writes block.
+type gatedStdin struct{ stop chan struct{} }
+
+func (g *gatedStdin) Read(p []byte) (int, error) {
+	select {
+	case <-g.stop:
+		select {}
+	default:
+	}
+	return os.Stdin.Read(p)
+}
+
+func (g *gatedStdin) Close() error { return os.Stdin.Close() }
+
+type nopCloser struct{ *os.File }
+
+func (nopCloser) Close() error { return nil }
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok {
+			return msg, err
+		}
+		if c.answer(ctx, req) {
+			continue // answered here; the SDK never sees it
+		}
+		switch req.Method {
+		case "initialize":
+			c.f.mu.Lock()
+			c.f.initID = req.ID
+			c.f.mu.Unlock()
+		case "tools/call":
+			var p struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(req.Params, &p)
+			if t, ok := c.f.tool(p.Name); ok && (t.Result != nil || t.RPCError != nil) {
+				c.f.mu.Lock()
+				c.f.raw[req.ID] = t
+				c.f.mu.Unlock()
+			}
+		}
+		return msg, nil
+	}
+}
+
+// answer handles the requests the SDK's server cannot, and reports whether
+// it did.
+func (c *conn) answer(ctx context.Context, req *jsonrpc.Request) bool {
+	f := c.f
+	switch {
+	case req.Method == "server/discover" && f.spec.ProtocolVersion != "" && f.spec.ProtocolVersion < "2026-07-28":
+		c.reply(ctx, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"})
+		return true
+	case req.Method == "tools/call":
+		return f.spec.Tasks && f.callAsTask(ctx, c, req)
+	case req.Method == "tasks/get" || req.Method == "tasks/result" || req.Method == "tasks/cancel":
+		go f.taskRequest(ctx, c, req)
+		return true
+	}
+	return false
+}
+
+func (c *conn) reply(ctx context.Context, id jsonrpc.ID, result any, rerr *jsonrpc.Error) {
+	resp := &jsonrpc.Response{ID: id}
+	if rerr != nil {
+		resp.Error = rerr
+	} else {
+		resp.Result, _ = json.Marshal(result)
+	}
+	c.Connection.Write(ctx, resp)
+}
+
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.Connection.Write(ctx, msg)
+	}
+	f := c.f
+	f.mu.Lock()
+	t, found := f.raw[resp.ID]
+	delete(f.raw, resp.ID)
+	isInit := f.initID.IsValid() && resp.ID == f.initID
+	f.mu.Unlock()
+	switch {
+	case found && t.RPCError != nil:
+		resp = &jsonrpc.Response{ID: resp.ID, Error: t.RPCError}
+	case found:
+		resp = &jsonrpc.Response{ID: resp.ID, Result: t.Result}
+	case isInit && f.spec.Tasks:
+		resp = &jsonrpc.Response{ID: resp.ID, Result: withTasksCapability(resp.Result)}
+	default:
+		if extra := f.withExtras(resp.Result); extra != nil {
+			resp = &jsonrpc.Response{ID: resp.ID, Result: extra}
+		}
+	}
+	return c.Connection.Write(ctx, resp)
+}
+
+func withTasksCapability(result json.RawMessage) json.RawMessage {
+	var r map[string]json.RawMessage
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(result, &r) != nil || json.Unmarshal(r["capabilities"], &caps) != nil {
+		return result
+	}
+	caps["tasks"] = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+	r["capabilities"], _ = json.Marshal(caps)
+	out, _ := json.Marshal(r)
+	return out
+}
+
+// withExtras adds each tool's Extra fields and execution.taskSupport to a
+// tools/list result, or returns nil when result is not one or nothing
+// needs adding.
+func (f *fake) withExtras(result json.RawMessage) json.RawMessage {
+	var page map[string]json.RawMessage
+	if json.Unmarshal(result, &page) != nil || page["tools"] == nil {
+		return nil
+	}
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(page["tools"], &tools) != nil {
+		return nil
+	}
+	changed := false
+	for _, obj := range tools {
+		var name string
+		json.Unmarshal(obj["name"], &name)
+		t, ok := f.tool(name)
+		if !ok {
+			continue
+		}
+		for k, v := range t.Extra {
+			obj[k] = v
+			changed = true
+		}
+		if t.TaskSupport != "" {
+			obj["execution"], _ = json.Marshal(map[string]string{"taskSupport": t.TaskSupport})
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	page["tools"], _ = json.Marshal(tools)
+	out, _ := json.Marshal(page)
+	return out
+}

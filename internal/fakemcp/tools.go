@@ -1,0 +1,151 @@
+package fakemcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Tool is one tool of the fake server and what a call to it does. With
+// nothing set, a call echoes its arguments as JSON text.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// Extra fields are merged into the listed tool object as they are
+	// (e.g. "execution"), to test that listings stay lossless.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+	// TaskSupport is listed as execution.taskSupport; with Spec.Tasks the
+	// tool then runs as a task when asked (and must be, when "required").
+	TaskSupport string `json:"taskSupport,omitempty"`
+
+	// Side effects, done before the answer, in this order.
+	Stdout     string   `json:"stdout,omitempty"`      // printed on stdout (a JSON log line, say)
+	Stderr     string   `json:"stderr,omitempty"`      // printed on stderr
+	Log        string   `json:"log,omitempty"`         // sent as a log message at level info
+	Progress   int      `json:"progress,omitempty"`    // progress notifications sent, Sleep apart
+	AddTools   []string `json:"addTools,omitempty"`    // tools added (list_changed follows)
+	RemoveTool []string `json:"removeTools,omitempty"` // tools removed
+	AddPrompt  string   `json:"addPrompt,omitempty"`   // a prompt added
+	Touch      string   `json:"touch,omitempty"`       // resources/updated sent for this URI
+	Sample     string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
+
+	// What a call answers; the first one set wins.
+	Result      json.RawMessage `json:"result,omitempty"`      // sent as the raw result
+	Error       string          `json:"error,omitempty"`       // an isError result with this text
+	RPCError    *jsonrpc.Error  `json:"rpcError,omitempty"`    // a JSON-RPC error response
+	Sleep       string          `json:"sleep,omitempty"`       // sleep (honouring cancellation), then echo
+	Crash       *int            `json:"crash,omitempty"`       // exit with this code mid-call
+	StopReading bool            `json:"stopReading,omitempty"` // stop reading stdin for good; never answer
+	CloseStdout bool            `json:"closeStdout,omitempty"` // close stdout, keep running
+	// Env answers with the server's own view of the world:
+	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
+	Env []string `json:"env,omitempty"`
+}
+
+func (f *fake) handler(t Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		f.logCall(map[string]any{"tool": t.Name, "arguments": args})
+		if err := f.sideEffects(ctx, t, req); err != nil {
+			f.logCall(map[string]any{"tool": t.Name, "cancelled": true})
+			return nil, err
+		}
+		switch {
+		case t.Sample != "":
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				MaxTokens: 100,
+				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: t.Sample}}},
+			})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling failed: " + err.Error()}}}, nil
+			}
+			out, _ := json.Marshal(res)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+		case t.StopReading:
+			close(f.stopReading)
+			select {}
+		case t.CloseStdout:
+			os.Stdout.Close()
+			select {}
+		case t.Crash != nil:
+			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
+			os.Exit(*t.Crash)
+		case t.Env != nil:
+			cwd, _ := os.Getwd()
+			vals := map[string]string{}
+			for _, n := range t.Env {
+				vals[n] = os.Getenv(n)
+			}
+			out, _ := json.Marshal(map[string]any{"args": os.Args[1:], "cwd": cwd, "env": vals})
+			return text(string(out)), nil
+		case t.Error != "":
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.Error}}}, nil
+		}
+		return text(string(args)), nil
+	}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// sideEffects does what t does before answering; it fails only when the
+// call is cancelled.
+func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest) error {
+	if t.Stdout != "" {
+		fmt.Fprintln(os.Stdout, t.Stdout)
+	}
+	if t.Stderr != "" {
+		fmt.Fprintln(os.Stderr, t.Stderr)
+	}
+	if t.Log != "" {
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "fake", Data: t.Log})
+	}
+	for _, n := range t.AddTools {
+		f.addTool(f.srv, Tool{Name: n})
+	}
+	if len(t.RemoveTool) > 0 {
+		f.srv.RemoveTools(t.RemoveTool...)
+	}
+	if t.AddPrompt != "" {
+		addPrompt(f.srv, Prompt{Name: t.AddPrompt, Text: "added"})
+	}
+	if t.Touch != "" {
+		f.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: t.Touch})
+	}
+	d, _ := time.ParseDuration(t.Sleep)
+	steps := max(t.Progress, 1)
+	for i := 1; i <= steps; i++ {
+		select {
+		case <-time.After(d / time.Duration(steps)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if t.Progress > 0 {
+			if token := req.Params.GetProgressToken(); token != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i), Total: float64(steps), Message: fmt.Sprintf("step %d of %d", i, steps),
+				})
+			}
+		}
+	}
+	return nil
+}
+
+func decodeBase64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return []byte(s)
+	}
+	return b
+}
