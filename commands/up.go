@@ -77,7 +77,7 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	}
 	if opts.notifyFD == 0 {
 		if _, err := client.Status(ctx); err == nil {
-			return alreadyUp(ctx, env, p, client, cfg)
+			return alreadyUp(ctx, env, p, client, sess, cfg)
 		}
 	}
 	if opts.foreground {
@@ -88,7 +88,7 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		return err
 	}
 	if st == nil { // another up won the race to start the session
-		return alreadyUp(ctx, env, p, client, cfg)
+		return alreadyUp(ctx, env, p, client, sess, cfg)
 	}
 	if env.StderrTTY {
 		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
@@ -96,9 +96,9 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	return printUp(p, st)
 }
 
-// alreadyUp reports a session that another `up` started, once its servers
-// have settled: a second `up` during the first one's start waits for it.
-func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.Client, cfg *config.Config) error {
+// alreadyUp reports a session that another `up` started, once it has
+// started its servers: a second `up` during the first one's start waits.
+func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.Client, sess *engine.Session, cfg *config.Config) error {
 	var longest time.Duration
 	for _, s := range cfg.Servers {
 		longest = max(longest, s.StartupTimeout)
@@ -106,14 +106,12 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.
 	deadline := time.Now().Add(longest + 10*time.Second)
 	for {
 		st, err := client.Status(ctx)
-		if err != nil {
+		switch {
+		case errors.Is(err, engine.ErrNoSession) && sess.Running() && time.Now().Before(deadline):
+			// It holds the session's lock but does not listen yet.
+		case err != nil:
 			return err
-		}
-		starting := false
-		for _, s := range st.Servers {
-			starting = starting || s.State == engine.StateStarting
-		}
-		if !starting || time.Now().After(deadline) {
+		case st.Session.Ready || time.Now().After(deadline):
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			return printUp(p, st)
 		}
@@ -272,6 +270,8 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		logger.Info("session ended: a server failed to start", "error", err.Error())
 		return err
 	}
+	d.SetReady()
+	info.Ready = true
 	st := &engine.Status{Session: &info, Servers: e.Status()}
 	notify(readyMsg{Status: st})
 	if notifyFD == 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type Daemon struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{}
+	ready    atomic.Bool
 }
 
 // NewDaemon returns a daemon for e; logger may be nil.
@@ -40,6 +42,10 @@ func NewDaemon(e *Engine, info SessionInfo, logger *slog.Logger) *Daemon {
 	}
 	return &Daemon{engine: e, info: info, log: logger, stopped: make(chan struct{})}
 }
+
+// SetReady marks the session as done starting its servers; status then
+// says "ready": true.
+func (d *Daemon) SetReady() { d.ready.Store(true) }
 
 // ShutdownRequested is closed when a client asked the session to end.
 func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
@@ -88,6 +94,7 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 
 func (d *Daemon) status() *Status {
 	info := d.info
+	info.Ready = d.ready.Load()
 	return &Status{Session: &info, Servers: d.engine.Status()}
 }
 

@@ -53,6 +53,8 @@ type SessionInfo struct {
 	Config    string    `json:"config"`
 	Version   string    `json:"version"`
 	StartedAt time.Time `json:"startedAt"`
+	// Ready is set once the session has started its servers.
+	Ready bool `json:"ready"`
 }
 
 // Status is the state of a session and its servers. Session is nil when no
