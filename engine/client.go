@@ -50,45 +50,11 @@ func (c *Client) http() *http.Client {
 
 // send makes one request; out, when not nil, receives the JSON answer.
 func (c *Client) send(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpctl"+path, rd)
+	resp, err := c.do(ctx, method, path, body, "application/json")
 	if err != nil {
 		return err
 	}
-	req.Header.Set(VersionHeader, Version())
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http().Do(req)
-	if err != nil {
-		if isDialError(err) {
-			return &Error{Kind: KindNoSession, Message: fmt.Sprintf("no session is running (socket %s)", c.Socket), err: err}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
-	}
 	defer resp.Body.Close()
-	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {
-		c.OnVersionMismatch(v)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var wire struct {
-			Error *Error `json:"error"`
-		}
-		if json.NewDecoder(resp.Body).Decode(&wire) == nil && wire.Error != nil {
-			return wire.Error
-		}
-		return errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
-	}
 	if out == nil {
 		return nil
 	}
@@ -96,6 +62,52 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any) e
 		return errorf(KindInternal, "", "bad answer from the session to %s %s: %v", method, path, err)
 	}
 	return nil
+}
+
+// do makes one request and returns the response when its status is 200;
+// any other status becomes the error the session sent.
+func (c *Client) do(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpctl"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(VersionHeader, Version())
+	req.Header.Set("Accept", accept)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		if isDialError(err) {
+			return nil, &Error{Kind: KindNoSession, Message: fmt.Sprintf("no session is running (socket %s)", c.Socket), err: err}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
+	}
+	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {
+		c.OnVersionMismatch(v)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var wire struct {
+			Error *Error `json:"error"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&wire) == nil && wire.Error != nil {
+			return nil, wire.Error
+		}
+		return nil, errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
+	}
+	return resp, nil
 }
 
 func isDialError(err error) bool {
@@ -127,6 +139,9 @@ func (c *Client) Tools(ctx context.Context, filter string) ([]*Tool, error) {
 
 // CallTool calls a tool through the session. Stable.
 func (c *Client) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	if req.OnProgress != nil {
+		return c.callStreaming(ctx, req)
+	}
 	var res CallResult
 	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/tools/call", req, &res); err != nil {
 		return nil, err

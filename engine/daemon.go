@@ -17,12 +17,22 @@ import (
 const VersionHeader = "Mcpctl-Version"
 
 // A Daemon serves an [Engine] over HTTP on a unix socket: the background
-// session that `mcpctl up` starts. Its API:
+// session that `mcpctl up` starts. Its API (all under /v1):
 //
-//	GET  /v1/status             → Status
-//	GET  /v1/tools?filter=F     → []Tool (F: "", server, or server.tool)
-//	POST /v1/tools/call         CallRequest → CallResult
-//	POST /v1/shutdown           stops every server, then the session → Status
+//	GET  /status                  → Status
+//	GET  /tools?filter=F          → []Tool (F: "", server, or server.tool)
+//	POST /tools/call              CallRequest → CallResult; with Accept:
+//	                              application/x-ndjson, progress lines first
+//	GET  /prompts?filter=F        → []Prompt
+//	POST /prompts/get             PromptRequest → PromptResult
+//	GET  /resources?server=S      → Resources
+//	POST /resources/read          ResourceRequest → ResourceResult
+//	POST /complete                CompleteRequest → CompleteResult
+//	GET  /inspect?server=S        → []Inspection
+//	GET  /metrics                 → []ServerMetrics
+//	GET  /events?server=S&type=T&stderr=1&subscribe=URI&logLevel=L
+//	                              → NDJSON: a ready line, then Events
+//	POST /shutdown                stops every server, then the session → Status
 //
 // Errors are {"error": Error} with a status code that follows the kind.
 type Daemon struct {
@@ -52,11 +62,21 @@ func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
 
 // Handler returns the API's HTTP handler.
 func (d *Daemon) Handler() http.Handler {
+	e := d.engine
+	query := func(r *http.Request, k string) string { return r.URL.Query().Get(k) }
 	routes := map[string]http.HandlerFunc{
-		"GET /v1/status":      d.serveStatus,
-		"GET /v1/tools":       d.serveTools,
-		"POST /v1/tools/call": d.serveCall,
-		"POST /v1/shutdown":   d.serveShutdown,
+		"GET /v1/status":          d.serveStatus,
+		"GET /v1/tools":           get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
+		"POST /v1/tools/call":     d.serveCall,
+		"GET /v1/prompts":         get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
+		"POST /v1/prompts/get":    post(e.GetPrompt),
+		"GET /v1/resources":       get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
+		"POST /v1/resources/read": post(e.ReadResource),
+		"POST /v1/complete":       post(e.Complete),
+		"GET /v1/inspect":         get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
+		"GET /v1/metrics":         get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
+		"GET /v1/events":          d.serveEvents,
+		"POST /v1/shutdown":       d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(VersionHeader, Version())
@@ -102,16 +122,33 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d.status())
 }
 
-func (d *Daemon) serveTools(w http.ResponseWriter, r *http.Request) {
-	tools, err := d.engine.Tools(r.URL.Query().Get("filter"))
-	if err != nil {
-		writeError(w, err)
-		return
+// get answers a GET with fn's value as JSON.
+func get[Out any](fn func(*http.Request) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := fn(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
-	if tools == nil {
-		tools = []*Tool{}
+}
+
+// post decodes a POST's body, calls fn with it, and answers with the result.
+func post[In, Out any](fn func(context.Context, *In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			writeError(w, errorf(KindUsage, "", "bad request to %s: %v", r.URL.Path, err))
+			return
+		}
+		out, err := fn(r.Context(), &in)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
-	writeJSON(w, http.StatusOK, tools)
 }
 
 func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
@@ -119,6 +156,11 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, errorf(KindUsage, "", "bad call request: %v", err))
 		return
+	}
+	var stream *ndjson
+	if wantsStream(r) {
+		stream = newNDJSON(w)
+		req.OnProgress = func(p Progress) { stream.line(map[string]Progress{"progress": p}) }
 	}
 	t0 := time.Now()
 	res, err := d.engine.CallTool(r.Context(), &req)
@@ -133,6 +175,10 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 		outcome = "tool_error"
 	}
 	d.log.Info("call", "tool", req.Name, "ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+	if stream != nil {
+		stream.end(res, err)
+		return
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -162,14 +208,7 @@ var statusOfKind = map[Kind]int{
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		kind := KindInternal
-		if errors.Is(err, context.Canceled) {
-			kind = KindUnavailable
-		}
-		e = errorf(kind, "", "%v", err)
-	}
+	e := asError(err)
 	code := statusOfKind[e.Kind]
 	if code == 0 {
 		code = http.StatusInternalServerError

@@ -199,3 +199,74 @@ func TestDaemonServeStopsEngine(t *testing.T) {
 		t.Errorf("server survived the end of Serve")
 	}
 }
+
+func TestDaemonSurface(t *testing.T) {
+	spec := surface
+	spec.ProtocolVersion = "2025-11-25"
+	spec.Subscribe = true
+	spec.Tools = []fakemcp.Tool{{Name: "work", Progress: 3, Sleep: "150ms", Log: "busy", Touch: "file:///notes.txt"}}
+	e := newEngine(t, fakeServer(t, "srv", spec))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	if ps, err := c.Prompts(ctx(t), ""); err != nil || len(ps) != 1 || ps[0].Name() != "srv.greet" {
+		t.Errorf("prompts: %v %v", err, ps)
+	}
+	if pr, err := c.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: []string{"name=Ann"}}); err != nil || !strings.Contains(string(pr.Result), "Hello Ann") {
+		t.Errorf("prompt: %v %+v", err, pr)
+	}
+	if _, err := c.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet"}); KindOf(err) != KindUsage {
+		t.Errorf("prompt without its argument: %v", err)
+	}
+	if rs, err := c.Resources(ctx(t), ""); err != nil || len(rs.Resources) != 2 || len(rs.Templates) != 1 {
+		t.Errorf("resources: %v %+v", err, rs)
+	}
+	if rr, err := c.ReadResource(ctx(t), &ResourceRequest{URI: "db://tables/x"}); err != nil || rr.Server != "srv" {
+		t.Errorf("read: %v %+v", err, rr)
+	}
+	if cr, err := c.Complete(ctx(t), &CompleteRequest{Ref: "srv.greet", Argument: "name", Value: "B"}); err != nil || !strings.Contains(string(cr.Result), "Bob") {
+		t.Errorf("complete: %v %+v", err, cr)
+	}
+	if in, err := c.Inspect(ctx(t), "srv"); err != nil || len(in) != 1 || in[0].Instructions == "" {
+		t.Errorf("inspect: %v %+v", err, in)
+	}
+
+	// A watch holds its subscription and log level, and streams events.
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	events := make(chan Event, 100)
+	watchErr := make(chan error, 1)
+	go func() {
+		watchErr <- c.Watch(wctx, &WatchRequest{Subscribe: []string{"file:///notes.txt"}, LogLevel: "info"}, func(ev Event) error {
+			events <- ev
+			return nil
+		})
+	}()
+	if ev := <-events; ev.Type != EventReady {
+		t.Fatalf("first event %+v", ev)
+	}
+	var progress []Progress
+	res, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.work", OnProgress: func(p Progress) { progress = append(progress, p) }})
+	if err != nil || res == nil || len(progress) < 2 {
+		t.Fatalf("streamed call: %v %+v %v", err, res, progress)
+	}
+	seen := map[string]bool{}
+	for !(seen[EventLog] && seen[EventResourceUpdated] && seen[EventProgress]) {
+		select {
+		case ev := <-events:
+			seen[ev.Type] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events seen: %v", seen)
+		}
+	}
+	cancel()
+	if err := <-watchErr; err != nil {
+		t.Errorf("watch ended with %v", err)
+	}
+	// A watch that cannot be set up fails before it streams.
+	err = c.Watch(ctx(t), &WatchRequest{Subscribe: []string{"nope://x"}}, func(Event) error { return nil })
+	if KindOf(err) != KindUsage {
+		t.Errorf("watch with a bad subscription: %v", err)
+	}
+}

@@ -26,10 +26,13 @@ const (
 	EventStderr = "stderr"
 	// EventDropped: the subscriber fell behind and Count events were lost.
 	EventDropped = "dropped"
+	// EventReady: a watch is set up (its subscriptions held, its log level
+	// set); it is always the first line of `mcpctl watch`.
+	EventReady = "ready"
 )
 
 // EventTypes lists every event type, for validation and help texts.
-var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventDropped}
+var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventDropped, EventReady}
 
 // An Event is something that happened to a server.
 type Event struct {

@@ -512,3 +512,50 @@ func closest(name string, known []string) string {
 	}
 	return ""
 }
+
+// A WatchRequest is what a watch follows.
+type WatchRequest struct {
+	Filter EventFilter
+	// Subscribe holds resource URIs to subscribe to for the life of the
+	// watch, routed as reads are, or to SubscribeServer.
+	Subscribe       []string
+	SubscribeServer string
+	// LogLevel, when set, is set on the watched servers that log.
+	LogLevel string
+}
+
+// Watch follows events until ctx ends or fn returns an error (which Watch
+// then returns). It first holds the subscriptions and sets the log level,
+// then calls fn with an [EventReady] event, then with each event.
+func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	sub := e.Events(req.Filter)
+	defer sub.Close()
+	for _, uri := range req.Subscribe {
+		release, err := e.SubscribeResource(ctx, uri, req.SubscribeServer)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if req.LogLevel != "" {
+		if _, err := e.SetLogLevel(ctx, req.LogLevel, req.Filter.Servers...); err != nil {
+			return err
+		}
+	}
+	if err := fn(Event{Time: time.Now(), Type: EventReady}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-sub.C:
+			if !ok {
+				return nil
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+	}
+}

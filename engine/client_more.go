@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+)
+
+// Prompts lists prompts: filter is "", a server, or server.prompt. Stable.
+func (c *Client) Prompts(ctx context.Context, filter string) ([]*Prompt, error) {
+	var out []*Prompt
+	return out, c.send(ctx, http.MethodGet, "/v1/prompts?filter="+url.QueryEscape(filter), nil, &out)
+}
+
+// GetPrompt gets a prompt through the session. Stable.
+func (c *Client) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
+	var out PromptResult
+	return &out, c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out)
+}
+
+// Resources lists resources and templates of every server, or of one. Stable.
+func (c *Client) Resources(ctx context.Context, server string) (*Resources, error) {
+	var out Resources
+	return &out, c.send(ctx, http.MethodGet, "/v1/resources?server="+url.QueryEscape(server), nil, &out)
+}
+
+// ReadResource reads a resource through the session. Stable.
+func (c *Client) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
+	var out ResourceResult
+	return &out, c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out)
+}
+
+// Complete asks for completions through the session. Stable.
+func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
+	var out CompleteResult
+	return &out, c.send(ctx, http.MethodPost, "/v1/complete", req, &out)
+}
+
+// Inspect reports what every server, or one, declared. Stable.
+func (c *Client) Inspect(ctx context.Context, server string) ([]*Inspection, error) {
+	var out []*Inspection
+	return out, c.send(ctx, http.MethodGet, "/v1/inspect?server="+url.QueryEscape(server), nil, &out)
+}
+
+// Metrics reports the session's request figures. Stable.
+func (c *Client) Metrics(ctx context.Context) ([]ServerMetrics, error) {
+	var out []ServerMetrics
+	return out, c.send(ctx, http.MethodGet, "/v1/metrics", nil, &out)
+}
+
+// Watch follows the session's events as [Engine.Watch] does. Stable.
+func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	q := url.Values{"server": req.Filter.Servers, "type": req.Filter.Types, "subscribe": req.Subscribe}
+	if req.Filter.Stderr {
+		q.Set("stderr", "1")
+	}
+	if req.SubscribeServer != "" {
+		q.Set("subscribeServer", req.SubscribeServer)
+	}
+	if req.LogLevel != "" {
+		q.Set("logLevel", req.LogLevel)
+	}
+	err := c.stream(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, func(line []byte) error {
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return err
+		}
+		return fn(ev)
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// callStreaming is CallTool with progress lines before the result.
+func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	var res *CallResult
+	err := c.stream(ctx, http.MethodPost, "/v1/tools/call", req, func(line []byte) error {
+		var msg struct {
+			Progress *Progress   `json:"progress"`
+			Result   *CallResult `json:"result"`
+			Error    *Error      `json:"error"`
+		}
+		if err := json.Unmarshal(line, &msg); err != nil {
+			return err
+		}
+		switch {
+		case msg.Progress != nil:
+			req.OnProgress(*msg.Progress)
+		case msg.Error != nil:
+			return msg.Error
+		case msg.Result != nil:
+			res = msg.Result
+		}
+		return nil
+	})
+	if err == nil && res == nil {
+		err = errorf(KindUnavailable, "", "the session ended the call without a result")
+	}
+	return res, err
+}
+
+// stream makes a request whose answer is JSON lines, and hands each line to
+// onLine until the stream ends, ctx ends, or onLine fails. A line
+// {"error": ...} ends the stream with that error.
+func (c *Client) stream(ctx context.Context, method, path string, body any, onLine func([]byte) error) error {
+	resp, err := c.do(ctx, method, path, body, ndjsonType)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), maxMessage)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if bytes.HasPrefix(line, []byte(`{"error":`)) {
+			var wire struct {
+				Error *Error `json:"error"`
+			}
+			if json.Unmarshal(line, &wire) == nil && wire.Error != nil {
+				return wire.Error
+			}
+		}
+		if err := onLine(line); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+		return errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// ndjsonType is the media type of the session's streams: one JSON object
+// per line, flushed as it is written.
+const ndjsonType = "application/x-ndjson"
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), ndjsonType)
+}
+
+// An ndjson writes a stream of JSON lines. The status is always 200 once the
+// stream started; a failure is its last line: {"error": Error}.
+type ndjson struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+}
+
+func newNDJSON(w http.ResponseWriter) *ndjson { return &ndjson{w: w} }
+
+func (s *ndjson) line(v any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.w.Header().Set("Content-Type", ndjsonType)
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+// end writes the last line: {"result": v} or {"error": e}.
+func (s *ndjson) end(v any, err error) {
+	if err != nil {
+		s.line(map[string]*Error{"error": asError(err)})
+		return
+	}
+	s.line(map[string]any{"result": v})
+}
+
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return errorf(KindInternal, "", "%v", err)
+}
+
+// serveEvents streams a watch as JSON lines until the client goes away.
+func (d *Daemon) serveEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := &WatchRequest{
+		Filter:          EventFilter{Servers: q["server"], Types: q["type"], Stderr: q.Get("stderr") == "1"},
+		Subscribe:       q["subscribe"],
+		SubscribeServer: q.Get("subscribeServer"),
+		LogLevel:        q.Get("logLevel"),
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-d.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stream := newNDJSON(w)
+	err := d.engine.Watch(ctx, req, func(ev Event) error { return stream.line(ev) })
+	if err != nil && ctx.Err() == nil {
+		if stream.started {
+			stream.end(nil, err)
+		} else {
+			writeError(w, err)
+		}
+	}
+}
