@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +47,7 @@ func scriptParams(dir string) testscript.Params {
 			"alive":      cmdAlive,
 			"groupalive": cmdGroupAlive,
 			"waitfile":   cmdWaitFile,
+			"waitgrep":   cmdWaitGrep,
 			"mksock":     cmdMksock,
 		},
 	}
@@ -164,7 +166,7 @@ func procGroup(pid int) int {
 // eventually polls cond until it holds or a short deadline passes: a
 // process that was just told to stop may take a moment to be gone.
 func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return true
 		}
@@ -267,6 +269,21 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	p := ts.MkAbs(args[0])
 	if !eventually(func() bool { st, err := os.Stat(p); return err == nil && st.Size() > 0 }) {
 		ts.Fatalf("%s did not appear", args[0])
+	}
+}
+
+// waitgrep FILE REGEXP waits until FILE has a line matching REGEXP (a
+// background command writes it).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitgrep FILE REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	p := ts.MkAbs(args[0])
+	if !eventually(func() bool { data, _ := os.ReadFile(p); return re.Match(data) }) {
+		data, _ := os.ReadFile(p)
+		ts.Fatalf("%s has no line matching %s:\n%s", args[0], args[1], data)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
@@ -16,10 +15,12 @@ import (
 )
 
 type callOptions struct {
-	name    string
-	pairs   []string
-	args    string
-	timeout time.Duration
+	name     string
+	pairs    []string
+	args     string
+	timeout  durationFlag
+	progress bool
+	task     bool
 }
 
 func newCallCmd(env *Env) *cli.Command {
@@ -45,13 +46,22 @@ Arguments are checked against the tool's input schema before the server sees
 them; a violation exits 2 naming the property and the rule. A result the tool
 marks as an error (isError) is printed and exits 1.
 
+Progress the server reports is a live line on stderr on a terminal, or JSON
+lines on stderr with --progress. Ctrl-C or --timeout tells the server to
+cancel (exit 130 or 4). A tool whose execution.taskSupport is "required"
+runs as a task (MCP 2025-11-25): created, polled with its status shown as
+progress, its result fetched, and cancelled on Ctrl-C; --task runs an
+"optional" one as a task too.
+
   mcpctl call everything.echo message=hi
   mcpctl call filesystem.read_text_file path=README.md --jq -r '.content[0].text'
   mcpctl call everything.get-sum a:=2 b:=3
   echo '{"message": "hi"}' | mcpctl call everything.echo --args -`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "args", Usage: "arguments as a JSON object, @FILE or - (stdin)", Destination: &opts.args},
-			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default 60s); the server is told to cancel", Destination: &opts.timeout},
+			timeoutFlag(&opts.timeout),
+			&cli.BoolFlag{Name: "progress", Usage: "print progress as JSON lines on stderr", Destination: &opts.progress},
+			&cli.BoolFlag{Name: "task", Usage: "run a tool that may run as a task (taskSupport optional) as one", Destination: &opts.task},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
@@ -72,13 +82,13 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if _, _, err := engine.SplitName(opts.name); err != nil {
 		return err
 	}
-	req := &engine.CallRequest{Name: opts.name}
-	if opts.timeout < 0 {
-		return usagef("--timeout must be positive")
+	req := &engine.CallRequest{Name: opts.name, Task: opts.task}
+	if req.TimeoutMs, err = opts.timeout.millis(); err != nil {
+		return err
 	}
-	if opts.timeout > 0 {
-		req.TimeoutMs = opts.timeout.Milliseconds()
-	}
+	var done func()
+	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
+	defer done()
 	if req.Arguments, err = readArgsFlag(env, opts.args); err != nil {
 		return err
 	}
@@ -90,6 +100,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		res, err = h.CallTool(ctx, req)
 		return err
 	})
+	done()
 	if err != nil {
 		return err
 	}

@@ -9,22 +9,37 @@ import (
 	"github.com/mcpctl/mcpctl/engine"
 )
 
-// A host is where tools live: the running session, or an engine started in
-// this process for one command.
+// A host is where the servers live: the running session ([engine.Client]),
+// or an engine started in this process for one command (localHost).
 type host interface {
 	Tools(ctx context.Context, filter string) ([]*engine.Tool, error)
 	CallTool(ctx context.Context, req *engine.CallRequest) (*engine.CallResult, error)
+	Prompts(ctx context.Context, filter string) ([]*engine.Prompt, error)
+	GetPrompt(ctx context.Context, req *engine.PromptRequest) (*engine.PromptResult, error)
+	Resources(ctx context.Context, server string) (*engine.Resources, error)
+	ReadResource(ctx context.Context, req *engine.ResourceRequest) (*engine.ResourceResult, error)
+	Complete(ctx context.Context, req *engine.CompleteRequest) (*engine.CompleteResult, error)
+	Inspect(ctx context.Context, server string) ([]*engine.Inspection, error)
+	Watch(ctx context.Context, req *engine.WatchRequest, fn func(engine.Event) error) error
 }
 
 // localHost adapts an in-process engine to host.
-type localHost struct{ e *engine.Engine }
+type localHost struct{ *engine.Engine }
 
 func (h localHost) Tools(_ context.Context, filter string) ([]*engine.Tool, error) {
-	return h.e.Tools(filter)
+	return h.Engine.Tools(filter)
 }
 
-func (h localHost) CallTool(ctx context.Context, req *engine.CallRequest) (*engine.CallResult, error) {
-	return h.e.CallTool(ctx, req)
+func (h localHost) Prompts(_ context.Context, filter string) ([]*engine.Prompt, error) {
+	return h.Engine.Prompts(filter)
+}
+
+func (h localHost) Resources(_ context.Context, server string) (*engine.Resources, error) {
+	return h.Engine.Resources(server)
+}
+
+func (h localHost) Inspect(_ context.Context, server string) ([]*engine.Inspection, error) {
+	return h.Engine.Inspect(server)
 }
 
 // withHost runs fn against the session when one answers. Otherwise it loads
@@ -58,7 +73,8 @@ func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]strin
 	return fn(localHost{e})
 }
 
-// serverOf returns a need function for one server.tool or server name.
+// serverOf returns a need function for one server.name or server name
+// ("" for all servers).
 func serverOf(name string) func(*config.Config) ([]string, error) {
 	return func(cfg *config.Config) ([]string, error) {
 		if name == "" {

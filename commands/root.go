@@ -61,6 +61,13 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newStatusCmd(env),
 			newToolsCmd(env),
 			newCallCmd(env),
+			newPromptsCmd(env),
+			newPromptCmd(env),
+			newResourcesCmd(env),
+			newResourceCmd(env),
+			newCompleteCmd(env),
+			newInspectCmd(env),
+			newWatchCmd(env),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {

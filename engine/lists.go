@@ -185,7 +185,20 @@ func (s *server) listChanged(list string) {
 	case listResources:
 		s.e.cache.invalidate(s.cfg.Name, "resources/read")
 	}
+	s.mu.Lock()
+	if s.refreshing == 0 {
+		s.settled = make(chan struct{})
+	}
+	s.refreshing++
+	s.mu.Unlock()
 	go func() {
+		defer func() {
+			s.mu.Lock()
+			if s.refreshing--; s.refreshing == 0 {
+				close(s.settled)
+			}
+			s.mu.Unlock()
+		}()
 		ctx, cancel := context.WithTimeout(life, s.e.opts.RequestTimeout)
 		defer cancel()
 		// Refreshes take turns, each from the snapshot the last one left,
@@ -234,6 +247,12 @@ func diff(before, after []string) (added, removed []string) {
 // its last known one marked stale when it is unavailable.
 func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	s.mu.Lock()
+	if s.refreshing > 0 {
+		ch := s.settled
+		s.mu.Unlock()
+		waitDone(ch, s.e.opts.RequestTimeout)
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	switch {
 	case s.state == StateReady || s.state == StateDegraded:

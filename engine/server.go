@@ -42,6 +42,11 @@ type server struct {
 
 	refreshMu sync.Mutex // one list refresh at a time
 	rawItems  map[string]map[string]json.RawMessage
+	// refreshing counts refreshes announced by list_changed and not done;
+	// settled is closed when it drops to zero. Listings wait for it, so a
+	// change the server announced is not answered with the old list.
+	refreshing int
+	settled    chan struct{}
 
 	subsMu sync.Mutex
 	subs   map[string]int // subscribed resource URI → subscribers

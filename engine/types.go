@@ -87,7 +87,7 @@ type CallRequest struct {
 
 // Progress is how far a request got, as the server reported it.
 type Progress struct {
-	Progress float64 `json:"progress"`
+	Progress float64 `json:"progress,omitempty"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
 	// Status is the status of a task (working, input_required,

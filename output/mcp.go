@@ -21,36 +21,110 @@ func ToolResult(w io.Writer, raw json.RawMessage) error {
 	}
 	var b strings.Builder
 	for _, c := range res.Content {
-		var typ string
-		json.Unmarshal(c["type"], &typ)
-		switch typ {
-		case "text":
-			var text string
-			json.Unmarshal(c["text"], &text)
-			line(&b, text)
-		case "image", "audio":
-			line(&b, fmt.Sprintf("[%s %s, %s]", typ, str(c["mimeType"]), size(base64Len(str(c["data"])))))
-		case "resource_link":
-			line(&b, fmt.Sprintf("[resource link %s: %s]", str(c["name"]), str(c["uri"])))
-		case "resource":
-			var r map[string]json.RawMessage
-			json.Unmarshal(c["resource"], &r)
-			if t, ok := r["text"]; ok {
-				var text string
-				json.Unmarshal(t, &text)
-				line(&b, text)
-			} else {
-				line(&b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), size(base64Len(str(r["blob"])))))
-			}
-		default:
-			compact, _ := json.Marshal(c)
-			line(&b, fmt.Sprintf("[%s content] %s", typ, truncate(string(compact), 200)))
-		}
+		content(&b, c)
 	}
 	if b.Len() == 0 && len(res.StructuredContent) > 0 {
 		var ib bytes.Buffer
 		json.Indent(&ib, res.StructuredContent, "", "  ")
 		line(&b, ib.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// content renders one content block: text as text, embedded text
+// resources as their text, anything else as a one-line summary.
+func content(b *strings.Builder, c map[string]json.RawMessage) {
+	var typ string
+	json.Unmarshal(c["type"], &typ)
+	switch typ {
+	case "text":
+		var text string
+		json.Unmarshal(c["text"], &text)
+		line(b, text)
+	case "image", "audio":
+		line(b, fmt.Sprintf("[%s %s, %s]", typ, str(c["mimeType"]), size(base64Len(str(c["data"])))))
+	case "resource_link":
+		line(b, fmt.Sprintf("[resource link %s: %s]", str(c["name"]), str(c["uri"])))
+	case "resource":
+		var r map[string]json.RawMessage
+		json.Unmarshal(c["resource"], &r)
+		if t, ok := r["text"]; ok {
+			var text string
+			json.Unmarshal(t, &text)
+			line(b, text)
+		} else {
+			line(b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), size(base64Len(str(r["blob"])))))
+		}
+	default:
+		compact, _ := json.Marshal(c)
+		line(b, fmt.Sprintf("[%s content] %s", typ, truncate(string(compact), 200)))
+	}
+}
+
+// PromptResult renders a prompts/get result for people: each message as
+// "role: text" (other content summarised as in ToolResult).
+func PromptResult(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Description string `json:"description"`
+		Messages    []struct {
+			Role    string                     `json:"role"`
+			Content map[string]json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("rendering prompt: %w", err)
+	}
+	var b strings.Builder
+	for _, m := range res.Messages {
+		var c strings.Builder
+		content(&c, m.Content)
+		b.WriteString(m.Role + ": " + c.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ResourceContents renders a resources/read result for people: text as it
+// is, a blob as a one-line summary (blobs are written with --output-file).
+func ResourceContents(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Contents []map[string]json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("rendering resource: %w", err)
+	}
+	var b strings.Builder
+	for _, c := range res.Contents {
+		if t, ok := c["text"]; ok {
+			var text string
+			json.Unmarshal(t, &text)
+			line(&b, text)
+			continue
+		}
+		line(&b, fmt.Sprintf("[blob %s (%s), %s; write it with --output-file FILE]", str(c["uri"]), str(c["mimeType"]), size(base64Len(str(c["blob"])))))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Completions renders a completion/complete result: one value per line.
+func Completions(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Completion struct {
+			Values  []string `json:"values"`
+			HasMore bool     `json:"hasMore"`
+		} `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("rendering completions: %w", err)
+	}
+	var b strings.Builder
+	for _, v := range res.Completion.Values {
+		line(&b, v)
+	}
+	if res.Completion.HasMore {
+		line(&b, "…")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -71,7 +71,7 @@ func (p *Printer) Print(v any, human func(io.Writer) error) error {
 		return err
 	}
 	if p.jq != nil {
-		return p.runJQ(data)
+		return p.runJQ(data, p.f.TTY)
 	}
 	if p.f.TTY {
 		var b bytes.Buffer
@@ -82,6 +82,20 @@ func (p *Printer) Print(v any, human func(io.Writer) error) error {
 	}
 	data = append(data, '\n')
 	_, err = p.out.Write(data)
+	return err
+}
+
+// Line writes v as one compact JSON line (through the jq filter, if any),
+// whatever the terminal: the form of streams such as watch.
+func (p *Printer) Line(v any) error {
+	data, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if p.jq != nil {
+		return p.runJQ(data, false)
+	}
+	_, err = p.out.Write(append(data, '\n'))
 	return err
 }
 
@@ -97,7 +111,7 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-func (p *Printer) runJQ(data []byte) error {
+func (p *Printer) runJQ(data []byte, indent bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // numbers stay exact through the filter
 	var in any
@@ -128,7 +142,7 @@ func (p *Printer) runJQ(data []byte) error {
 		if err != nil {
 			return err
 		}
-		if p.f.TTY {
+		if indent {
 			var ib bytes.Buffer
 			if json.Indent(&ib, enc, "", "  ") == nil {
 				enc = ib.Bytes()

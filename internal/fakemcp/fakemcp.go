@@ -39,6 +39,8 @@ type Spec struct {
 	Stdout []string `json:"stdout,omitempty"`
 	// Stderr is printed on stderr at start.
 	Stderr []string `json:"stderr,omitempty"`
+	// StderrEvery prints "tick N" on stderr at this interval.
+	StderrEvery string `json:"stderrEvery,omitempty"`
 	// Exit, when set, makes the server exit with this code right after
 	// printing Stderr, before it answers anything.
 	Exit *int `json:"exit,omitempty"`
@@ -148,6 +150,14 @@ func run(spec *Spec) int {
 	}
 	for _, l := range spec.Stdout {
 		fmt.Fprintln(os.Stdout, l)
+	}
+	if d, err := time.ParseDuration(spec.StderrEvery); err == nil && d > 0 {
+		go func() {
+			for i := 1; ; i++ {
+				time.Sleep(d)
+				fmt.Fprintf(os.Stderr, "tick %d\n", i)
+			}
+		}()
 	}
 	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
 	f.srv = f.newServer()

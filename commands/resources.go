@@ -1,0 +1,307 @@
+package commands
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+func newResourcesCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "resources",
+		Usage:     "List the resources and resource templates of every server, or of one",
+		ArgsUsage: "[SERVER]",
+		Description: `Lists resources (by URI) and resource templates (RFC 6570). In JSON:
+{"resources": [...], "resourceTemplates": [...]}, each object as its server
+listed it with "server" added; "stale": true marks the last known lists of a
+server that is unavailable.
+
+  mcpctl resources
+  mcpctl resources everything --jq '.resourceTemplates[].uriTemplate'`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 1 {
+				return usagef("resources takes at most one argument: a server")
+			}
+			return runResources(ctx, env, cmd.Args().First())
+		},
+	}
+}
+
+func runResources(ctx context.Context, env *Env, server string) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	var rs *engine.Resources
+	err = env.withHost(ctx, serverOf(server), func(h host) error {
+		rs, err = h.Resources(ctx, server)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return p.Print(rs, func(w io.Writer) error {
+		rows := make([][]string, len(rs.Resources))
+		for i, r := range rs.Resources {
+			rows[i] = []string{r.URI + staleMark(r.Stale), r.Server, r.Name(), r.MIMEType()}
+		}
+		if err := output.Table(w, []string{"uri", "server", "name", "type"}, rows); err != nil {
+			return err
+		}
+		if len(rs.Templates) == 0 {
+			return nil
+		}
+		fmt.Fprintln(w)
+		rows = make([][]string, len(rs.Templates))
+		for i, t := range rs.Templates {
+			rows[i] = []string{t.URITemplate + staleMark(t.Stale), t.Server, t.Name()}
+		}
+		return output.Table(w, []string{"template", "server", "name"}, rows)
+	})
+}
+
+type resourceOptions struct {
+	uri     string
+	server  string
+	outFile string
+	noCache bool
+	timeout durationFlag
+}
+
+func newResourceCmd(env *Env) *cli.Command {
+	var opts resourceOptions
+	return &cli.Command{
+		Name:      "resource",
+		Usage:     "Read a resource",
+		ArgsUsage: "URI",
+		Description: `Reads a resource from the server that lists its URI, or whose resource
+template matches it; when several do, it exits 2 listing them, and --server
+chooses. Text prints as text on a terminal; the whole MCP result prints as
+JSON otherwise (a blob stays base64). --output-file writes the content (a
+blob decoded) to a file instead.
+
+A session caches reads for cacheTTL (default 5m), until the server says the
+resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
+
+  mcpctl resource file:///README.md
+  mcpctl resource demo://resource/static/document/architecture.md --server everything
+  mcpctl resource demo://resource/static/blob/1 --output-file blob.bin`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "server", Usage: "read from `SERVER`", Destination: &opts.server},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content to `FILE`", Destination: &opts.outFile},
+			&cli.BoolFlag{Name: "no-cache", Usage: "ask the server even if the session has a fresh answer", Destination: &opts.noCache},
+			timeoutFlag(&opts.timeout),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 1 {
+				return usagef("resource needs one URI: mcpctl resource URI", "list the resources with: mcpctl resources")
+			}
+			opts.uri = cmd.Args().First()
+			return runResource(ctx, env, opts)
+		},
+	}
+}
+
+func runResource(ctx context.Context, env *Env, opts resourceOptions) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	timeout, err := opts.timeout.millis()
+	if err != nil {
+		return err
+	}
+	req := &engine.ResourceRequest{URI: opts.uri, Server: opts.server, NoCache: opts.noCache, TimeoutMs: timeout}
+	var res *engine.ResourceResult
+	err = env.withHost(ctx, serverOf(opts.server), func(h host) error {
+		res, err = h.ReadResource(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.outFile != "" {
+		return writeResource(env, p, res, opts.outFile)
+	}
+	return p.Print(res.Result, func(w io.Writer) error { return output.ResourceContents(w, res.Result) })
+}
+
+// writeResource writes the contents of a read (blobs decoded) to file and
+// says what it wrote.
+func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file string) error {
+	var rr struct {
+		Contents []struct {
+			MIMEType string  `json:"mimeType"`
+			Text     *string `json:"text"`
+			Blob     *string `json:"blob"`
+		} `json:"contents"`
+	}
+	if err := json.Unmarshal(res.Result, &rr); err != nil {
+		return err
+	}
+	var data []byte
+	mime := ""
+	for _, c := range rr.Contents {
+		switch {
+		case c.Blob != nil:
+			b, err := base64.StdEncoding.DecodeString(*c.Blob)
+			if err != nil {
+				return &engine.Error{Kind: engine.KindProtocol, Server: res.Server, Message: fmt.Sprintf("server %s sent a blob that is not base64: %v", res.Server, err)}
+			}
+			data = append(data, b...)
+		case c.Text != nil:
+			data = append(data, *c.Text...)
+		}
+		mime = c.MIMEType
+	}
+	if err := os.WriteFile(env.abs(file), data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", file, unwrapPathError(err))
+	}
+	summary := map[string]any{"uri": res.URI, "server": res.Server, "file": file, "bytes": len(data), "mimeType": mime}
+	return p.Print(summary, func(io.Writer) error {
+		env.note("wrote %d bytes of %s to %s", len(data), res.URI, file)
+		return nil
+	})
+}
+
+func newInspectCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "Show everything each server declared",
+		ArgsUsage: "[SERVER]",
+		Description: `Shows, for every server or one: its info, the negotiated protocol version, its
+capabilities and instructions as it sent them, and its tools, prompts,
+resources and resource templates. JSON is an array with one object per
+server.
+
+  mcpctl inspect everything
+  mcpctl inspect --jq '.[] | {name, protocolVersion, capabilities}'`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 1 {
+				return usagef("inspect takes at most one argument: a server")
+			}
+			return runInspect(ctx, env, cmd.Args().First())
+		},
+	}
+}
+
+func runInspect(ctx context.Context, env *Env, server string) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	var ins []*engine.Inspection
+	err = env.withHost(ctx, serverOf(server), func(h host) error {
+		ins, err = h.Inspect(ctx, server)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return p.Print(ins, func(w io.Writer) error {
+		for i, in := range ins {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			var info struct{ Name, Title, Version string }
+			json.Unmarshal(in.ServerInfo, &info)
+			var caps map[string]json.RawMessage
+			json.Unmarshal(in.Capabilities, &caps)
+			names := make([]string, 0, len(caps))
+			for k := range caps {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			fmt.Fprintf(w, "%s%s: %s %s (protocol %s)\n", in.Name, staleMark(in.Stale), info.Name, info.Version, in.ProtocolVersion)
+			fmt.Fprintf(w, "  capabilities: %s\n", joinOr(names, "none"))
+			fmt.Fprintf(w, "  tools %d, prompts %d, resources %d, resource templates %d\n", len(in.Tools), len(in.Prompts), len(in.Resources), len(in.Templates))
+			if in.Instructions != "" {
+				fmt.Fprintf(w, "  instructions: %s\n", firstLine(in.Instructions, 100))
+			}
+		}
+		return nil
+	})
+}
+
+type completeOptions struct {
+	server  string
+	context []string
+	timeout durationFlag
+}
+
+func newCompleteCmd(env *Env) *cli.Command {
+	var opts completeOptions
+	return &cli.Command{
+		Name:      "complete",
+		Usage:     "Complete an argument of a prompt or a resource template",
+		ArgsUsage: "SERVER.PROMPT|URI-TEMPLATE ARGUMENT PREFIX",
+		Description: `Asks the server for values of an argument that start with PREFIX
+(completion/complete). The reference is a prompt, as server.prompt, or a
+resource template as the server lists it. Values print one per line on a
+terminal; the whole MCP result prints as JSON otherwise.
+
+  mcpctl complete everything.completable-prompt department E
+  mcpctl complete 'demo://resource/dynamic/text/{resourceId}' resourceId 1
+  mcpctl complete everything.completable-prompt name A --context department=Engineering`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "server", Usage: "ask `SERVER` (for a template several servers have)", Destination: &opts.server},
+			&cli.StringSliceFlag{Name: "context", Usage: "an argument already chosen, as `KEY=VALUE` (repeatable)", Destination: &opts.context},
+			timeoutFlag(&opts.timeout),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 3 {
+				return usagef("complete needs three arguments: mcpctl complete SERVER.PROMPT|URI-TEMPLATE ARGUMENT PREFIX")
+			}
+			a := cmd.Args().Slice()
+			return runComplete(ctx, env, a[0], a[1], a[2], opts)
+		},
+	}
+}
+
+func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts completeOptions) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	timeout, err := opts.timeout.millis()
+	if err != nil {
+		return err
+	}
+	req := &engine.CompleteRequest{Ref: ref, Server: opts.server, Argument: arg, Value: prefix, TimeoutMs: timeout}
+	for _, kv := range opts.context {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usagef(fmt.Sprintf("--context %q is not KEY=VALUE", kv))
+		}
+		if req.Context == nil {
+			req.Context = map[string]string{}
+		}
+		req.Context[k] = v
+	}
+	need := serverOf(opts.server)
+	if opts.server == "" {
+		if s, _, err := engine.SplitName(ref); err == nil && !isTemplate(ref) {
+			need = serverOf(s)
+		} else {
+			need = serverOf("") // the template's server is found from the lists
+		}
+	}
+	var res *engine.CompleteResult
+	err = env.withHost(ctx, need, func(h host) error {
+		res, err = h.Complete(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return p.Print(res.Result, func(w io.Writer) error { return output.Completions(w, res.Result) })
+}

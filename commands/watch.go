@@ -1,0 +1,131 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/urfave/cli/v3"
+)
+
+type watchOptions struct {
+	servers   []string
+	types     []string
+	subscribe []string
+	logLevel  string
+	stderr    bool
+	count     int
+	timeout   time.Duration
+}
+
+func newWatchCmd(env *Env) *cli.Command {
+	var opts watchOptions
+	return &cli.Command{
+		Name:  "watch",
+		Usage: "Print what happens to the servers, one JSON object per line",
+		Description: `Prints one JSON object per line per event, filtered by --jq one at a time:
+
+  ready              the watch is set up (always the first line)
+  state              a server changed state (from, to, error)
+  list_changed       a server's tools, prompts or resources changed (list,
+                     added, removed), after the session refreshed them
+  resource_updated   a resource subscribed with --subscribe changed (uri)
+  log                a log message (level, logger, data); --log-level sets
+                     the level on the servers that support logging
+  progress           progress of a request (token, progress, total, message)
+  stderr             a line a server wrote to stderr (with --stderr)
+
+It ends on Ctrl-C, after --count events, or after --timeout (exit 4 when
+--count events did not come by then). Without a session it starts the
+servers for its own duration.
+
+  mcpctl watch
+  mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
+  mcpctl watch --server everything --log-level debug --jq -r '.data'`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "server", Usage: "only events of `SERVER` (repeatable)", Destination: &opts.servers},
+			&cli.StringSliceFlag{Name: "type", Usage: "only events of `TYPE` (repeatable)", Destination: &opts.types},
+			&cli.StringSliceFlag{Name: "subscribe", Usage: "subscribe to updates of the resource `URI` while watching (repeatable)", Destination: &opts.subscribe},
+			&cli.StringFlag{Name: "log-level", Usage: "set the servers' log level to `LEVEL` (debug, info, notice, warning, error, ...)", Destination: &opts.logLevel},
+			&cli.BoolFlag{Name: "stderr", Usage: "include the servers' stderr lines", Destination: &opts.stderr},
+			&cli.IntFlag{Name: "count", Usage: "stop after `N` events", Destination: &opts.count},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop after `DURATION`", Destination: &opts.timeout},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("watch takes no arguments", "choose servers with --server")
+			}
+			return runWatch(ctx, env, opts)
+		},
+	}
+}
+
+var errWatchDone = errors.New("enough events")
+
+func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	for _, t := range opts.types {
+		if !slices.Contains(engine.EventTypes, t) {
+			hints := []string{"event types: " + joinOr(engine.EventTypes, "")}
+			if near := schemas.Closest(t, engine.EventTypes); len(near) > 0 {
+				hints = []string{fmt.Sprintf("did you mean --type %s?", near[0])}
+			}
+			return usagef(fmt.Sprintf("unknown event type %q", t), hints...)
+		}
+	}
+	if opts.count < 0 || opts.timeout < 0 {
+		return usagef("--count and --timeout must be positive")
+	}
+	if opts.stderr && len(opts.types) > 0 && !slices.Contains(opts.types, engine.EventStderr) {
+		opts.types = append(opts.types, engine.EventStderr)
+	}
+	req := &engine.WatchRequest{
+		Filter:    engine.EventFilter{Servers: opts.servers, Types: opts.types, Stderr: opts.stderr},
+		Subscribe: opts.subscribe,
+		LogLevel:  opts.logLevel,
+	}
+	if len(opts.servers) == 1 {
+		req.SubscribeServer = opts.servers[0]
+	}
+	wctx := ctx
+	if opts.timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, opts.timeout)
+		defer cancel()
+	}
+	seen := 0
+	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
+	err = env.withHost(wctx, need, func(h host) error {
+		return h.Watch(wctx, req, func(ev engine.Event) error {
+			if err := p.Line(ev); err != nil {
+				return err
+			}
+			if ev.Type == engine.EventReady {
+				return nil
+			}
+			if seen++; opts.count > 0 && seen >= opts.count {
+				return errWatchDone
+			}
+			return nil
+		})
+	})
+	switch {
+	case errors.Is(err, errWatchDone):
+		return nil
+	case ctx.Err() != nil:
+		return nil // Ctrl-C is how a watch ends
+	case wctx.Err() != nil && opts.count > 0:
+		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch saw %d of %d events in %s", seen, opts.count, opts.timeout)}
+	case wctx.Err() != nil && (err == nil || errors.Is(err, context.DeadlineExceeded)):
+		return nil
+	}
+	return err
+}
