@@ -51,7 +51,7 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 	return p.Print(tools, func(w io.Writer) error {
 		rows := make([][]string, len(tools))
 		for i, t := range tools {
-			rows[i] = []string{t.Name(), firstLine(t.Description(), 72)}
+			rows[i] = []string{t.Name() + staleMark(t.Stale), firstLine(t.Description(), 72)}
 		}
 		return output.Table(w, []string{"tool", "description"}, rows)
 	})
