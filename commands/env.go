@@ -2,6 +2,7 @@ package commands
 
 import (
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -118,6 +119,12 @@ func (env *Env) session() (*engine.Session, error) {
 		name = env.getenv("MCPCTL_SESSION")
 	}
 	return engine.SessionFor(p, name, env.getenv)
+}
+
+// engineOptions are the options of every engine this CLI starts, in a
+// session or for one command.
+func (env *Env) engineOptions(sess *engine.Session, logger *slog.Logger) *engine.Options {
+	return &engine.Options{Logger: logger, LogDir: sess.ServerLogDir(), Trace: env.getenv("MCPCTL_TRACE") == "1"}
 }
 
 // client returns a client for the session; it does not check that one runs.

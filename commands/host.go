@@ -65,7 +65,7 @@ func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]strin
 	if err != nil {
 		return err
 	}
-	e := engine.New(cfg, &engine.Options{Logger: slog.New(slog.DiscardHandler), LogDir: sess.ServerLogDir()})
+	e := engine.New(cfg, env.engineOptions(sess, slog.New(slog.DiscardHandler)))
 	defer e.Close()
 	if err := e.Start(ctx, names...); err != nil {
 		return err

@@ -247,7 +247,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		handler = slog.NewTextHandler(env.ErrOut, nil)
 	}
 	logger := slog.New(handler).With("session", sess.Name)
-	e := engine.New(cfg, &engine.Options{Logger: logger, LogDir: sess.ServerLogDir()})
+	e := engine.New(cfg, env.engineOptions(sess, logger))
 	info := engine.SessionInfo{
 		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path,
 		Version: engine.Version(), StartedAt: time.Now(),

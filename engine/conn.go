@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +36,33 @@ type captureConn struct {
 	// protocol 2026-07-28 take the log level per request, not from
 	// logging/setLevel.
 	logLevel atomic.Value // string
+
+	// onProgress gets each notifications/progress as it is read: before
+	// the answer it belongs to, which the SDK's handlers do not promise.
+	onProgress func(token any, p Progress)
+
+	// trace, when set, gets every message sent and received as a JSON line.
+	traceMu sync.Mutex
+	trace   io.Writer
+}
+
+// traced writes one message to the trace.
+func (c *captureConn) traced(dir string, msg jsonrpc.Message) {
+	if c.trace == nil {
+		return
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return
+	}
+	line, _ := json.Marshal(struct {
+		Time time.Time       `json:"time"`
+		Dir  string          `json:"dir"`
+		Msg  json.RawMessage `json:"msg"`
+	}{time.Now(), dir, data})
+	c.traceMu.Lock()
+	c.trace.Write(append(line, '\n'))
+	c.traceMu.Unlock()
 }
 
 type pendingCall struct {
@@ -135,6 +164,7 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.mu.Unlock()
 		}
 	}
+	c.traced("send", msg)
 	if c.abortWrite == nil || ctx.Done() == nil {
 		return c.Connection.Write(ctx, msg)
 	}
@@ -189,8 +219,20 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		return msg, err
 	}
+	c.traced("recv", msg)
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == "notifications/progress" && c.onProgress != nil {
+			var p struct {
+				Token    any     `json:"progressToken"`
+				Progress float64 `json:"progress"`
+				Total    float64 `json:"total"`
+				Message  string  `json:"message"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.onProgress(p.Token, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
 		return msg, nil
 	}
 	c.mu.Lock()

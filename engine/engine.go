@@ -35,6 +35,10 @@ type Options struct {
 	// LogDir holds one <server>.log per server with its stderr; empty
 	// keeps stderr only in memory (the last lines, for error messages).
 	LogDir string
+	// Trace, with LogDir, appends every JSON-RPC message each server sends
+	// and receives to <server>.wire.jsonl there. For debugging: messages
+	// carry arguments and results as they are.
+	Trace bool
 	// RequestTimeout bounds a call that sets no timeout. Default 60s.
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long a server may take to exit after its stdin

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -182,6 +183,13 @@ func (s *server) connect(ctx context.Context) error {
 	}
 	conn := newCaptureConn(inner)
 	conn.abortWrite = proc.abortWrites
+	conn.onProgress = func(token any, p Progress) { s.e.progress(cfg.Name, token, p) }
+	if s.e.opts.Trace && s.e.opts.LogDir != "" {
+		if f, err := os.OpenFile(filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			conn.trace = f
+			go func() { <-proc.done; f.Close() }()
+		}
+	}
 	client := s.newClient()
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
@@ -381,10 +389,6 @@ func (s *server) newClient() *mcp.Client {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			data, _ := json.Marshal(req.Params.Data)
 			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: req.Params.Logger, Data: data})
-		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			p := req.Params
-			s.e.progress(name, p.ProgressToken, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		},
 	}
 	if h := s.e.opts.Sampling; h != nil {
