@@ -34,6 +34,7 @@ type Config struct {
 	// directory when below it, else absolute.
 	File string
 	// Path is the absolute, symlink-free path; it identifies the session.
+	// It is empty for a config from [Parse].
 	Path string
 	// Dir is the project directory: the file's directory, or the parent of
 	// a .vscode directory. Relative paths in the file are relative to it.
@@ -172,9 +173,31 @@ func Load(path string, opts Options) (*Config, error) {
 	if filepath.Base(dir) == ".vscode" {
 		dir = filepath.Dir(dir)
 	}
+	return parse(shown, abs, dir, data, opts.LookupEnv)
+}
+
+// Parse reads a config from data, as Load reads a file: for programs that
+// hold their config in memory. name is used in messages; dir is the
+// project directory relative paths are relative to (empty: the working
+// directory); lookupEnv reads ${VAR} (nil: os.LookupEnv).
+func Parse(name string, data []byte, dir string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return parse(name, "", abs, data, lookupEnv)
+}
+
+func parse(shown, path, dir string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	home, _ := os.UserHomeDir()
-	p := &parser{file: shown, data: data, vars: Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: dir, UserHome: home}}
-	cfg := &Config{File: shown, Path: abs, Dir: dir}
+	p := &parser{file: shown, data: data, vars: Vars{LookupEnv: lookupEnv, WorkspaceFolder: dir, UserHome: home}}
+	cfg := &Config{File: shown, Path: path, Dir: dir}
 	if err := p.parse(cfg); err != nil {
 		return nil, err
 	}

@@ -170,3 +170,17 @@ func TestFind(t *testing.T) {
 		t.Errorf("--config must win over MCPCTL_CONFIG and must exist: %v", err)
 	}
 }
+
+func TestParse(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "cwd": "sub", "args": ["${V}"]}}}`), dir, env(map[string]string{"V": "v"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Server("a"); a.Cwd != filepath.Join(dir, "sub") || a.Args[0] != "v" || cfg.Path != "" {
+		t.Errorf("%+v %+v", cfg, a)
+	}
+	if _, err := Parse("inline", []byte(`{"servers": {"a": {}}}`), dir, nil); err == nil || !strings.HasPrefix(err.Error(), "inline:1:19: servers.a.command") {
+		t.Errorf("error: %v", err)
+	}
+}

@@ -1,17 +1,36 @@
 // Package engine hosts MCP servers: it starts the servers a config lists,
-// keeps a client session to each (on the official MCP Go SDK), lists their
-// tools and routes calls to them by server.tool names.
+// keeps a client session to each (on the official MCP Go SDK), keeps what
+// each offers (tools, prompts, resources, resource templates) up to date,
+// and routes requests to them by server.name.
 //
 // The same engine runs in-process for one-shot commands, inside the
-// background session that `mcpctl up` starts (see [Daemon]), and in any Go
-// program:
+// background session that `mcpctl up` starts (see [Daemon] and [Client]),
+// and in any Go program that hosts MCP servers itself:
 //
 //	cfg, err := config.Load("mcp.json", config.Options{})
-//	...
-//	e := engine.New(cfg, nil)
-//	defer e.Close()
-//	if err := e.Start(ctx); err != nil { ... }
-//	res, err := e.CallTool(ctx, &engine.CallRequest{Name: "fs.read_file", Pairs: []string{"path=README.md"}})
+//	if err != nil { ... }                    // *config.Error: file:line:col, field, hint
+//	e := engine.New(cfg, &engine.Options{
+//		Sampling: mySampler,                 // answers servers' sampling requests
+//	})
+//	defer e.Close()                          // stops every server, reaps every process
+//	if err := e.Start(ctx); err != nil { ... } // all servers, in parallel, all or nothing
+//
+//	tools, _ := e.Tools("")                  // every tool, named server.tool
+//	for _, t := range tools {
+//		fmt.Println(t.Name(), t.Parameters())
+//	}
+//	res, err := e.CallTool(ctx, &engine.CallRequest{
+//		Name:  "fs.read_text_file",
+//		Pairs: []string{"path=README.md"},   // typed by the tool's schema, then validated
+//	})
+//	prompt, err := e.GetPrompt(ctx, &engine.PromptRequest{Name: "fs.summarize", Arguments: args})
+//	doc, err := e.ReadResource(ctx, &engine.ResourceRequest{URI: "file:///README.md"})
+//	sub := e.Events(engine.EventFilter{})    // state, list changes, logs, progress
+//	fmt.Println(e.Metrics())                 // requests, errors, latency per method
+//
+// Results are the JSON the server sent ([CallResult.Result] and friends), so
+// nothing the server said is lost; errors are [*Error], whose [Kind] says
+// what to do about them.
 package engine
 
 import (

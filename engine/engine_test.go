@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -504,5 +505,22 @@ func TestCaptureReleased(t *testing.T) {
 	s.conn.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d requests still pending after their callers gave up", n)
+	}
+}
+
+func TestToolParameters(t *testing.T) {
+	tool, err := newTool("srv", json.RawMessage(`{"name":"t","inputSchema":{"type":"object","required":["pin"],"properties":{
+	  "pin":{"type":"string","description":"the PIN"},"n":{"type":"integer"},"mode":{"enum":["a","b"]},
+	  "maybe":{"type":["string","null"]},"any":{},"either":{"anyOf":[{"type":"number"},{"type":"string"}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range tool.Parameters() {
+		got = append(got, fmt.Sprintf("%s:%s:%v", p.Name, p.Type, p.Required))
+	}
+	want := "pin:string:true any::false either:number|string:false maybe:string|null:false mode:string:false n:integer:false"
+	if strings.Join(got, " ") != want {
+		t.Errorf("parameters:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -50,6 +52,51 @@ func (t *Tool) Field(name string) json.RawMessage {
 
 // Description returns the tool's description, or "".
 func (t *Tool) Description() string { return stringField(t.raw, "description") }
+
+// A Parameter is one top-level property of a tool's input schema.
+type Parameter struct {
+	Name string `json:"name"`
+	// Type is the JSON type, or types joined with "|" ("string|null"),
+	// or "" when the schema does not say.
+	Type        string `json:"type,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Parameters lists the tool's parameters (the top-level properties of its
+// input schema), required ones first, each group sorted by name.
+func (t *Tool) Parameters() []Parameter {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                  `json:"required"`
+	}
+	json.Unmarshal(t.Field("inputSchema"), &schema)
+	out := make([]Parameter, 0, len(schema.Properties))
+	for name, raw := range schema.Properties {
+		p := Parameter{Name: name, Type: strings.Join(dedupe(schemaTypes(raw, 0)), "|"), Description: stringField(raw, "description")}
+		for _, r := range schema.Required {
+			p.Required = p.Required || r == name
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Required != out[j].Required {
+			return out[i].Required
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // TaskSupport returns the tool's execution.taskSupport: "required",
 // "optional", or "forbidden" (also when absent).
