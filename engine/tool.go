@@ -68,7 +68,7 @@ type Parameter struct {
 func (t *Tool) Parameters() []Parameter {
 	var schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                  `json:"required"`
+		Required   []string                   `json:"required"`
 	}
 	json.Unmarshal(t.Field("inputSchema"), &schema)
 	out := make([]Parameter, 0, len(schema.Properties))
