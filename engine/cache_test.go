@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCacheBounds(t *testing.T) {
+	c := newCache(3, 100)
+	val := json.RawMessage(`{"v":1}`)
+	for i := range 5 {
+		c.put(fmt.Sprint(i), "s", "m", "", val, time.Minute)
+	}
+	if c.ll.Len() != 3 {
+		t.Fatalf("%d entries, bound 3", c.ll.Len())
+	}
+	if _, ok := c.get("0"); ok {
+		t.Error("the least recently used entry was kept")
+	}
+	c.get("2") // now most recently used
+	c.put("5", "s", "m", "", val, time.Minute)
+	if _, ok := c.get("2"); !ok {
+		t.Error("a recently used entry was evicted")
+	}
+	if _, ok := c.get("3"); ok {
+		t.Error("the least recently used entry was kept")
+	}
+
+	// Bytes: a big value pushes out the rest; one bigger than the bound
+	// is not cached at all.
+	big := json.RawMessage(`{"v":"` + strings.Repeat("x", 80) + `"}`)
+	c.put("big", "s", "m", "", big, time.Minute)
+	if c.bytes > 100 {
+		t.Errorf("%d bytes, bound 100", c.bytes)
+	}
+	huge := json.RawMessage(`{"v":"` + strings.Repeat("x", 200) + `"}`)
+	c.put("huge", "s", "m", "", huge, time.Minute)
+	if _, ok := c.get("huge"); ok {
+		t.Error("a value larger than the byte bound was cached")
+	}
+
+	// TTL.
+	c.put("short", "s", "m", "", val, time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	if _, ok := c.get("short"); ok {
+		t.Error("an expired entry was served")
+	}
+
+	// Invalidation by method and by URI, per server.
+	c = newCache(10, 1000)
+	c.put("a", "s1", "prompts/get", "", val, time.Minute)
+	c.put("b", "s1", "resources/read", "u1", val, time.Minute)
+	c.put("c", "s1", "resources/read", "u2", val, time.Minute)
+	c.put("d", "s2", "resources/read", "u1", val, time.Minute)
+	c.invalidateURI("s1", "u1")
+	c.invalidate("s1", "prompts/get")
+	for key, want := range map[string]bool{"a": false, "b": false, "c": true, "d": true} {
+		if _, ok := c.get(key); ok != want {
+			t.Errorf("%s cached: %v, want %v", key, ok, want)
+		}
+	}
+}
