@@ -1,64 +1,139 @@
-// Package config finds and reads the file that lists a project's MCP servers
-// (mcp.json in the VS Code shape with "servers", or the Claude and Cursor
-// shape with "mcpServers"), checks it against the schema in
-// [schemas.ConfigJSON], and expands ${VAR} references.
+// Package config finds and reads the files that list a project's MCP servers:
+// mcp.json in the VS Code shape ("servers") or the Claude and Cursor shape
+// ("mcpServers"), with comments and trailing commas as VS Code allows;
+// mcp.toml; and Codex's config.toml ([mcp_servers.NAME]). It checks them
+// against the schema in [schemas.ConfigJSON], applies "defaults", expands
+// ${VAR} and ${input:ID}, and checks the dependency graph.
 //
 // Every problem is an [*Error] placed at file:line:column with the field's
-// path; all problems of a file are reported together as [Errors].
+// path; all problems of the files are reported together as [Errors].
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/mcpctl/mcpctl/schemas"
 )
 
-// DefaultStartupTimeout bounds a server's start and initialize handshake
-// when its config says nothing.
-const DefaultStartupTimeout = 30 * time.Second
+// Defaults for fields a server does not set.
+const (
+	DefaultStartupTimeout  = 30 * time.Second
+	DefaultRequestTimeout  = 60 * time.Second
+	DefaultShutdownTimeout = 5 * time.Second
+	DefaultCacheTTL        = 5 * time.Minute
+	DefaultMaxRestarts     = 3
+)
 
-// DefaultCacheTTL is how long a server's prompts and resource reads stay
-// cached in the session when its config says nothing.
-const DefaultCacheTTL = 5 * time.Minute
-
-// A Config is a loaded config file.
+// A Config is a loaded config: one file, or several merged.
 type Config struct {
-	// File is the path as shown in messages: relative to the working
-	// directory when below it, else absolute.
+	// File is the (first) file as shown in messages: relative to the
+	// working directory when below it, else absolute.
 	File string
-	// Path is the absolute, symlink-free path; it identifies the session.
-	// It is empty for a config from [Parse].
+	// Path is the absolute, symlink-free path of the (first) file; it
+	// identifies the session. It is empty for a config from [Parse].
 	Path string
-	// Dir is the project directory: the file's directory, or the parent of
-	// a .vscode directory. Relative paths in the file are relative to it.
+	// Paths are the absolute paths of every file, in order.
+	Paths []string
+	// Dir is the project directory: the first file's directory, or the
+	// parent of a .vscode directory. Relative paths in a file are relative
+	// to its own project directory.
 	Dir string
-	// Servers in file order.
+	// Servers in file order, files in order.
 	Servers []*Server
+	// Inputs are the VS Code input variables the files declare.
+	Inputs []Input
 }
 
-// A Server is one configured MCP server, with every ${...} expanded.
+// An Input is a VS Code input variable, used as ${input:ID}.
+type Input struct {
+	ID          string   `json:"id"`
+	Type        string   `json:"type,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Default     string   `json:"default,omitempty"`
+	Password    bool     `json:"password,omitempty"`
+	Options     []string `json:"options,omitempty"`
+}
+
+// A Server is one configured MCP server, with defaults applied and every
+// ${...} expanded.
 type Server struct {
-	Name    string
-	Type    string // "stdio"
+	Name string
+	// Type is stdio, http, sse or ws.
+	Type    string
 	Command string
 	Args    []string
-	// Env is added to mcpctl's own environment when the server starts.
-	Env map[string]string
+	// Env is added to mcpctl's own environment when the server starts:
+	// envFile's values first, then env's.
+	Env     map[string]string
+	EnvFile string // absolute; "" when not set
 	// Cwd is absolute.
-	Cwd            string
-	StartupTimeout time.Duration
+	Cwd     string
+	URL     string
+	Headers map[string]string
+
+	StartupTimeout  time.Duration
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	IdleTimeout     time.Duration // 0: never idle out
 	// CacheTTL is how long prompts and resource reads stay cached in the
 	// session; 0 turns caching off.
 	CacheTTL time.Duration
+
+	DependsOn   []string
+	Disabled    bool
+	Activation  string // eager, lazy or manual
+	Restart     string // never or on-failure
+	MaxRestarts int
+	Limits      Limits
+
+	IncludeTools []string
+	ExcludeTools []string
+	Roots        []string // absolute paths
+	// ProtocolVersion, when set, is the MCP version asked for.
+	ProtocolVersion string
+
 	// Source is where the server is defined, e.g. "mcp.json:9:5".
 	Source string
+
+	where   map[string]string // field → file:line:col
+	secrets []string          // values that came from the environment or inputs
+	raw     map[string]any    // the server's object as written (JSON shape)
+}
+
+// Limits are resource limits of a server's process.
+type Limits struct {
+	Memory    int64         // bytes of address space; 0: none
+	CPUTime   time.Duration // 0: none
+	OpenFiles int           // 0: none
+	Processes int           // 0: none
+}
+
+// Any reports whether a limit is set.
+func (l Limits) Any() bool {
+	return l.Memory > 0 || l.CPUTime > 0 || l.OpenFiles > 0 || l.Processes > 0
+}
+
+// Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
+// or of the server itself when the field is not written.
+func (s *Server) Where(field string) string {
+	if w, ok := s.where[field]; ok {
+		return w
+	}
+	return s.Source
+}
+
+// Redact replaces the server's secret values (from the environment and
+// inputs) in text with "<redacted>".
+func (s *Server) Redact(text string) string {
+	for _, v := range s.secrets {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "<redacted>")
+		}
+	}
+	return text
 }
 
 // Server returns the named server, or nil.
@@ -71,7 +146,7 @@ func (c *Config) Server(name string) *Server {
 	return nil
 }
 
-// Names returns the server names in file order.
+// Names returns the server names in order.
 func (c *Config) Names() []string {
 	out := make([]string, len(c.Servers))
 	for i, s := range c.Servers {
@@ -82,7 +157,13 @@ func (c *Config) Names() []string {
 
 // Candidates are the files looked for, in order, in the working directory
 // when neither --config nor $MCPCTL_CONFIG names one.
-var Candidates = []string{"mcp.json", filepath.Join(".vscode", "mcp.json"), ".mcp.json"}
+var Candidates = []string{
+	"mcp.json",
+	filepath.Join(".vscode", "mcp.json"),
+	".mcp.json",
+	"mcp.toml",
+	filepath.Join(".codex", "config.toml"),
+}
 
 // A NotFoundError says no config file was found.
 type NotFoundError struct {
@@ -105,81 +186,135 @@ func (e *NotFoundError) Hints() []string {
 	return []string{"create mcp.json, or pass --config FILE, or set MCPCTL_CONFIG"}
 }
 
-// Find returns the config file to use: explicit (from --config) if set, then
-// $MCPCTL_CONFIG, then the first of [Candidates] that exists in dir.
-func Find(explicit string, lookupEnv func(string) (string, bool), dir string) (string, error) {
-	if explicit == "" && lookupEnv != nil {
-		explicit, _ = lookupEnv("MCPCTL_CONFIG")
-	}
-	if explicit != "" {
-		p := explicit
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if _, err := os.Stat(p); err != nil {
-			return "", &NotFoundError{Path: explicit}
-		}
-		return p, nil
-	}
-	var looked []string
+// A Discovery says which config files are used and why.
+type Discovery struct {
+	// Files are the files to load, absolute.
+	Files []string `json:"files"`
+	// From is how they were chosen: "--config", "$MCPCTL_CONFIG" or
+	// "discovery" (the first candidate that exists).
+	From string `json:"from"`
+	// Candidates are the discovery order, in the working directory.
+	Candidates []Candidate `json:"candidates"`
+}
+
+// A Candidate is one place discovery looks.
+type Candidate struct {
+	Path   string `json:"path"`
+	Exists bool   `json:"exists"`
+}
+
+// Discover finds the config files: explicit ones (from --config, which may
+// be repeated), else $MCPCTL_CONFIG (paths separated as in $PATH), else the
+// first of [Candidates] that exists in dir. Several files are merged.
+func Discover(explicit []string, lookupEnv func(string) (string, bool), dir string) (*Discovery, error) {
+	d := &Discovery{}
 	for _, c := range Candidates {
 		p := filepath.Join(dir, c)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-		looked = append(looked, "./"+c)
+		st, err := os.Stat(p)
+		d.Candidates = append(d.Candidates, Candidate{Path: p, Exists: err == nil && !st.IsDir()})
 	}
-	return "", &NotFoundError{Looked: looked}
+	named := explicit
+	d.From = "--config"
+	if len(named) == 0 && lookupEnv != nil {
+		if v, _ := lookupEnv("MCPCTL_CONFIG"); v != "" {
+			named, d.From = filepath.SplitList(v), "$MCPCTL_CONFIG"
+		}
+	}
+	if len(named) > 0 {
+		for _, n := range named {
+			p := n
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			if st, err := os.Stat(p); err != nil || st.IsDir() {
+				return d, &NotFoundError{Path: n}
+			}
+			d.Files = append(d.Files, p)
+		}
+		return d, nil
+	}
+	d.From = "discovery"
+	var looked []string
+	for i, c := range Candidates {
+		if d.Candidates[i].Exists {
+			d.Files = []string{d.Candidates[i].Path}
+			return d, nil
+		}
+		looked = append(looked, "./"+filepath.ToSlash(c))
+	}
+	return d, &NotFoundError{Looked: looked}
+}
+
+// Find returns the first config file [Discover] chooses.
+func Find(explicit string, lookupEnv func(string) (string, bool), dir string) (string, error) {
+	var ex []string
+	if explicit != "" {
+		ex = []string{explicit}
+	}
+	d, err := Discover(ex, lookupEnv, dir)
+	if err != nil {
+		return "", err
+	}
+	return d.Files[0], nil
 }
 
 // Options tune [Load].
 type Options struct {
-	// LookupEnv reads environment variables for ${VAR}; nil means
-	// os.LookupEnv.
+	// LookupEnv reads environment variables for ${VAR} and
+	// $MCPCTL_INPUT_<ID>; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// WorkDir is the directory file names are shown relative to; empty
 	// means the process's working directory.
 	WorkDir string
+	// Ask asks the user for the value of an input that no
+	// $MCPCTL_INPUT_<ID> gives; nil means inputs come from the
+	// environment only. The value is used, never written anywhere.
+	Ask func(in Input) (string, error)
 }
 
-// configSchema compiles on first use: a warm `mcpctl call` never loads a
-// config, and compiling costs milliseconds.
-var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
-
 // Load reads, checks and expands the config file at path.
-func Load(path string, opts Options) (*Config, error) {
+func Load(path string, opts Options) (*Config, error) { return LoadFiles([]string{path}, opts) }
+
+// LoadFiles reads several config files and merges their servers; a server
+// name in two files is an error that shows both places.
+func LoadFiles(paths []string, opts Options) (*Config, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
 	if opts.WorkDir == "" {
 		opts.WorkDir, _ = os.Getwd()
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	shown := displayPath(path, abs, opts.WorkDir)
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, &NotFoundError{Path: shown}
+	var files []file
+	for _, path := range paths {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
 		}
-		return nil, &Error{File: shown, Msg: err.Error()}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		shown := displayPath(path, abs, opts.WorkDir)
+		data, err := os.ReadFile(abs)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, &NotFoundError{Path: shown}
+			}
+			return nil, &Error{File: shown, Msg: err.Error()}
+		}
+		dir := filepath.Dir(abs)
+		if b := filepath.Base(dir); b == ".vscode" || b == ".codex" {
+			dir = filepath.Dir(dir)
+		}
+		files = append(files, file{shown: shown, path: abs, dir: dir, data: data})
 	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == ".vscode" {
-		dir = filepath.Dir(dir)
-	}
-	return parse(shown, abs, dir, data, opts.LookupEnv)
+	return load(files, opts)
 }
 
 // Parse reads a config from data, as Load reads a file: for programs that
-// hold their config in memory. name is used in messages; dir is the
-// project directory relative paths are relative to (empty: the working
-// directory); lookupEnv reads ${VAR} (nil: os.LookupEnv).
+// hold their config in memory. name is used in messages (its extension
+// chooses TOML or JSON); dir is the project directory relative paths are
+// relative to (empty: the working directory); lookupEnv reads ${VAR} (nil:
+// os.LookupEnv).
 func Parse(name string, data []byte, dir string, lookupEnv func(string) (string, bool)) (*Config, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -191,17 +326,12 @@ func Parse(name string, data []byte, dir string, lookupEnv func(string) (string,
 	if err != nil {
 		return nil, err
 	}
-	return parse(name, "", abs, data, lookupEnv)
+	return load([]file{{shown: name, dir: abs, data: data}}, Options{LookupEnv: lookupEnv, WorkDir: abs})
 }
 
-func parse(shown, path, dir string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
-	home, _ := os.UserHomeDir()
-	p := &parser{file: shown, data: data, vars: Vars{LookupEnv: lookupEnv, WorkspaceFolder: dir, UserHome: home}}
-	cfg := &Config{File: shown, Path: path, Dir: dir}
-	if err := p.parse(cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+type file struct {
+	shown, path, dir string
+	data             []byte
 }
 
 func displayPath(given, abs, wd string) string {
@@ -212,173 +342,4 @@ func displayPath(given, abs, wd string) string {
 		return abs
 	}
 	return given
-}
-
-type parser struct {
-	file string
-	data []byte
-	ix   *index
-	vars Vars
-	errs Errors
-}
-
-func (p *parser) errorAt(path []string, key bool, msg, hint string) {
-	line, col := lineCol(p.data, p.ix.at(path, key))
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
-}
-
-func (p *parser) parse(cfg *Config) error {
-	ix, err := indexJSON(p.data)
-	if err != nil {
-		var se *syntaxError
-		if errors.As(err, &se) {
-			line, col := lineCol(p.data, se.offset)
-			return &Error{File: p.file, Line: line, Col: col, Msg: "invalid JSON: " + se.msg}
-		}
-		return &Error{File: p.file, Msg: "invalid JSON: " + err.Error()}
-	}
-	p.ix = ix
-	for _, d := range ix.dups {
-		line, col := lineCol(p.data, d.first)
-		what := "field"
-		if len(d.path) == 2 && (d.path[0] == "servers" || d.path[0] == "mcpServers") {
-			what = "server name"
-		}
-		l2, c2 := lineCol(p.data, d.second)
-		p.errs = append(p.errs, &Error{File: p.file, Line: l2, Col: c2, Field: schemas.FieldPath(d.path),
-			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, d.path[len(d.path)-1], line, col)})
-	}
-	doc, err := schemas.Decode(p.data)
-	if err != nil {
-		return &Error{File: p.file, Msg: "invalid JSON: " + err.Error()}
-	}
-	for _, v := range configSchema().Validate(doc) {
-		hint := ""
-		if len(v.Suggest) > 0 {
-			hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
-		}
-		msg := v.Message
-		if v.Keyword == "propertyNames" {
-			msg = "invalid server name: use letters, digits, '_' and '-' (no dots)"
-		}
-		p.errorAt(v.Path, v.Unknown || v.Keyword == "propertyNames", msg, hint)
-	}
-	if len(p.errs) > 0 {
-		return p.errs
-	}
-	root, _ := doc.(map[string]any)
-	key := "servers"
-	if _, ok := root["mcpServers"]; ok {
-		if _, both := root["servers"]; both {
-			p.errorAt([]string{"mcpServers"}, true, `both "servers" and "mcpServers" are present`,
-				`keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`)
-			return p.errs
-		}
-		key = "mcpServers"
-	}
-	servers, _ := root[key].(map[string]any)
-	if len(servers) == 0 {
-		return &Error{File: p.file, Msg: "no servers defined",
-			Hint: `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`}
-	}
-	for _, name := range ix.keys[pathKey([]string{key})] {
-		obj, _ := servers[name].(map[string]any)
-		if s := p.server([]string{key, name}, name, obj); s != nil {
-			cfg.Servers = append(cfg.Servers, s)
-		}
-	}
-	if len(p.errs) > 0 {
-		return p.errs
-	}
-	return nil
-}
-
-func (p *parser) server(path []string, name string, obj map[string]any) *Server {
-	line, col := lineCol(p.data, p.ix.at(path, true))
-	s := &Server{
-		Name:           name,
-		Type:           "stdio",
-		Env:            map[string]string{},
-		StartupTimeout: DefaultStartupTimeout,
-		CacheTTL:       DefaultCacheTTL,
-		Source:         fmt.Sprintf("%s:%d:%d", p.file, line, col),
-	}
-	field := func(f ...string) []string { return append(append([]string(nil), path...), f...) }
-	if t, ok := obj["type"].(string); ok {
-		s.Type = t
-	}
-	s.Command = p.expand(field("command"), obj["command"].(string))
-	if args, ok := obj["args"].([]any); ok {
-		for i, a := range args {
-			s.Args = append(s.Args, p.expand(field("args", fmt.Sprint(i)), a.(string)))
-		}
-	}
-	if env, ok := obj["env"].(map[string]any); ok {
-		for _, k := range p.ix.keys[pathKey(field("env"))] {
-			s.Env[k] = p.expand(field("env", k), env[k].(string))
-		}
-	}
-	s.Cwd = p.vars.WorkspaceFolder
-	if cwd, ok := obj["cwd"].(string); ok {
-		c := p.expand(field("cwd"), cwd)
-		if strings.HasPrefix(c, "~/") && p.vars.UserHome != "" {
-			c = filepath.Join(p.vars.UserHome, c[2:])
-		}
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(p.vars.WorkspaceFolder, c)
-		}
-		s.Cwd = filepath.Clean(c)
-	}
-	if d, ok := obj["startupTimeout"]; ok {
-		s.StartupTimeout = p.duration(field("startupTimeout"), d, false)
-	}
-	if d, ok := obj["cacheTTL"]; ok {
-		s.CacheTTL = p.duration(field("cacheTTL"), d, true)
-	}
-	return s
-}
-
-func (p *parser) expand(path []string, s string) string {
-	out, err := expand(s, p.vars)
-	if err != nil {
-		var ee *expandError
-		if errors.As(err, &ee) {
-			p.errorAt(path, false, ee.Error(), ee.hint)
-		} else {
-			p.errorAt(path, false, err.Error(), "")
-		}
-		return ""
-	}
-	return out
-}
-
-// maxDuration bounds every duration in the config: beyond it a value is a
-// mistake, and sums of durations must not overflow.
-const maxDuration = 24 * time.Hour
-
-// duration reads "30s"-style strings or numbers of seconds; the schema has
-// already checked the shape. Zero is accepted only where it means "off".
-func (p *parser) duration(path []string, v any, zeroOK bool) time.Duration {
-	var d time.Duration
-	ok := false
-	switch v := v.(type) {
-	case json.Number:
-		if f, err := v.Float64(); err == nil && f <= maxDuration.Seconds() {
-			d, ok = time.Duration(f*float64(time.Second)), true
-		}
-	case string:
-		pd, err := time.ParseDuration(v)
-		d, ok = pd, err == nil
-	}
-	switch {
-	case !ok || d > maxDuration:
-		p.errorAt(path, false, fmt.Sprintf("expected a duration such as \"30s\" or a number of seconds, at most %s", maxDuration), "")
-	case d == 0 && zeroOK:
-		return 0
-	case d <= 0:
-		p.errorAt(path, false, "expected a duration above zero", "")
-	default:
-		return d
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -13,6 +14,8 @@ type Vars struct {
 	WorkspaceFolder string
 	// UserHome is ${userHome}.
 	UserHome string
+	// Input resolves ${input:ID}; nil means inputs cannot be resolved.
+	Input func(id string) (string, error)
 }
 
 // An expandError says which reference in a value could not be resolved.
@@ -25,12 +28,14 @@ type expandError struct {
 
 func (e *expandError) Error() string { return e.ref + " " + e.msg }
 
-// expand replaces ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder}
-// and ${userHome} in s, and $$ with a literal $. Any other $ is kept as
-// written. A variable that is unset and has no default is an error.
-func expand(s string, v Vars) (string, error) {
+// expand replaces ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID},
+// ${workspaceFolder} and ${userHome} in s, and $$ with a literal $. Any other
+// $ is kept as written. A variable that is unset and has no default is an
+// error. secrets are the values that came from the environment or inputs:
+// they are kept out of output.
+func expand(s string, v Vars) (out string, secrets []string, err error) {
 	if !strings.Contains(s, "$") {
-		return s, nil
+		return s, nil, nil
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
@@ -52,52 +57,80 @@ func expand(s string, v Vars) (string, error) {
 		}
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
-			return "", &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
+			return "", nil, &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
 		}
 		ref := s[i : i+end+1]
-		val, err := resolve(ref, s[i+2:i+end], v)
+		val, fromEnv, err := resolve(ref, s[i+2:i+end], v)
 		if err != nil {
-			return "", err
+			return "", nil, err
+		}
+		if fromEnv && val != "" {
+			secrets = append(secrets, val)
 		}
 		b.WriteString(val)
 		i += end + 1
 	}
-	return b.String(), nil
+	return b.String(), secrets, nil
 }
 
-func resolve(ref, body string, v Vars) (string, error) {
+// InputEnv is the environment variable that gives the value of ${input:id}.
+func InputEnv(id string) string {
+	var b strings.Builder
+	b.WriteString("MCPCTL_INPUT_")
+	for _, r := range strings.ToUpper(id) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 	name, def, hasDef := strings.Cut(body, ":-")
 	switch {
 	case name == "workspaceFolder":
-		return v.WorkspaceFolder, nil
+		return v.WorkspaceFolder, false, nil
 	case name == "userHome":
-		return v.UserHome, nil
+		return v.UserHome, false, nil
 	case strings.HasPrefix(name, "env:"):
 		name = strings.TrimPrefix(name, "env:")
 	case strings.HasPrefix(name, "input:"):
-		return "", &expandError{ref: ref, msg: "cannot be resolved: VS Code inputs are not supported yet",
-			hint: "use an environment variable instead, e.g. ${MY_TOKEN}"}
+		id := strings.TrimPrefix(name, "input:")
+		if v.Input == nil {
+			return "", false, &expandError{ref: ref, msg: "cannot be resolved here", hint: "set " + InputEnv(id)}
+		}
+		val, err := v.Input(id)
+		if err != nil {
+			var ee *expandError
+			if errors.As(err, &ee) {
+				ee.ref = ref
+				return "", false, ee
+			}
+			return "", false, &expandError{ref: ref, msg: err.Error(), hint: "set " + InputEnv(id)}
+		}
+		return val, true, nil
 	case strings.Contains(name, ":"):
-		return "", &expandError{ref: ref, msg: "is not a known variable",
-			hint: "write ${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder} or ${userHome}"}
+		return "", false, &expandError{ref: ref, msg: "is not a known variable",
+			hint: "write ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${workspaceFolder} or ${userHome}"}
 	}
 	if !validVarName(name) {
-		return "", &expandError{ref: ref, msg: "is not a valid variable name",
+		return "", false, &expandError{ref: ref, msg: "is not a valid variable name",
 			hint: "variable names use letters, digits and _, and do not start with a digit"}
 	}
-	var val string
-	ok := false
+	var ok bool
 	if v.LookupEnv != nil {
 		val, ok = v.LookupEnv(name)
 	}
 	if hasDef && (!ok || val == "") {
-		return def, nil
+		return def, false, nil
 	}
 	if !ok {
-		return "", &expandError{ref: ref, msg: "is not set",
+		return "", false, &expandError{ref: ref, msg: "is not set",
 			hint: fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)}
 	}
-	return val, nil
+	return val, true, nil
 }
 
 func validVarName(s string) bool {

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every bad config gets one exact message per problem, placed at
+// file:line:column with the field's path, and a hint where one helps. All
+// files of a case are loaded together, in order.
+func TestBadConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files [][2]string
+		env   map[string]string
+		want  string // every error, then each hint as "hint: ..."
+	}{
+		{"syntax error", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"\n}"}}, nil, `mcp.json:3:2: invalid JSON: parsing object after value: unexpected EOF`},
+		{"wrong type", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]\n  }\n}}"}}, nil, `mcp.json:4:19: servers.fs.args[1]: expected string, got number`},
+		{"unknown field", [][2]string{{"mcp.json", "{\"servers\": {\"fs\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:37: servers.fs.agrs: unknown field
+hint: did you mean "args"?`},
+		{"unknown top-level key", [][2]string{{"mcp.json", "{\"server\": {\"fs\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:2: server: unknown field
+hint: did you mean "servers"?`},
+		{"duplicate in one file", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}\n}}"}}, nil, `mcp.json:3:3: servers.a: duplicate server name "a" (first defined at 2:3)`},
+		{"duplicate across files", [][2]string{{"a.json", "{\"servers\": {\n  \"fs\": {\"command\": \"x\"}}}"}, {"b.toml", "[servers.other]\ncommand = \"y\"\n\n[servers.fs]\ncommand = \"z\"\n"}}, nil, `b.toml:4:10: servers.fs: duplicate server name "fs" (also defined at a.json:2:3)`},
+		{"missing command", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\"args\": [\"x\"]}}}"}}, nil, `mcp.json:2:9: servers.fs.command: required, but missing
+hint: give "command" for a local server, or "url" for a remote one`},
+		{"cycle", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"dependsOn\": [\"b\"]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]},\n  \"c\": {\"command\": \"x\", \"dependsOn\": [\"a\"]}}}"}}, nil, `mcp.json:2:39: servers.a.dependsOn[0]: dependency cycle: a → b → c → a
+hint: remove one of these dependencies`},
+		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
+hint: remove one of these dependencies`},
+		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"
+hint: did you mean "database"?`},
+		{"disabled dependency", [][2]string{{"mcp.json", "{\"servers\": {\"db\": {\"command\": \"x\", \"disabled\": true}, \"api\": {\"command\": \"x\", \"dependsOn\": [\"db\"]}}}"}}, nil, `mcp.json:1:94: servers.api.dependsOn[0]: server "db" is disabled
+hint: enable it, or drop the dependency`},
+		{"unset variable", [][2]string{{"mcp.json", "{\"servers\": {\"brave\": {\"command\": \"npx\",\n  \"env\": {\"BRAVE_API_KEY\": \"${BRAVE_API_KEY}\"}}}}"}}, nil, `mcp.json:2:28: servers.brave.env.BRAVE_API_KEY: ${BRAVE_API_KEY} is not set
+hint: export BRAVE_API_KEY, or give a default: ${BRAVE_API_KEY:-value}`},
+		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "sse", "ws", got "grpc"`},
+		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"`},
+		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},
+		{"url on stdio", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"http://h\"}}}"}}, nil, `mcp.json:1:53: servers.a.url: url is for http, sse and ws servers
+hint: remove it, or set "type": "http"`},
+		{"url missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"sse\"}}}"}}, nil, `mcp.json:1:19: servers.a.url: required, but missing
+hint: servers of type sse are reached at "url"`},
+		{"both keys", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\"}},\n \"mcpServers\": {\"b\": {\"command\": \"y\"}}}"}}, nil, `mcp.json:2:2: mcpServers: both "servers" and "mcpServers" are present
+hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
+		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use letters, digits, '_' and '-' (no dots)`},
+		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
+		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
+		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},
+		{"bad memory size", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memory\": \"lots\"}}}}"}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected a size such as "512MiB" or "1G", or a number of bytes, got "lots"`},
+		{"unknown limit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memroy\": \"1G\"}}}}"}}, nil, `mcp.json:1:47: servers.a.limits.memroy: unknown field
+hint: did you mean "memory"?`},
+		{"missing envFile", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env.missing\"}}}"}}, nil, `mcp.json:1:47: servers.a.envFile: cannot read $DIR/.env.missing: no such file or directory`},
+		{"bad envFile line", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env\"}}}"}, {".env", "OK=1\nnot a line\n"}}, nil, `mcp.json:1:47: servers.a.envFile: $DIR/.env:2: expected KEY=VALUE`},
+		{"bad glob", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"includeTools\": [\"read_*\", \"[bad\"]}}}"}}, nil, `mcp.json:1:63: servers.a.includeTools[1]: "[bad" is not a valid glob
+hint: use * and ? and [a-z]`},
+		{"bad protocol version", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"protocolVersion\": \"2025-01-01\"}}}"}}, nil, `mcp.json:1:55: servers.a.protocolVersion: expected one of "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", got "2025-01-01"`},
+		{"negative maxRestarts", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"maxRestarts\": -1}}}"}}, nil, `mcp.json:1:51: servers.a.maxRestarts: must be >= 0, got -1`},
+		{"env value not a string", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}"}}, nil, `mcp.json:1:52: servers.a.env.PORT: expected string, got number`},
+		{"undeclared input", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.K: ${input:api-key} refers to an input that "inputs" does not declare
+hint: declare it in "inputs", or set MCPCTL_INPUT_API_KEY`},
+		{"input without value", [][2]string{{"mcp.json", "{\"inputs\": [{\"id\": \"api-key\", \"type\": \"promptString\", \"password\": true}],\n \"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:2:49: servers.a.env.K: ${input:api-key} has no value
+hint: set MCPCTL_INPUT_API_KEY, or run mcpctl on a terminal to be asked`},
+		{"no servers", [][2]string{{"mcp.json", "{\"servers\": {}}"}}, nil, `mcp.json: no servers defined
+hint: add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`},
+		{"unknown default field", [][2]string{{"mcp.json", "{\"defaults\": {\"startuptimeout\": \"1s\"}, \"servers\": {\"a\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:15: defaults.startuptimeout: unknown field
+hint: did you mean "startupTimeout"?`},
+		{"TOML syntax", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\nargs = []\n"}}, nil, `mcp.toml:2:13: invalid TOML: basic strings cannot have new lines`},
+		{"TOML wrong type", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nargs = [\"a\", 7]\n"}}, nil, `mcp.toml:3:14: servers.a.args[1]: expected string, got number`},
+		{"Codex unknown field", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_secs = 10\n"}}, nil, `config.toml:3:1: mcp_servers.a.startup_timeout_secs: unknown field
+hint: did you mean "startup_timeout_sec"?`},
+		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			for _, f := range tc.files {
+				p := filepath.Join(dir, f[0])
+				if err := os.WriteFile(p, []byte(f[1]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if filepath.Ext(f[0]) != "" && f[0][0] != '.' {
+					paths = append(paths, p)
+				}
+			}
+			_, err := LoadFiles(paths, Options{LookupEnv: env(tc.env), WorkDir: dir})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := err.Error()
+			if h, ok := err.(interface{ Hints() []string }); ok {
+				for _, l := range h.Hints() {
+					got += "\nhint: " + l
+				}
+			}
+			if want := strings.ReplaceAll(tc.want, "$DIR", dir); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The same servers written as JSON with comments, mcp.toml and Codex's
+// config.toml resolve to the same thing.
+func TestFormatsResolveAlike(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"mcp.json": `{
+  // VS Code allows comments
+  "servers": {
+    "fs": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
+      "env": {"TOKEN": "${TOKEN}"},
+      "startupTimeout": 20,
+      "requestTimeout": "90s",
+      "includeTools": ["read_*"],
+      "excludeTools": ["write_*"],
+    },
+    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "disabled": true},
+  },
+}`,
+		"mcp.toml": `[servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+env = { TOKEN = "${TOKEN}" }
+startupTimeout = 20
+requestTimeout = "90s"
+includeTools = ["read_*"]
+excludeTools = ["write_*"]
+
+[servers.remote]
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${TOKEN}" }
+disabled = true
+`,
+		"config.toml": `[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+startup_timeout_ms = 20000
+tool_timeout_sec = 90
+enabled_tools = ["read_*"]
+disabled_tools = ["write_*"]
+
+[mcp_servers.fs.env]
+TOKEN = "${TOKEN}"
+
+[mcp_servers.remote]
+url = "https://mcp.example.com/mcp"
+bearer_token_env_var = "TOKEN"
+enabled = false
+`,
+	}
+	var want []byte
+	for _, name := range []string{"mcp.json", "mcp.toml", "config.toml"} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(files[name]), 0o644)
+		cfg, err := Load(p, Options{LookupEnv: env(map[string]string{"TOKEN": "s3cr3t"}), WorkDir: dir})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, _ := json.MarshalIndent(cfg.Resolved(true), "", "  ")
+		if want == nil {
+			want = got
+			if !strings.Contains(string(got), `"requestTimeout": "1m30s"`) || !strings.Contains(string(got), `"Authorization": "Bearer s3cr3t"`) {
+				t.Fatalf("resolved: %s", got)
+			}
+			continue
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s resolves differently:\n%s\nwant\n%s", name, got, want)
+		}
+		if hidden, _ := json.Marshal(cfg.Resolved(false)); strings.Contains(string(hidden), "s3cr3t") {
+			t.Errorf("%s: a secret is shown: %s", name, hidden)
+		}
+	}
+}
+
+func TestDefaultsAndAliases(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{
+  "defaults": {"startupTimeout": "45s", "restart": "on-failure", "limits": {"memory": "512MiB", "cpuTime": 30}},
+  "servers": {
+    "a": {"command": "x"},
+    "b": {"command": "x", "timeout": 5, "dependencies": ["a"], "restart": "never", "limits": {"openFiles": 64}}
+  }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Server("a"), cfg.Server("b")
+	if a.StartupTimeout != 45*time.Second || a.Restart != "on-failure" || a.Limits.Memory != 512<<20 || a.Limits.CPUTime != 30*time.Second {
+		t.Errorf("defaults not applied: %+v", a)
+	}
+	if b.StartupTimeout != 5*time.Second || b.DependsOn[0] != "a" || b.Restart != "never" || b.Limits.OpenFiles != 64 || b.Limits.Memory != 0 {
+		t.Errorf("own fields and aliases: %+v", b)
+	}
+	if !strings.HasPrefix(b.Where("startupTimeout"), "mcp.json:5:27") {
+		t.Errorf("alias placed at %s", b.Where("startupTimeout"))
+	}
+}
+
+func TestEnvFileAndSizes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("# secrets\nexport A=1\nB='two words'\nC=\"line\\nnext\"\nD=x # comment\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{"servers": {"s": {"command": "x", "envFile": ".env", "env": {"A": "override"}}}}`), 0o644)
+	cfg, err := Load(filepath.Join(dir, "mcp.json"), Options{LookupEnv: env(nil), WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Server("s").Env
+	if e["A"] != "override" || e["B"] != "two words" || e["C"] != "line\nnext" || e["D"] != "x" {
+		t.Errorf("env: %q", e)
+	}
+	for in, want := range map[string]int64{"512MiB": 512 << 20, "1G": 1 << 30, "800k": 800 << 10, "1.5g": 3 << 29, "2048": 2048} {
+		var v any = in
+		if in == "2048" {
+			v = json.Number(in)
+		}
+		if got, err := parseSize(v); err != nil || got != want {
+			t.Errorf("parseSize(%s) = %d, %v", in, got, err)
+		}
+	}
+}
+
+func TestInputs(t *testing.T) {
+	body := `{"inputs": [{"id": "api-key", "type": "promptString", "password": true, "description": "API key"}],
+	  "servers": {"a": {"command": "x", "env": {"K": "${input:api-key}"}, "args": ["--key=${input:api-key}"]}}}`
+	cfg, err := loadFile(t, "mcp.json", body, map[string]string{"MCPCTL_INPUT_API_KEY": "from-env"})
+	if err != nil || cfg.Server("a").Env["K"] != "from-env" {
+		t.Fatalf("from env: %v %+v", err, cfg)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "mcp.json")
+	os.WriteFile(p, []byte(body), 0o644)
+	asked := 0
+	cfg, err = Load(p, Options{LookupEnv: env(nil), Ask: func(in Input) (string, error) {
+		asked++
+		if !in.Password || in.Description != "API key" {
+			t.Errorf("asked for %+v", in)
+		}
+		return "typed", nil
+	}})
+	if err != nil || cfg.Server("a").Env["K"] != "typed" || cfg.Server("a").Args[0] != "--key=typed" || asked != 1 {
+		t.Fatalf("asked %d times: %v", asked, err)
+	}
+	if r := cfg.Resolved(false)["a"]; r.Args[0] != "--key=<redacted>" || r.Env["K"] != Redacted {
+		t.Errorf("input value shown: %+v", r)
+	}
+}
+
+func TestMergedFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"servers": {"one": {"command": "x"}}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.toml"), []byte("[servers.two]\ncommand = \"y\"\ndependsOn = [\"one\"]\n"), 0o644)
+	cfg, err := LoadFiles([]string{filepath.Join(dir, "a.json"), filepath.Join(dir, "b.toml")}, Options{LookupEnv: env(nil), WorkDir: dir})
+	if err != nil || strings.Join(cfg.Names(), ",") != "one,two" || len(cfg.Paths) != 2 {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+}

@@ -1,0 +1,670 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpctl/mcpctl/schemas"
+)
+
+// configSchema compiles on first use: a warm `mcpctl call` never loads a
+// config, and compiling costs milliseconds.
+var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
+
+// patternWords says in words what the schema's patterns want.
+var patternWords = map[string]string{
+	`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`:         `a duration such as "30s" or "1m30s", or a number of seconds`,
+	`^[0-9]+(\.[0-9]+)?\s*([kKmMgGtT](i?[bB])?|[bB])?$`: `a size such as "512MiB" or "1G", or a number of bytes`,
+}
+
+// maxDuration bounds every duration in the config: beyond it a value is a
+// mistake, and sums of durations must not overflow.
+const maxDuration = 24 * time.Hour
+
+func load(files []file, opts Options) (*Config, error) {
+	cfg := &Config{}
+	var docs []*document
+	var errs Errors
+	for i, f := range files {
+		d, err := readDocument(f.shown, f.data)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				errs = append(errs, e)
+				continue
+			}
+			return nil, err
+		}
+		for _, v := range configSchema().Validate(d.root) {
+			hint := ""
+			if len(v.Suggest) > 0 {
+				hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
+			}
+			msg := v.Message
+			switch {
+			case v.Keyword == "propertyNames":
+				msg = "invalid server name: use letters, digits, '_' and '-' (no dots)"
+			case v.Keyword == "pattern":
+				// The schema's patterns say it to a machine; say it to a person.
+				for pattern, what := range patternWords {
+					if strings.HasPrefix(msg, "does not match pattern "+pattern) {
+						msg = "expected " + what + strings.TrimPrefix(msg, "does not match pattern "+pattern)
+					}
+				}
+			}
+			d.errorAt(v.Path, v.Unknown || v.Keyword == "propertyNames", msg, hint)
+		}
+		docs = append(docs, d)
+		if i == 0 {
+			cfg.File, cfg.Path, cfg.Dir = f.shown, f.path, f.dir
+		}
+		if f.path != "" {
+			cfg.Paths = append(cfg.Paths, f.path)
+		}
+	}
+	for _, d := range docs {
+		errs = append(errs, d.errs...)
+		d.errs = nil
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	home, _ := os.UserHomeDir()
+	in := newInputs(docs, opts)
+	cfg.Inputs = in.declared
+	defined := map[string]string{} // server → where it is defined
+	for i, d := range docs {
+		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: files[i].dir, UserHome: home, Input: in.value}
+		servers := d.servers(defined, vars)
+		cfg.Servers = append(cfg.Servers, servers...)
+		errs = append(errs, d.errs...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, &Error{File: cfg.File, Msg: "no servers defined",
+			Hint: `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`}
+	}
+	if errs := checkDependencies(cfg.Servers); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// servers decodes the servers of one document; defined holds the servers
+// of earlier files, for duplicates across files.
+func (d *document) servers(defined map[string]string, vars Vars) []*Server {
+	key := "servers"
+	if _, ok := d.root["mcpServers"]; ok {
+		if _, both := d.root["servers"]; both {
+			d.errorAt([]string{"mcpServers"}, true, `both "servers" and "mcpServers" are present`,
+				`keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`)
+			return nil
+		}
+		key = "mcpServers"
+	}
+	objs, _ := d.root[key].(map[string]any)
+	defaults, _ := d.root["defaults"].(map[string]any)
+	var out []*Server
+	for _, name := range d.ix.keys[pathKey(d.writtenPath([]string{key}))] {
+		obj, ok := objs[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		here := d.where([]string{key, name})
+		if there, dup := defined[name]; dup {
+			d.errorAt([]string{key, name}, true, fmt.Sprintf("duplicate server name %q (also defined at %s)", name, there), "")
+			continue
+		}
+		defined[name] = here
+		out = append(out, d.server(key, name, obj, defaults, vars))
+	}
+	return out
+}
+
+// A fieldReader reads one server's fields, each from the server or else
+// from the file's defaults, and knows where each came from.
+type fieldReader struct {
+	d        *document
+	server   []string // path of the server
+	obj      map[string]any
+	defaults map[string]any
+	s        *Server
+	vars     Vars
+}
+
+// get returns a field's value and its path, from the server or defaults.
+func (r *fieldReader) get(name string) (any, []string, bool) {
+	if v, ok := r.obj[name]; ok {
+		return v, append(append([]string(nil), r.server...), name), true
+	}
+	if v, ok := r.defaults[name]; ok {
+		return v, []string{"defaults", name}, true
+	}
+	return nil, nil, false
+}
+
+// alias reads a field that may also be written under another name. The
+// server's own fields win over defaults; one object giving both names is
+// an error.
+func (r *fieldReader) alias(name, other string) (any, []string, bool) {
+	for _, obj := range []struct {
+		m    map[string]any
+		path []string
+	}{{r.obj, r.server}, {r.defaults, []string{"defaults"}}} {
+		v, ok := obj.m[name]
+		v2, ok2 := obj.m[other]
+		at := func(k string) []string { return append(append([]string(nil), obj.path...), k) }
+		switch {
+		case ok && ok2:
+			r.d.errorAt(at(other), true, fmt.Sprintf("%s is another name for %s; give one of them", other, name), "")
+			return v, at(name), true
+		case ok:
+			return v, at(name), true
+		case ok2:
+			return v2, at(other), true
+		}
+	}
+	return nil, nil, false
+}
+
+func (r *fieldReader) note(field string, path []string) {
+	r.s.where[field] = r.d.where(path)
+}
+
+func (r *fieldReader) str(field string, path []string, v any) string {
+	out, secrets, err := expand(v.(string), r.vars)
+	if err != nil {
+		var ee *expandError
+		if errors.As(err, &ee) {
+			r.d.errorAt(path, false, ee.Error(), ee.hint)
+		} else {
+			r.d.errorAt(path, false, err.Error(), "")
+		}
+		return ""
+	}
+	r.s.secrets = append(r.s.secrets, secrets...)
+	return out
+}
+
+func (r *fieldReader) duration(field string, zeroOK bool) (time.Duration, bool) {
+	v, path, ok := r.get(field)
+	if !ok {
+		return 0, false
+	}
+	r.note(field, path)
+	var d time.Duration
+	parsed := false
+	switch v := v.(type) {
+	case json.Number:
+		if f, err := v.Float64(); err == nil && f <= maxDuration.Seconds() {
+			d, parsed = time.Duration(f*float64(time.Second)), true
+		}
+	case string:
+		pd, err := time.ParseDuration(v)
+		d, parsed = pd, err == nil
+	}
+	switch {
+	case !parsed || d > maxDuration:
+		r.d.errorAt(path, false, fmt.Sprintf("expected a duration such as \"30s\" or a number of seconds, at most %s", maxDuration), "")
+	case d == 0 && zeroOK:
+		return 0, true
+	case d <= 0:
+		r.d.errorAt(path, false, "expected a duration above zero", "")
+	default:
+		return d, true
+	}
+	return 0, false
+}
+
+func (r *fieldReader) strings(field string) []string {
+	v, path, ok := r.get(field)
+	if !ok {
+		return nil
+	}
+	r.note(field, path)
+	var out []string
+	for i, e := range v.([]any) {
+		out = append(out, r.str(field, append(append([]string(nil), path...), strconv.Itoa(i)), e))
+	}
+	return out
+}
+
+func (r *fieldReader) stringMap(field string) map[string]string {
+	v, path, ok := r.get(field)
+	out := map[string]string{}
+	if !ok {
+		return out
+	}
+	r.note(field, path)
+	m := v.(map[string]any)
+	keys := append([]string(nil), r.d.ix.keys[pathKey(r.d.writtenPath(path))]...)
+	var rest []string
+	for k := range m {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k) // made up from other fields (Codex)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range append(keys, rest...) {
+		if e, ok := m[k]; ok {
+			val := r.str(field, append(append([]string(nil), path...), k), e)
+			out[k] = val
+			r.s.secrets = append(r.s.secrets, val)
+		}
+	}
+	return out
+}
+
+// path resolves a path field against the project directory.
+func (r *fieldReader) path(p string) string {
+	if strings.HasPrefix(p, "~/") && r.vars.UserHome != "" {
+		p = filepath.Join(r.vars.UserHome, p[2:])
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(r.vars.WorkspaceFolder, p)
+	}
+	return filepath.Clean(p)
+}
+
+func (d *document) server(key, name string, obj, defaults map[string]any, vars Vars) *Server {
+	sp := []string{key, name}
+	s := &Server{
+		Name: name, Env: map[string]string{}, Headers: map[string]string{},
+		StartupTimeout: DefaultStartupTimeout, RequestTimeout: DefaultRequestTimeout,
+		ShutdownTimeout: DefaultShutdownTimeout, CacheTTL: DefaultCacheTTL,
+		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts,
+		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj,
+	}
+	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars}
+
+	if v, p, ok := r.get("command"); ok {
+		r.note("command", p)
+		s.Command = r.str("command", p, v)
+	}
+	s.Args = r.strings("args")
+	if v, p, ok := r.get("url"); ok {
+		r.note("url", p)
+		s.URL = r.str("url", p, v)
+	}
+	if v, p, ok := r.get("type"); ok {
+		r.note("type", p)
+		s.Type = map[string]string{"local": "stdio", "streamable-http": "http"}[v.(string)]
+		if s.Type == "" {
+			s.Type = v.(string)
+		}
+	}
+	r.checkTransport()
+	if v, p, ok := r.get("cwd"); ok {
+		r.note("cwd", p)
+		s.Cwd = r.path(r.str("cwd", p, v))
+	}
+	if v, p, ok := r.get("envFile"); ok {
+		r.note("envFile", p)
+		s.EnvFile = r.path(r.str("envFile", p, v))
+		vals, err := readEnvFile(s.EnvFile)
+		if err != nil {
+			d.errorAt(p, false, err.Error(), "")
+		}
+		for _, kv := range vals {
+			s.Env[kv[0]] = kv[1]
+			s.secrets = append(s.secrets, kv[1])
+		}
+	}
+	for k, v := range r.stringMap("env") {
+		s.Env[k] = v
+	}
+	s.Headers = r.stringMap("headers")
+
+	if t, ok := r.durationAlias("startupTimeout", "timeout"); ok {
+		s.StartupTimeout = t
+	}
+	if t, ok := r.duration("requestTimeout", false); ok {
+		s.RequestTimeout = t
+	}
+	if t, ok := r.duration("shutdownTimeout", false); ok {
+		s.ShutdownTimeout = t
+	}
+	if t, ok := r.duration("idleTimeout", false); ok {
+		s.IdleTimeout = t
+	}
+	if t, ok := r.duration("cacheTTL", true); ok {
+		s.CacheTTL = t
+	}
+	if v, p, ok := r.alias("dependsOn", "dependencies"); ok {
+		r.note("dependsOn", p)
+		for i, e := range v.([]any) {
+			s.DependsOn = append(s.DependsOn, e.(string))
+			s.where["dependsOn."+strconv.Itoa(i)] = d.where(append(append([]string(nil), p...), strconv.Itoa(i)))
+		}
+	}
+	if v, p, ok := r.get("disabled"); ok {
+		r.note("disabled", p)
+		s.Disabled = v.(bool)
+	}
+	if v, p, ok := r.get("activation"); ok {
+		r.note("activation", p)
+		s.Activation = v.(string)
+	}
+	if v, p, ok := r.get("restart"); ok {
+		r.note("restart", p)
+		s.Restart = v.(string)
+	}
+	if v, p, ok := r.get("maxRestarts"); ok {
+		r.note("maxRestarts", p)
+		n, _ := v.(json.Number).Int64()
+		s.MaxRestarts = int(n)
+	}
+	r.limits()
+	s.IncludeTools = r.globs("includeTools")
+	s.ExcludeTools = r.globs("excludeTools")
+	for _, root := range r.strings("roots") {
+		s.Roots = append(s.Roots, r.path(root))
+	}
+	if v, p, ok := r.get("protocolVersion"); ok {
+		r.note("protocolVersion", p)
+		s.ProtocolVersion = v.(string)
+	}
+	return s
+}
+
+func (r *fieldReader) durationAlias(name, other string) (time.Duration, bool) {
+	_, p, ok := r.alias(name, other)
+	if !ok {
+		return 0, false
+	}
+	field := p[len(p)-1]
+	t, ok := r.duration(field, false)
+	r.s.where[name] = r.s.where[field]
+	return t, ok
+}
+
+// checkTransport settles the type and checks that the fields fit it.
+func (r *fieldReader) checkTransport() {
+	s, d := r.s, r.d
+	if s.Type == "" {
+		switch {
+		case s.Command != "":
+			s.Type = "stdio"
+		case s.URL != "":
+			s.Type = "http"
+		default:
+			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing",
+				`give "command" for a local server, or "url" for a remote one`)
+			return
+		}
+	}
+	switch s.Type {
+	case "stdio":
+		if s.Command == "" {
+			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing", `a stdio server runs "command"`)
+		}
+		if _, p, ok := r.get("url"); ok {
+			d.errorAt(p, true, "url is for http, sse and ws servers", `remove it, or set "type": "http"`)
+		}
+	default:
+		if s.URL == "" {
+			if _, _, ok := r.get("url"); !ok {
+				d.errorAt(append(append([]string(nil), r.server...), "url"), false, "required, but missing", "servers of type "+s.Type+" are reached at \"url\"")
+			}
+			return
+		}
+		if _, p, ok := r.get("command"); ok {
+			d.errorAt(p, true, "command is for stdio servers", `remove it, or remove "type"`)
+		}
+		if _, p, ok := r.get("url"); ok {
+			u, err := url.Parse(s.URL)
+			schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[s.Type]
+			if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
+				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), "")
+			}
+		}
+	}
+	_ = d
+}
+
+func (r *fieldReader) limits() {
+	v, p, ok := r.get("limits")
+	if !ok {
+		return
+	}
+	r.note("limits", p)
+	m := v.(map[string]any)
+	at := func(k string) []string { return append(append([]string(nil), p...), k) }
+	if e, ok := m["memory"]; ok {
+		n, err := parseSize(e)
+		if err != nil {
+			r.d.errorAt(at("memory"), false, err.Error(), `write a size such as "512MiB" or a number of bytes`)
+		}
+		r.s.Limits.Memory = n
+	}
+	if _, ok := m["cpuTime"]; ok {
+		sub := &fieldReader{d: r.d, obj: m, s: r.s, server: p}
+		if d, ok := sub.duration("cpuTime", false); ok {
+			r.s.Limits.CPUTime = d
+		}
+	}
+	if e, ok := m["openFiles"]; ok {
+		n, _ := e.(json.Number).Int64()
+		r.s.Limits.OpenFiles = int(n)
+	}
+	if e, ok := m["processes"]; ok {
+		n, _ := e.(json.Number).Int64()
+		r.s.Limits.Processes = int(n)
+	}
+}
+
+func (r *fieldReader) globs(field string) []string {
+	out := r.strings(field)
+	for i, g := range out {
+		if _, err := filepath.Match(g, ""); err != nil {
+			_, p, _ := r.get(field)
+			r.d.errorAt(append(append([]string(nil), p...), strconv.Itoa(i)), false, fmt.Sprintf("%q is not a valid glob", g), "use * and ? and [a-z]")
+		}
+	}
+	return out
+}
+
+// parseSize reads 512MiB, 1G, 800k, 1.5g or a number of bytes. The units
+// k, m, g and t are powers of 1024, with or without "i" and "B".
+func parseSize(v any) (int64, error) {
+	if n, ok := v.(json.Number); ok {
+		i, err := n.Int64()
+		if err != nil || i < 1 {
+			return 0, fmt.Errorf("expected a size in bytes, got %s", n)
+		}
+		return i, nil
+	}
+	s := strings.TrimSpace(v.(string))
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("expected a size, got %q", s)
+	}
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i")
+	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[unit]
+	if mult == 0 || f*mult < 1 || f*mult > 1<<60 {
+		return 0, fmt.Errorf("expected a size such as \"512MiB\", got %q", s)
+	}
+	return int64(f * mult), nil
+}
+
+// readEnvFile reads KEY=VALUE lines: blank lines and # comments are
+// skipped, "export " is allowed, values may be quoted ('…' as is, "…" with
+// \n, \t, \" and \\).
+func readEnvFile(path string) ([][2]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			return nil, fmt.Errorf("cannot read %s: %v", pe.Path, pe.Err)
+		}
+		return nil, err
+	}
+	var out [][2]string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || !validVarName(k) {
+			return nil, fmt.Errorf("%s:%d: expected KEY=VALUE", path, n)
+		}
+		v = strings.TrimSpace(v)
+		switch {
+		case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
+			v = v[1 : len(v)-1]
+		case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+			v = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
+		default:
+			if i := strings.Index(v, " #"); i >= 0 {
+				v = strings.TrimSpace(v[:i])
+			}
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}
+
+// checkDependencies reports unknown names, disabled dependencies and
+// cycles in dependsOn.
+func checkDependencies(servers []*Server) Errors {
+	byName := map[string]*Server{}
+	var names []string
+	for _, s := range servers {
+		byName[s.Name] = s
+		names = append(names, s.Name)
+	}
+	var errs Errors
+	for _, s := range servers {
+		for i, dep := range s.DependsOn {
+			where := s.Where("dependsOn." + strconv.Itoa(i))
+			switch d := byName[dep]; {
+			case d == nil:
+				hint := ""
+				if near := schemas.Closest(dep, names); len(near) > 0 {
+					hint = fmt.Sprintf("did you mean %q?", near[0])
+				}
+				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("unknown server %q", dep), hint))
+			case d.Disabled && !s.Disabled:
+				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("server %q is disabled", dep), "enable it, or drop the dependency"))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// Depth-first search; a grey node met again closes a cycle.
+	const white, grey, black = 0, 1, 2
+	color := map[string]int{}
+	var stack []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, dep := range byName[n].DependsOn {
+			switch color[dep] {
+			case grey:
+				i := slices.Index(stack, dep)
+				return append(append([]string(nil), stack[i:]...), dep)
+			case white:
+				if c := visit(dep); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return nil
+	}
+	for _, s := range servers {
+		if color[s.Name] == white {
+			if cycle := visit(s.Name); cycle != nil {
+				first := byName[cycle[0]]
+				i := slices.Index(first.DependsOn, cycle[1])
+				return Errors{errorAtPlace(first.Where("dependsOn."+strconv.Itoa(i)), fmt.Sprintf("servers.%s.dependsOn[%d]", first.Name, i),
+					"dependency cycle: "+strings.Join(cycle, " → "), "remove one of these dependencies")}
+			}
+		}
+	}
+	return nil
+}
+
+// errorAtPlace builds an Error from a "file:line:col" place.
+func errorAtPlace(place, field, msg, hint string) *Error {
+	e := &Error{File: place, Field: field, Msg: msg, Hint: hint}
+	parts := strings.Split(place, ":")
+	if len(parts) >= 3 {
+		line, err1 := strconv.Atoi(parts[len(parts)-2])
+		col, err2 := strconv.Atoi(parts[len(parts)-1])
+		if err1 == nil && err2 == nil {
+			e.File, e.Line, e.Col = strings.Join(parts[:len(parts)-2], ":"), line, col
+		}
+	}
+	return e
+}
+
+// inputs resolves ${input:ID}: from $MCPCTL_INPUT_<ID>, else by asking, once
+// per id.
+type inputs struct {
+	declared []Input
+	opts     Options
+	mu       sync.Mutex
+	values   map[string]string
+}
+
+func newInputs(docs []*document, opts Options) *inputs {
+	in := &inputs{opts: opts, values: map[string]string{}}
+	for _, d := range docs {
+		raw, _ := json.Marshal(d.root["inputs"])
+		var list []Input
+		json.Unmarshal(raw, &list)
+		in.declared = append(in.declared, list...)
+	}
+	return in
+}
+
+func (in *inputs) value(id string) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.values[id]; ok {
+		return v, nil
+	}
+	if v, ok := in.opts.LookupEnv(InputEnv(id)); ok {
+		in.values[id] = v
+		return v, nil
+	}
+	i := slices.IndexFunc(in.declared, func(d Input) bool { return d.ID == id })
+	if i < 0 {
+		return "", &expandError{msg: "refers to an input that \"inputs\" does not declare",
+			hint: fmt.Sprintf(`declare it in "inputs", or set %s`, InputEnv(id))}
+	}
+	if in.opts.Ask == nil {
+		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked", InputEnv(id))}
+	}
+	v, err := in.opts.Ask(in.declared[i])
+	if err != nil {
+		return "", &expandError{msg: "has no value: " + err.Error(), hint: fmt.Sprintf("set %s", InputEnv(id))}
+	}
+	in.values[id] = v
+	return v, nil
+}

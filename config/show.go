@@ -1,0 +1,147 @@
+package config
+
+import (
+	"sort"
+	"time"
+)
+
+// Redacted replaces a secret in `config show`.
+const Redacted = "<redacted>"
+
+// A ResolvedServer is a server as mcpctl will run it: defaults applied,
+// names normalised, ${...} expanded, paths absolute. It is the same for
+// equivalent JSON, TOML and Codex files.
+type ResolvedServer struct {
+	Type            string            `json:"type"`
+	Command         string            `json:"command,omitempty"`
+	Args            []string          `json:"args,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	EnvFile         string            `json:"envFile,omitempty"`
+	Cwd             string            `json:"cwd,omitempty"`
+	URL             string            `json:"url,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	StartupTimeout  string            `json:"startupTimeout"`
+	RequestTimeout  string            `json:"requestTimeout"`
+	ShutdownTimeout string            `json:"shutdownTimeout"`
+	IdleTimeout     string            `json:"idleTimeout,omitempty"`
+	CacheTTL        string            `json:"cacheTTL"`
+	DependsOn       []string          `json:"dependsOn,omitempty"`
+	Disabled        bool              `json:"disabled,omitempty"`
+	Activation      string            `json:"activation"`
+	Restart         string            `json:"restart"`
+	MaxRestarts     int               `json:"maxRestarts"`
+	Limits          *ResolvedLimits   `json:"limits,omitempty"`
+	IncludeTools    []string          `json:"includeTools,omitempty"`
+	ExcludeTools    []string          `json:"excludeTools,omitempty"`
+	Roots           []string          `json:"roots,omitempty"`
+	ProtocolVersion string            `json:"protocolVersion,omitempty"`
+}
+
+// ResolvedLimits are limits in the units the config uses.
+type ResolvedLimits struct {
+	Memory    int64  `json:"memory,omitempty"`
+	CPUTime   string `json:"cpuTime,omitempty"`
+	OpenFiles int    `json:"openFiles,omitempty"`
+	Processes int    `json:"processes,omitempty"`
+}
+
+// Resolved returns the servers as mcpctl will run them, by name. Env and
+// header values, and any other value that came from the environment or an
+// input, are replaced by "<redacted>" unless showSecrets.
+func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
+	out := map[string]*ResolvedServer{}
+	for _, s := range c.Servers {
+		hide := func(v string) string {
+			if showSecrets {
+				return v
+			}
+			return s.Redact(v)
+		}
+		r := &ResolvedServer{
+			Type: s.Type, Command: hide(s.Command), EnvFile: s.EnvFile, URL: hide(s.URL),
+			StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
+			ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
+			DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,
+			Restart: s.Restart, MaxRestarts: s.MaxRestarts, IncludeTools: s.IncludeTools,
+			ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
+		}
+		if s.Type == "stdio" {
+			r.Cwd = s.Cwd
+		}
+		if s.IdleTimeout > 0 {
+			r.IdleTimeout = dur(s.IdleTimeout)
+		}
+		for _, a := range s.Args {
+			r.Args = append(r.Args, hide(a))
+		}
+		r.Env = redactAll(s.Env, showSecrets)
+		r.Headers = redactAll(s.Headers, showSecrets)
+		if s.Limits.Any() {
+			r.Limits = &ResolvedLimits{Memory: s.Limits.Memory, OpenFiles: s.Limits.OpenFiles, Processes: s.Limits.Processes}
+			if s.Limits.CPUTime > 0 {
+				r.Limits.CPUTime = dur(s.Limits.CPUTime)
+			}
+		}
+		out[s.Name] = r
+	}
+	return out
+}
+
+func dur(d time.Duration) string { return d.String() }
+
+// redactAll hides every value of an env or headers map: they hold tokens
+// whether they were typed in or expanded.
+func redactAll(m map[string]string, show bool) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if show {
+			out[k] = v
+		} else {
+			out[k] = Redacted
+		}
+	}
+	return out
+}
+
+// Document returns the config as written, merged into one "servers" object
+// (files in order), with env and header values redacted unless
+// showSecrets: what `config show` prints without --resolved.
+func (c *Config) Document(showSecrets bool) map[string]any {
+	servers := map[string]any{}
+	for _, s := range c.Servers {
+		servers[s.Name] = s.written(showSecrets)
+	}
+	doc := map[string]any{"servers": servers}
+	if len(c.Inputs) > 0 {
+		doc["inputs"] = c.Inputs
+	}
+	return doc
+}
+
+// written is the server's object as its file has it.
+func (s *Server) written(showSecrets bool) map[string]any {
+	out := map[string]any{}
+	for k, v := range s.raw {
+		out[k] = v
+	}
+	for _, field := range []string{"env", "headers"} {
+		m, ok := out[field].(map[string]any)
+		if !ok || showSecrets {
+			continue
+		}
+		hidden := map[string]any{}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			hidden[k] = Redacted
+		}
+		out[field] = hidden
+	}
+	return out
+}

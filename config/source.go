@@ -1,0 +1,364 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+	"github.com/tailscale/hujson"
+)
+
+// A document is one config file, in the JSON shape the schema describes,
+// with the place in the file of every value.
+type document struct {
+	file string // as shown in messages
+	data []byte
+	root map[string]any // JSON-shaped: map[string]any, []any, json.Number, string, bool, nil
+	ix   *index
+	// written maps a path in root to the path as the file writes it (Codex
+	// names fields differently); nil means they are the same.
+	written func([]string) []string
+	errs    Errors
+}
+
+// at places a path of root in the file.
+func (d *document) at(path []string, key bool) (line, col int) {
+	return lineCol(d.data, d.ix.at(d.writtenPath(path), key))
+}
+
+func (d *document) writtenPath(path []string) []string {
+	if d.written == nil {
+		return path
+	}
+	return d.written(path)
+}
+
+func (d *document) errorAt(path []string, key bool, msg, hint string) {
+	line, col := d.at(path, key)
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(d.writtenPath(path)), Msg: msg, Hint: hint})
+}
+
+func (d *document) where(path []string) string {
+	line, col := d.at(path, true)
+	return fmt.Sprintf("%s:%d:%d", d.file, line, col)
+}
+
+// readDocument decodes a config file: TOML by its extension, else JSON with
+// the comments and trailing commas VS Code allows.
+func readDocument(file string, data []byte) (*document, error) {
+	if strings.EqualFold(filepath.Ext(file), ".toml") {
+		return readTOML(file, data)
+	}
+	return readJSON(file, data)
+}
+
+var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
+
+func readJSON(file string, data []byte) (*document, error) {
+	// Standardize blanks comments and trailing commas out, keeping every
+	// byte where it was, so positions still hold.
+	std, err := hujson.Standardize(append([]byte(nil), data...))
+	if err != nil {
+		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			col, _ := strconv.Atoi(m[2])
+			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + m[3]}
+		}
+		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
+	}
+	ix, err := indexJSON(std)
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			line, col := lineCol(data, se.offset)
+			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + se.msg}
+		}
+		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
+	}
+	v, err := schemas.Decode(std)
+	if err != nil {
+		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: "expected a JSON object with \"servers\" or \"mcpServers\""}
+	}
+	d := &document{file: file, data: data, root: root, ix: ix}
+	for _, dup := range ix.dups {
+		line, col := lineCol(data, dup.first)
+		what := "field"
+		if len(dup.path) == 2 && (dup.path[0] == "servers" || dup.path[0] == "mcpServers") {
+			what = "server name"
+		}
+		l2, c2 := lineCol(data, dup.second)
+		d.errs = append(d.errs, &Error{File: file, Line: l2, Col: c2, Field: schemas.FieldPath(dup.path),
+			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, dup.path[len(dup.path)-1], line, col)})
+	}
+	return d, nil
+}
+
+func readTOML(file string, data []byte) (*document, error) {
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			line, col := de.Position()
+			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid TOML: " + strings.TrimPrefix(de.Error(), "toml: ")}
+		}
+		return nil, &Error{File: file, Msg: "invalid TOML: " + err.Error()}
+	}
+	root, _ := jsonShape(raw).(map[string]any)
+	d := &document{file: file, data: data, root: root, ix: indexTOML(data)}
+	if _, ok := root["mcp_servers"]; ok {
+		d.fromCodex()
+	}
+	return d, nil
+}
+
+// jsonShape turns decoded TOML into the shape JSON decoding gives.
+func jsonShape(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = jsonShape(e)
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = jsonShape(e)
+		}
+		return v
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10))
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return fmt.Sprint(v)
+		}
+		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	case toml.LocalDate, toml.LocalTime, toml.LocalDateTime:
+		return fmt.Sprint(v)
+	}
+	return v
+}
+
+// indexTOML places every key and value of a TOML document.
+func indexTOML(data []byte) *index {
+	ix := &index{data: data, spans: map[string]span{}, keys: map[string][]string{}}
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	arrays := map[string]int{}
+	// keyPath returns a (dotted) key, the offset of each part, and the
+	// offset of its last part.
+	var parts []int
+	keyPath := func(n *unstable.Node) ([]string, int) {
+		var out []string
+		parts = parts[:0]
+		it := n.Key()
+		for it.Next() {
+			k := it.Node()
+			parts = append(parts, int(k.Raw.Offset))
+			out = append(out, string(k.Data))
+		}
+		return out, parts[len(parts)-1]
+	}
+	// record places path; the parents that a dotted key or table header
+	// names are placed at their own parts.
+	record := func(path []string, key, value int) {
+		first := len(path) - len(parts)
+		for i := 1; i <= len(path); i++ {
+			parent, child := pathKey(path[:i-1]), path[i-1]
+			if _, seen := ix.spans[pathKey(path[:i])]; !seen {
+				off := key
+				if j := i - 1 - first; j >= 0 && j < len(parts) {
+					off = parts[j]
+				}
+				ix.keys[parent] = append(ix.keys[parent], child)
+				ix.spans[pathKey(path[:i])] = span{key: off, value: off}
+			}
+		}
+		ix.spans[pathKey(path)] = span{key: key, value: value}
+	}
+	var walkValue func(path []string, v *unstable.Node, fallback int)
+	walkValue = func(path []string, v *unstable.Node, fallback int) {
+		switch v.Kind {
+		case unstable.Array:
+			it := v.Children()
+			for i := 0; it.Next(); i++ {
+				c := it.Node()
+				off := fallback
+				if c.Raw.Length > 0 {
+					off = int(c.Raw.Offset)
+				}
+				child := append(append([]string(nil), path...), strconv.Itoa(i))
+				parts = parts[:0]
+				record(child, -1, off)
+				walkValue(child, c, off)
+			}
+		case unstable.InlineTable:
+			it := v.Children()
+			for it.Next() {
+				kv := it.Node()
+				k, koff := keyPath(kv)
+				child := append(append([]string(nil), path...), k...)
+				val := kv.Value()
+				voff := koff
+				if val.Raw.Length > 0 {
+					voff = int(val.Raw.Offset)
+				}
+				record(child, koff, voff)
+				walkValue(child, val, voff)
+			}
+		}
+	}
+	for p.NextExpression() {
+		n := p.Expression()
+		switch n.Kind {
+		case unstable.Table:
+			k, off := keyPath(n)
+			table = k
+			record(table, off, off)
+		case unstable.ArrayTable:
+			k, off := keyPath(n)
+			i := arrays[pathKey(k)]
+			arrays[pathKey(k)]++
+			table = append(k, strconv.Itoa(i))
+			record(table, off, off)
+		case unstable.KeyValue:
+			k, koff := keyPath(n)
+			path := append(append([]string(nil), table...), k...)
+			val := n.Value()
+			voff := koff
+			if val.Raw.Length > 0 {
+				voff = int(val.Raw.Offset)
+			}
+			record(path, koff, voff)
+			walkValue(path, val, voff)
+		}
+	}
+	return ix
+}
+
+// Codex's config.toml keeps servers under [mcp_servers.NAME] with names of
+// its own; fromCodex renames them into mcpctl's shape, remembering the
+// original names for messages.
+var codexFields = map[string]string{
+	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
+	"http_headers": "headers", "startup_timeout_sec": "startupTimeout", "startup_timeout_ms": "startupTimeout",
+	"tool_timeout_sec": "requestTimeout", "enabled_tools": "includeTools", "disabled_tools": "excludeTools",
+	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "", "required": "",
+}
+
+func (d *document) fromCodex() {
+	servers, _ := d.root["mcp_servers"].(map[string]any)
+	out := map[string]any{}
+	origin := map[string]string{} // "server\x00field" → Codex field
+	for name, v := range servers {
+		in, ok := v.(map[string]any)
+		if !ok {
+			d.errorAt([]string{"servers", name}, false, fmt.Sprintf("expected a table, got %s", typeName(v)), "")
+			continue
+		}
+		s := map[string]any{}
+		headers := map[string]any{}
+		for k, val := range in {
+			to, known := codexFields[k]
+			if !known {
+				var names []string
+				for n := range codexFields {
+					names = append(names, n)
+				}
+				hint := ""
+				if near := schemas.Closest(k, names); len(near) > 0 {
+					hint = fmt.Sprintf("did you mean %q?", near[0])
+				}
+				line, col := lineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, true))
+				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
+				continue
+			}
+			switch k {
+			case "enabled":
+				if b, ok := val.(bool); ok {
+					s["disabled"] = !b
+					origin[name+"\x00disabled"] = k
+				}
+			case "startup_timeout_ms":
+				if n, ok := val.(json.Number); ok {
+					f, _ := n.Float64()
+					s["startupTimeout"] = json.Number(strconv.FormatFloat(f/1000, 'g', -1, 64))
+					origin[name+"\x00startupTimeout"] = k
+				}
+			case "bearer_token_env_var":
+				if v, ok := val.(string); ok {
+					headers["Authorization"] = "Bearer ${" + v + "}"
+				}
+			case "env_http_headers":
+				if m, ok := val.(map[string]any); ok {
+					for h, v := range m {
+						if s, ok := v.(string); ok {
+							headers[h] = "${" + s + "}"
+						}
+					}
+				}
+			case "http_headers":
+				if m, ok := val.(map[string]any); ok {
+					for h, v := range m {
+						headers[h] = v
+					}
+				}
+			case "env_vars", "required":
+				// mcpctl passes its whole environment to servers, and
+				// starts all of a config's servers or none.
+			default:
+				s[to] = val
+				origin[name+"\x00"+to] = k
+			}
+		}
+		if len(headers) > 0 {
+			s["headers"] = headers
+			origin[name+"\x00headers"] = "http_headers"
+		}
+		out[name] = s
+	}
+	delete(d.root, "mcp_servers")
+	d.root["servers"] = out
+	d.written = func(path []string) []string {
+		if len(path) == 0 || path[0] != "servers" {
+			return path
+		}
+		w := append([]string{"mcp_servers"}, path[1:]...)
+		if len(w) >= 3 {
+			if f, ok := origin[w[1]+"\x00"+w[2]]; ok {
+				w[2] = f
+			}
+		}
+		return w
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	}
+	return "null"
+}
