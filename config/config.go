@@ -105,7 +105,7 @@ type Server struct {
 
 // Limits are resource limits of a server's process.
 type Limits struct {
-	Memory    int64         // bytes of address space; 0: none
+	Memory    int64         // bytes of data segment and private writable mappings (RLIMIT_DATA); 0: none
 	CPUTime   time.Duration // 0: none
 	OpenFiles int           // 0: none
 	Processes int           // 0: none
@@ -115,6 +115,10 @@ type Limits struct {
 func (l Limits) Any() bool {
 	return l.Memory > 0 || l.CPUTime > 0 || l.OpenFiles > 0 || l.Processes > 0
 }
+
+// IsStdio reports whether the server is a local process (type stdio, or no
+// type in a Server built in Go).
+func (s *Server) IsStdio() bool { return s.Type == "" || s.Type == "stdio" }
 
 // Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
 // or of the server itself when the field is not written.

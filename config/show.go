@@ -65,7 +65,7 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 			Restart: s.Restart, MaxRestarts: s.MaxRestarts, IncludeTools: s.IncludeTools,
 			ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
 		}
-		if s.Type == "stdio" {
+		if s.IsStdio() {
 			r.Cwd = s.Cwd
 		}
 		if s.IdleTimeout > 0 {

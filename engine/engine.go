@@ -58,12 +58,16 @@ type Options struct {
 	// and receives to <server>.wire.jsonl there. For debugging: messages
 	// carry arguments and results as they are.
 	Trace bool
-	// RequestTimeout bounds a call that sets no timeout. Default 60s.
+	// RequestTimeout bounds a request that sets no timeout, for servers
+	// whose config sets no requestTimeout. Default 60s; when set, it wins
+	// over the configs.
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long a server may take to exit after its stdin
 	// closes before it gets SIGTERM. Default 100ms.
 	ShutdownGrace time.Duration
-	// ShutdownTimeout is how long SIGTERM has before SIGKILL. Default 5s.
+	// ShutdownTimeout is how long SIGTERM has before SIGKILL, for servers
+	// whose config sets no shutdownTimeout. Default 5s; when set, it wins
+	// over the configs.
 	ShutdownTimeout time.Duration
 	// Sampling answers sampling/createMessage requests from servers;
 	// when nil, servers are not offered sampling.
@@ -76,6 +80,11 @@ type Options struct {
 	CacheEntries int
 	CacheBytes   int
 }
+
+const (
+	defaultRequestTimeout  = 60 * time.Second
+	defaultShutdownTimeout = 5 * time.Second
+)
 
 // An Engine hosts the servers of one config. Its methods are safe for
 // concurrent use.
@@ -94,6 +103,10 @@ type Engine struct {
 
 	progressMu sync.Mutex
 	progressFn map[string]func(Progress) // by progress token
+
+	// requestSet and shutdownSet say the options set these timeouts, which
+	// then win over the servers' configs.
+	requestSet, shutdownSet bool
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
@@ -105,14 +118,15 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	requestSet, shutdownSet := o.RequestTimeout > 0, o.ShutdownTimeout > 0
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 60 * time.Second
+		o.RequestTimeout = defaultRequestTimeout
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 100 * time.Millisecond
 	}
 	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 5 * time.Second
+		o.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if o.CacheEntries <= 0 {
 		o.CacheEntries = 1000
@@ -129,6 +143,7 @@ func New(cfg *config.Config, opts *Options) *Engine {
 		cache:      newCache(o.CacheEntries, o.CacheBytes),
 		metrics:    newMetrics(),
 		progressFn: map[string]func(Progress){},
+		requestSet: requestSet, shutdownSet: shutdownSet,
 	}
 	for _, sc := range cfg.Servers {
 		s := newServer(e, sc)
@@ -152,44 +167,44 @@ func (e *Engine) lookup(name string) (*server, error) {
 	return nil, unknownName("server", name, "", e.cfg.Names())
 }
 
-// Start starts the named servers, or all when none are named, in parallel
-// and all or nothing: when one fails, the others are stopped and the error
-// names every server that failed and why.
+// Start starts the named servers, or all that are not disabled when none
+// are named, with the servers they depend on: independent ones in
+// parallel, each dependent once its dependencies are ready. It is all or
+// nothing: when one fails, the others are stopped and the error names
+// every server that failed and why. Problems found before starting (a
+// command not on PATH, a missing cwd) fail the start before anything runs.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
-	targets := e.order
-	if len(names) > 0 {
-		targets = nil
-		for _, n := range names {
-			s, err := e.lookup(n)
-			if err != nil {
-				return err
-			}
-			targets = append(targets, s)
-		}
+	targets, err := e.targets(names)
+	if err != nil {
+		return err
 	}
-	// A command that cannot be found fails the start before anything runs.
-	var missing []*Error
-	for _, s := range targets {
-		if _, err := resolveCommand(s.cfg); err != nil {
-			var ee *Error
-			errors.As(err, &ee)
-			missing = append(missing, ee)
-		}
-	}
-	if len(missing) > 0 {
-		return combine(missing)
+	if err := precheck(targets); err != nil {
+		return err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(targets))
+	done := make(map[*server]chan struct{}, len(targets))
+	for _, s := range targets {
+		done[s] = make(chan struct{})
+	}
+	errs := make(map[*server]error, len(targets))
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i, s := range targets {
+	for _, s := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = s.start(sctx); errs[i] != nil {
+			defer close(done[s])
+			err := e.awaitDependencies(sctx, s, done, errs, &mu)
+			if err == nil {
+				err = s.start(sctx)
+			}
+			if err != nil {
 				cancel()
 			}
+			mu.Lock()
+			errs[s] = err
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -197,18 +212,20 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		e.stopAll(targets)
 		return err
 	}
-	// A server whose start was cut short because another failed is not a
-	// failure of its own; any other error is.
+	// A server whose start was cut short because another failed, or that
+	// never started because a dependency failed, is not a failure of its
+	// own; any other error is.
 	var failed, interrupted []*Error
-	for _, err := range errs {
+	for _, s := range targets {
+		err := errs[s]
 		if err == nil {
 			continue
 		}
 		var ee *Error
 		if !errors.As(err, &ee) {
-			ee = errorf(KindUnavailable, "", "%v", err).wrap(err)
+			ee = errorf(KindUnavailable, s.cfg.Name, "%v", err).wrap(err)
 		}
-		if errors.Is(err, context.Canceled) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, errDependency) {
 			interrupted = append(interrupted, ee)
 		} else {
 			failed = append(failed, ee)
@@ -223,6 +240,120 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		return combine(interrupted)
 	}
 	return combine(failed)
+}
+
+var errDependency = errors.New("a dependency did not start")
+
+// awaitDependencies waits until s's dependencies are ready.
+func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*server]chan struct{}, errs map[*server]error, mu *sync.Mutex) error {
+	for _, name := range s.cfg.DependsOn {
+		dep := e.servers[name]
+		ch, starting := done[dep]
+		if !starting {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		mu.Lock()
+		err := errs[dep]
+		mu.Unlock()
+		if err != nil {
+			return errorf(KindUnavailable, s.cfg.Name, "server %s was not started: its dependency %s did not start", s.cfg.Name, name).wrap(errDependency)
+		}
+	}
+	return nil
+}
+
+// targets are the servers to start for names, with what they depend on,
+// in config order.
+func (e *Engine) targets(names []string) ([]*server, error) {
+	if len(names) == 0 {
+		var out []*server
+		for _, s := range e.order {
+			if !s.cfg.Disabled {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	want := map[*server]bool{}
+	var add func(name string) error
+	add = func(name string) error {
+		s, err := e.lookup(name)
+		if err != nil {
+			return err
+		}
+		if s.cfg.Disabled {
+			return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg.Where("disabled")).
+				hint("remove \"disabled\" from server %s to use it", name)
+		}
+		if want[s] {
+			return nil
+		}
+		want[s] = true
+		for _, dep := range s.cfg.DependsOn {
+			if err := add(dep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := add(n); err != nil {
+			return nil, err
+		}
+	}
+	var out []*server
+	for _, s := range e.order {
+		if want[s] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// precheck refuses a start that cannot succeed, before anything runs: a
+// command that is not found, a cwd that does not exist, limits that cannot
+// be applied, and what this version of mcpctl does not do yet.
+func precheck(targets []*server) error {
+	var errs []*Error
+	for _, s := range targets {
+		if s.currentState() == StateReady {
+			continue
+		}
+		for _, ce := range s.cfg.Check() {
+			errs = append(errs, checkError(ce).(*Error))
+		}
+		if msg := unsupported(s.cfg); msg != "" {
+			errs = append(errs, errorf(KindUsage, s.cfg.Name, "server %s: %s is not supported yet (%s)", s.cfg.Name, msg, s.cfg.Source).
+				hint("remove it from server %s for now", s.cfg.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return combine(errs)
+	}
+	return nil
+}
+
+// unsupported names a setting this version of mcpctl does not honour yet;
+// such a config is refused, never silently half-run.
+func unsupported(c *config.Server) string {
+	switch {
+	case !c.IsStdio():
+		return "type " + c.Type
+	case c.Activation != "" && c.Activation != "eager":
+		return "activation " + c.Activation
+	case c.IdleTimeout > 0:
+		return "idleTimeout"
+	case c.Restart != "" && c.Restart != "never":
+		return "restart " + c.Restart
+	case len(c.Roots) > 0:
+		return "roots"
+	}
+	return ""
 }
 
 // combine reports several start failures as one error, one line each.

@@ -22,7 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MCPCTL_TEST_FAKE") == "1" {
 		os.Exit(fakemcp.Main(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	fakemcp.RemovePlainBinary()
+	os.Exit(code)
 }
 
 // fakeServer writes spec to a file and returns a config entry that runs the
@@ -319,7 +321,7 @@ func TestStartChecksCommandsFirst(t *testing.T) {
 	err := e.Start(ctx(t))
 	var ee *Error
 	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Server != "gone" ||
-		ee.Message != "server gone: command not found: mcpctl-no-such-command" || !strings.Contains(strings.Join(ee.Hint, "\n"), "mcp.json:9:5") {
+		ee.Message != "command not found: mcpctl-no-such-command (server gone, mcp.json:9:5)" {
 		t.Fatalf("err = %#v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "good.pid")); err == nil {

@@ -199,7 +199,7 @@ func (s *server) listChanged(list string) {
 			}
 			s.mu.Unlock()
 		}()
-		ctx, cancel := context.WithTimeout(life, s.e.opts.RequestTimeout)
+		ctx, cancel := context.WithTimeout(life, s.requestTimeout(0))
 		defer cancel()
 		// Refreshes take turns, each from the snapshot the last one left,
 		// so two lists changing at once do not undo each other.
@@ -250,7 +250,7 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	if s.refreshing > 0 {
 		ch := s.settled
 		s.mu.Unlock()
-		waitDone(ch, s.e.opts.RequestTimeout)
+		waitDone(ch, s.requestTimeout(0))
 		s.mu.Lock()
 	}
 	defer s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,11 +26,15 @@ import (
 // starts npm, which starts sh, which starts node).
 type process struct {
 	server string
-	cmd    *exec.Cmd
-	pgid   int
-	stdin  *os.File // our end of the server's stdin
-	stdout *os.File // our end of the server's stdout
-	tail   *lineTail
+	limits config.Limits
+	// outOfMemory and outOfFiles: stderr said the process ran out of what
+	// its limits bound.
+	outOfMemory, outOfFiles atomic.Bool
+	cmd                     *exec.Cmd
+	pgid                    int
+	stdin                   *os.File // our end of the server's stdin
+	stdout                  *os.File // our end of the server's stdout
+	tail                    *lineTail
 
 	done       chan struct{} // closed once the leader is reaped
 	exitErr    error
@@ -40,9 +45,9 @@ type process struct {
 // startProcess starts the server's command. Its stderr goes, line by line,
 // to logPath (when set), to a tail kept for error messages, and to onLine.
 func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine func(string)) (*process, error) {
-	path, err := resolveCommand(s)
+	path, err := s.ResolveCommand()
 	if err != nil {
-		return nil, err
+		return nil, checkError(err)
 	}
 	if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
 		return nil, errorf(KindUnavailable, s.Name, "server %s: working directory %s does not exist", s.Name, s.Cwd).
@@ -83,6 +88,15 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	if err == nil && s.Limits.Any() {
+		// The limits bind the process from here on, and every process it
+		// starts (npx's node is started well after this).
+		if err = applyLimits(cmd.Process.Pid, s.Limits); err != nil {
+			signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			err = fmt.Errorf("applying limits: %w", err)
+		}
+	}
 	if err != nil {
 		inW.Close()
 		outR.Close()
@@ -91,6 +105,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 	}
 	p := &process{
 		server:     s.Name,
+		limits:     s.Limits,
 		cmd:        cmd,
 		pgid:       cmd.Process.Pid,
 		stdin:      inW,
@@ -141,6 +156,7 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string))
 				io.WriteString(logFile, text+"\n")
 			}
 			p.tail.add(text)
+			p.noteSigns(text)
 			if onLine != nil {
 				onLine(text)
 			}
@@ -259,45 +275,80 @@ func exitDescription(err error) string {
 	return err.Error()
 }
 
-// resolveCommand finds the server's program the way a shell would, but on
-// the PATH the server itself will get.
-func resolveCommand(s *config.Server) (string, error) {
-	notFound := func() error {
-		return errorf(KindUnavailable, s.Name, "server %s: command not found: %s", s.Name, s.Command).
-			hint("install %s or fix command of server %s (%s)", s.Command, s.Name, s.Source)
+// checkError turns a config check into the engine's error.
+func checkError(err error) error {
+	var ce *config.CheckError
+	if !errors.As(err, &ce) {
+		return err
 	}
-	if strings.ContainsRune(s.Command, '/') {
-		p := s.Command
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.Cwd, p)
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return "", notFound()
-		}
-		if st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", errorf(KindUnavailable, s.Name, "server %s: %s is not executable", s.Name, s.Command).
-				hint("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Command)
-		}
-		return p, nil
+	// The message is the config's own, which names server and place.
+	e := errorf(KindUnavailable, ce.Server, "%s", ce.Error())
+	if ce.Hint != "" {
+		e.hint("%s", ce.Hint)
 	}
-	pathEnv, ok := s.Env["PATH"]
-	if !ok {
-		pathEnv = os.Getenv("PATH")
+	return e
+}
+
+// exitReason says how the process ended and, when a limit set in the
+// config explains it, which one.
+func (p *process) exitReason() string {
+	desc := exitDescription(p.exitErr)
+	var ee *exec.ExitError
+	errors.As(p.exitErr, &ee)
+	var ws syscall.WaitStatus
+	if ee != nil {
+		ws, _ = ee.Sys().(syscall.WaitStatus)
 	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(s.Cwd, dir)
-		}
-		p := filepath.Join(dir, s.Command)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
+	if p.exited() {
+		waitDone(p.stderrDone, 500*time.Millisecond)
+	}
+	l := p.limits
+	switch {
+	case l.CPUTime > 0 && ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL) &&
+		ee.UserTime()+ee.SystemTime() >= l.CPUTime.Truncate(time.Second):
+		// SIGXCPU at the soft limit, SIGKILL at the hard one for programs
+		// that ignore SIGXCPU (Go does); the CPU it used tells it was the limit.
+		return fmt.Sprintf("%s: it used up its cpuTime limit of %s", desc, l.CPUTime)
+	case l.Memory > 0 && p.exitErr != nil && p.outOfMemory.Load():
+		return fmt.Sprintf("%s: it hit its memory limit of %s", desc, sizeText(l.Memory))
+	case l.OpenFiles > 0 && p.exitErr != nil && p.outOfFiles.Load():
+		return fmt.Sprintf("%s: it hit its openFiles limit of %d", desc, l.OpenFiles)
+	}
+	return desc
+}
+
+// noteSigns watches stderr for a process running out of what its limits
+// bound: the last words of runtimes that could not get memory (Go, Node,
+// C++, Python, the C library) or file descriptors. They are noted as they
+// pass, since a stack trace after them can be longer than any tail.
+func (p *process) noteSigns(line string) {
+	if p.limits.Memory > 0 && containsAny(line, "out of memory", "Cannot allocate memory", "std::bad_alloc", "MemoryError", "Fatal process OOM", "failed to reserve") {
+		p.outOfMemory.Store(true)
+	}
+	if p.limits.OpenFiles > 0 && containsAny(line, "too many open files", "EMFILE") {
+		p.outOfFiles.Store(true)
+	}
+}
+
+func containsAny(s string, needles ...string) bool {
+	for _, n := range needles {
+		if strings.Contains(s, n) {
+			return true
 		}
 	}
-	return "", notFound()
+	return false
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func startError(s *config.Server, err error) error {

@@ -2,6 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,4 +57,40 @@ func groupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// applyLimits sets a running process's resource limits (prlimit). Memory
+// is RLIMIT_DATA, what the process allocates, not RLIMIT_AS: Go and Node
+// reserve some 700 MiB of address space before they allocate anything, so
+// an address-space limit that suits their real use stops them starting.
+// cpuTime sends SIGXCPU at the limit and SIGKILL a second later.
+func applyLimits(pid int, l config.Limits) error {
+	set := func(what string, res int, soft, hard uint64) error {
+		if err := unix.Prlimit(pid, res, &unix.Rlimit{Cur: soft, Max: hard}, nil); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	if l.Memory > 0 {
+		if err := set("memory", unix.RLIMIT_DATA, uint64(l.Memory), uint64(l.Memory)); err != nil {
+			return err
+		}
+	}
+	if l.CPUTime > 0 {
+		secs := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		if err := set("cpuTime", unix.RLIMIT_CPU, secs, secs+1); err != nil {
+			return err
+		}
+	}
+	if l.OpenFiles > 0 {
+		if err := set("openFiles", unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)); err != nil {
+			return err
+		}
+	}
+	if l.Processes > 0 {
+		if err := set("processes", unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,7 +2,12 @@
 
 package engine
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+
+	"github.com/mcpctl/mcpctl/config"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
@@ -13,3 +18,9 @@ func signalGroup(pgid int, sig syscall.Signal) {
 }
 
 func groupAlive(pgid int) bool { return pgid > 1 && syscall.Kill(-pgid, 0) == nil }
+
+// applyLimits: limits need Linux's prlimit; configs with limits are
+// refused before anything starts elsewhere.
+func applyLimits(pid int, l config.Limits) error {
+	return errors.New("limits can be applied only on Linux")
+}

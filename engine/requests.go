@@ -50,14 +50,6 @@ func (h *handle) capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{}
 }
 
-// timeout is the request's own timeout, or the engine's.
-func (e *Engine) timeout(ms int64) time.Duration {
-	if ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	return e.opts.RequestTimeout
-}
-
 // do runs one request: send makes it through the SDK with the context it is
 // given and returns the SDK's typed result. do bounds it by timeout and by
 // the server's life, returns the raw result the server sent, explains a
@@ -120,7 +112,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, time
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
 		if h.proc.exited() {
-			e.Message = fmt.Sprintf("server %s %s during %s", name, exitDescription(h.proc.exitErr), what)
+			e.Message = fmt.Sprintf("server %s %s during %s", name, h.proc.exitReason(), what)
 		}
 		e.Stderr = h.proc.stderrTail(10)
 		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
@@ -179,7 +171,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
-	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		params := &mcp.CallToolParams{Name: toolName, Arguments: args}
 		params.SetProgressToken(token)
 		return h.cs.CallTool(ctx, params)
@@ -232,7 +224,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
 		}
 	}
-	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.GetPrompt(ctx, params)
 	})
 	if err != nil {
@@ -307,7 +299,7 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 			return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
-	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.ReadResource(ctx, params)
 	})
 	if err != nil {
@@ -391,7 +383,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if len(req.Context) > 0 {
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
-	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, e.timeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.Complete(ctx, params)
 	})
 	if err != nil {
@@ -444,7 +436,7 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	if s.subs[uri] == 0 {
-		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, e.opts.RequestTimeout, func(ctx context.Context) (any, error) {
+		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
@@ -495,7 +487,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 			set = append(set, s.cfg.Name)
 			continue
 		}
-		_, err = h.do(ctx, "logging/setLevel", "setting the log level", e.opts.RequestTimeout, func(ctx context.Context) (any, error) {
+		_, err = h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 			return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
 		})
 		if err != nil {

@@ -178,7 +178,7 @@ func (s *server) connect(ctx context.Context) error {
 	// jsonLines bounds lines itself.
 	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
 	if err != nil {
-		proc.stop(0, s.e.opts.ShutdownTimeout)
+		proc.stop(0, s.shutdownTimeout())
 		return err
 	}
 	conn := newCaptureConn(inner)
@@ -194,7 +194,11 @@ func (s *server) connect(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	cctx, cp := withCapture(sctx)
-	cs, err := client.Connect(cctx, connTransport{conn}, nil)
+	var sessOpts *mcp.ClientSessionOptions
+	if cfg.ProtocolVersion != "" {
+		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion}
+	}
+	cs, err := client.Connect(cctx, connTransport{conn}, sessOpts)
 	conn.release(cp)
 	var snap *snapshot
 	if err == nil {
@@ -208,7 +212,7 @@ func (s *server) connect(ctx context.Context) error {
 		// Let an exiting process finish, so the error can say how it ended.
 		waitDone(proc.done, 500*time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err)
-		proc.stop(0, s.e.opts.ShutdownTimeout)
+		proc.stop(0, s.shutdownTimeout())
 		return failure
 	}
 	init, ok := cp.last("initialize")
@@ -242,7 +246,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	var e *Error
 	switch {
 	case proc.exited():
-		e = errorf(KindUnavailable, name, "server %s %s during startup", name, exitDescription(proc.exitErr))
+		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
 		e.hint("check the server's command and arguments (%s)", s.cfg.Source)
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg.StartupTimeout)
@@ -274,7 +278,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	}
 	var e *Error
 	if proc.exited() {
-		e = errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, exitDescription(proc.exitErr))
+		e = errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, proc.exitReason())
 	} else {
 		e = errorf(KindUnavailable, s.cfg.Name, "lost the connection to server %s: %v", s.cfg.Name, connErr)
 	}
@@ -285,7 +289,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	s.mu.Unlock()
 	proc.stdin.Close()
 	cs.Close()
-	proc.stop(0, s.e.opts.ShutdownTimeout)
+	proc.stop(0, s.shutdownTimeout())
 }
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
@@ -318,7 +322,7 @@ func (s *server) stop() {
 	// waits for such writes.
 	proc.stdin.Close()
 	cs.Close()
-	proc.stop(s.e.opts.ShutdownGrace, s.e.opts.ShutdownTimeout)
+	proc.stop(s.e.opts.ShutdownGrace, s.shutdownTimeout())
 
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil
@@ -330,9 +334,13 @@ func (s *server) stop() {
 func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	state := s.state
+	if state == StateStopped && s.cfg.Disabled {
+		state = StateDisabled
+	}
 	st := ServerStatus{
 		Name:            s.cfg.Name,
-		State:           s.state,
+		State:           state,
 		Since:           s.since,
 		Tools:           s.snap.toolCount(),
 		ServerInfo:      s.info,
@@ -420,4 +428,31 @@ func relay(ctx context.Context, server string, params, result any, h RequestHand
 		return err
 	}
 	return json.Unmarshal(res, result)
+}
+
+func (s *server) currentState() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// shutdownTimeout is how long SIGTERM has before SIGKILL: the server's own
+// setting, else the engine's.
+func (s *server) shutdownTimeout() time.Duration {
+	if s.cfg.ShutdownTimeout > 0 && !s.e.shutdownSet {
+		return s.cfg.ShutdownTimeout
+	}
+	return s.e.opts.ShutdownTimeout
+}
+
+// requestTimeout is a request's timeout: the caller's, else the server's,
+// else the engine's.
+func (s *server) requestTimeout(ms int64) time.Duration {
+	switch {
+	case ms > 0:
+		return time.Duration(ms) * time.Millisecond
+	case s.cfg.RequestTimeout > 0 && !s.e.requestSet:
+		return s.cfg.RequestTimeout
+	}
+	return s.e.opts.RequestTimeout
 }

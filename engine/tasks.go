@@ -57,7 +57,7 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	perRequest := e.opts.RequestTimeout
+	perRequest := h.s.requestTimeout(0)
 	raw, err := h.do(withTask(ctx, taskTTL), "tools/call", "the call to "+tool.Name(), perRequest, func(ctx context.Context) (any, error) {
 		params := &mcp.CallToolParams{Name: tool.Tool, Arguments: args}
 		params.SetProgressToken(token)

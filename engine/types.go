@@ -19,6 +19,8 @@ const (
 	StateDegraded    State = "degraded"
 	StateUnavailable State = "unavailable"
 	StateStopping    State = "stopping"
+	// StateDisabled: the config disables the server; it never starts.
+	StateDisabled State = "disabled"
 )
 
 // A ServerStatus is one server as [Engine.Status] reports it.

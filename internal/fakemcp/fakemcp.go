@@ -56,6 +56,10 @@ type Spec struct {
 	ChildPIDFile string `json:"childPidFile,omitempty"`
 	// PIDFile, when set, receives the server's own pid.
 	PIDFile string `json:"pidFile,omitempty"`
+	// EventLog, when set, gets "NAME start" appended when the process
+	// starts and "NAME serving" when, after StartDelay, it begins to
+	// serve; several servers may share one file, to show start order.
+	EventLog string `json:"eventLog,omitempty"`
 	// CallLog, when set, gets one JSON line per thing the server saw: each
 	// tools/call, a cancelled call, a (un)subscription, a task cancel.
 	CallLog string `json:"callLog,omitempty"`
@@ -130,6 +134,7 @@ func run(spec *Spec) int {
 	if spec.PIDFile != "" {
 		os.WriteFile(spec.PIDFile, []byte(strconv.Itoa(os.Getpid())), 0o644)
 	}
+	logEvent(spec, "start")
 	for _, l := range spec.Stderr {
 		fmt.Fprintln(os.Stderr, l)
 	}
@@ -159,6 +164,7 @@ func run(spec *Spec) int {
 			}
 		}()
 	}
+	logEvent(spec, "serving")
 	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
 	f.srv = f.newServer()
 	err := f.srv.Run(context.Background(), &transport{f: f})
@@ -180,6 +186,7 @@ type fake struct {
 	initID      jsonrpc.ID          // the initialize request, whose result gets Spec.Tasks
 	tasks       map[string]*fakeTask
 	taskSeq     int
+	held        [][]byte // memory a tool allocated
 }
 
 func (f *fake) newServer() *mcp.Server {
@@ -270,6 +277,22 @@ func (f *fake) tool(name string) (Tool, bool) {
 }
 
 // logCall appends one JSON line to the spec's CallLog.
+// logEvent appends "NAME event" to the spec's EventLog; one write to an
+// O_APPEND file, so servers sharing the file do not interleave.
+func logEvent(spec *Spec, event string) {
+	if spec.EventLog == "" {
+		return
+	}
+	name := spec.Name
+	if name == "" {
+		name = "fake"
+	}
+	if fl, err := os.OpenFile(spec.EventLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fl.Write([]byte(name + " " + event + "\n"))
+		fl.Close()
+	}
+}
+
 func (f *fake) logCall(v any) {
 	if f.spec.CallLog == "" {
 		return

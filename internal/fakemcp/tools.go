@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,6 +36,8 @@ type Tool struct {
 	AddPrompt  string   `json:"addPrompt,omitempty"`   // a prompt added
 	Touch      string   `json:"touch,omitempty"`       // resources/updated sent for this URI
 	Sample     string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
+	Allocate   int      `json:"allocate,omitempty"`    // MiB allocated, written to and held for good
+	Spin       bool     `json:"spin,omitempty"`        // burn CPU until the call is cancelled
 
 	// What a call answers; the first one set wins.
 	Result      json.RawMessage `json:"result,omitempty"`      // sent as the raw result
@@ -47,6 +50,9 @@ type Tool struct {
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
+	// Limits answers with the process's own resource limits (soft):
+	// {"nofile": N, "cpu": seconds, "data": bytes}.
+	Limits bool `json:"limits,omitempty"`
 }
 
 func (f *fake) handler(t Tool) mcp.ToolHandler {
@@ -88,11 +94,22 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			}
 			out, _ := json.Marshal(map[string]any{"args": os.Args[1:], "cwd": cwd, "env": vals})
 			return text(string(out)), nil
+		case t.Limits:
+			out, _ := json.Marshal(map[string]uint64{
+				"nofile": rlimit(syscall.RLIMIT_NOFILE), "cpu": rlimit(syscall.RLIMIT_CPU), "data": rlimit(syscall.RLIMIT_DATA),
+			})
+			return text(string(out)), nil
 		case t.Error != "":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: t.Error}}}, nil
 		}
 		return text(string(args)), nil
 	}
+}
+
+func rlimit(res int) uint64 {
+	var l syscall.Rlimit
+	syscall.Getrlimit(res, &l)
+	return l.Cur
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -122,6 +139,17 @@ func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	}
 	if t.Touch != "" {
 		f.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: t.Touch})
+	}
+	for range t.Allocate {
+		chunk := make([]byte, 1<<20)
+		for i := range chunk {
+			chunk[i] = 1
+		}
+		f.mu.Lock()
+		f.held = append(f.held, chunk)
+		f.mu.Unlock()
+	}
+	for t.Spin && ctx.Err() == nil {
 	}
 	d, _ := time.ParseDuration(t.Sleep)
 	steps := max(t.Progress, 1)

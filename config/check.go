@@ -1,0 +1,117 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// A CheckError is a problem with a server that the file alone does not
+// show: its command is not found, its cwd does not exist, its limits cannot
+// be applied. It names the server and the place in the file.
+type CheckError struct {
+	Server string
+	Field  string // the field at fault, e.g. "command"
+	Place  string // file:line:col of that field
+	Msg    string
+	Hint   string
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("%s (server %s, %s)", e.Msg, e.Server, e.Place)
+}
+
+// Hints implements the hint convention of mcpctl's error printer.
+func (e *CheckError) Hints() []string {
+	if e.Hint == "" {
+		return nil
+	}
+	return []string{e.Hint}
+}
+
+// AsConfigError places the problem the way config errors are placed, for
+// `config validate`.
+func (e *CheckError) AsConfigError() *Error {
+	ce := errorAtPlace(e.Place, "servers."+e.Server+"."+e.Field, e.Msg, e.Hint)
+	return ce
+}
+
+// Check reports what would stop the server from starting that the file
+// alone does not show. It looks at the file system; it starts nothing.
+func (s *Server) Check() []*CheckError {
+	var errs []*CheckError
+	add := func(field, msg, hint string) {
+		errs = append(errs, &CheckError{Server: s.Name, Field: field, Place: s.Where(field), Msg: msg, Hint: hint})
+	}
+	if s.IsStdio() {
+		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
+			add("cwd", fmt.Sprintf("working directory %s does not exist", s.Cwd), "create it, or fix cwd")
+		} else if _, err := s.ResolveCommand(); err != nil {
+			ce := err.(*CheckError)
+			errs = append(errs, ce)
+		}
+	}
+	if s.Limits.Any() {
+		switch {
+		case runtime.GOOS != "linux":
+			add("limits", "limits can be applied only on Linux", "remove limits, or run on Linux")
+		case s.Limits.Processes > 0 && os.Geteuid() == 0:
+			add("limits", "limits.processes cannot be applied to a server run by root (RLIMIT_NPROC does not bind root)", "remove limits.processes, or run mcpctl as another user")
+		}
+	}
+	return errs
+}
+
+// ResolveCommand finds the server's program the way a shell would, but on
+// the PATH the server itself will get, and relative to its cwd.
+func (s *Server) ResolveCommand() (string, error) {
+	notFound := func() error {
+		return &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
+			Msg: "command not found: " + s.Command, Hint: fmt.Sprintf("install %s, or fix the command of server %s", s.Command, s.Name)}
+	}
+	if strings.ContainsRune(s.Command, '/') {
+		p := s.Command
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Cwd, p)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", notFound()
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
+				Msg: s.Command + " is not executable", Hint: fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Command)}
+		}
+		return p, nil
+	}
+	pathEnv, ok := s.Env["PATH"]
+	if !ok {
+		pathEnv = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.Cwd, dir)
+		}
+		p := filepath.Join(dir, s.Command)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", notFound()
+}
+
+// Check checks every server that is not disabled; see [Server.Check].
+func (c *Config) Check() []*CheckError {
+	var errs []*CheckError
+	for _, s := range c.Servers {
+		if !s.Disabled {
+			errs = append(errs, s.Check()...)
+		}
+	}
+	return errs
+}

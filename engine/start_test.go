@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+)
+
+// events reads an EventLog shared by fake servers.
+func events(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+func before(t *testing.T, evs []string, first, second string) {
+	t.Helper()
+	i, j := slices.Index(evs, first), slices.Index(evs, second)
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("want %q before %q, events: %q", first, second, evs)
+	}
+}
+
+func TestDependencyStartOrder(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "events")
+	db := fakeServer(t, "db", fakemcp.Spec{Name: "db", EventLog: log, StartDelay: "1s"})
+	api := fakeServer(t, "api", fakemcp.Spec{Name: "api", EventLog: log})
+	api.DependsOn = []string{"db"}
+	web := fakeServer(t, "web", fakemcp.Spec{Name: "web", EventLog: log})
+	web.DependsOn = []string{"api"}
+	other := fakeServer(t, "other", fakemcp.Spec{Name: "other", EventLog: log, StartDelay: "1s"})
+	// Listed dependents first: the order comes from dependsOn, not the file.
+	e := newEngine(t, web, api, db, other)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	evs := events(t, log)
+	before(t, evs, "db serving", "api start")
+	before(t, evs, "api serving", "web start")
+	// Independent servers start together: other is not held back by db.
+	before(t, evs, "other start", "db serving")
+	before(t, evs, "db start", "other serving")
+}
+
+func TestStartNamedBringsDependencies(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "events")
+	db := fakeServer(t, "db", fakemcp.Spec{Name: "db", EventLog: log})
+	api := fakeServer(t, "api", fakemcp.Spec{Name: "api", EventLog: log})
+	api.DependsOn = []string{"db"}
+	other := fakeServer(t, "other", fakemcp.Spec{Name: "other", EventLog: log})
+	e := newEngine(t, db, api, other)
+	if err := e.Start(ctx(t), "api"); err != nil {
+		t.Fatal(err)
+	}
+	evs := events(t, log)
+	before(t, evs, "db serving", "api start")
+	if slices.Contains(evs, "other start") {
+		t.Errorf("other started though only api was asked for: %q", evs)
+	}
+}
+
+func TestFailedDependencyStartsNoDependent(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "events")
+	code := 3
+	db := fakeServer(t, "db", fakemcp.Spec{Name: "db", EventLog: log, Exit: &code, Stderr: []string{"no database"}})
+	api := fakeServer(t, "api", fakemcp.Spec{Name: "api", EventLog: log})
+	api.DependsOn = []string{"db"}
+	e := newEngine(t, db, api)
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Server != "db" || !strings.Contains(ee.Message, "server db exited with code 3 during startup") {
+		t.Fatalf("err = %v", err)
+	}
+	// The dependent is not blamed: the error is about db alone.
+	if strings.Contains(ee.Message, "api") {
+		t.Errorf("error blames api: %s", ee.Message)
+	}
+	if evs := events(t, log); slices.Contains(evs, "api start") {
+		t.Errorf("api started although db failed: %q", evs)
+	}
+}
+
+func TestDisabledServer(t *testing.T) {
+	dir := t.TempDir()
+	on := fakeServer(t, "on", fakemcp.Spec{})
+	off := fakeServer(t, "off", fakemcp.Spec{PIDFile: filepath.Join(dir, "off.pid")})
+	off.Disabled = true
+	e := newEngine(t, on, off)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "off.pid")); err == nil {
+		t.Error("a disabled server was started")
+	}
+	for _, st := range e.Status() {
+		if st.Name == "off" && st.State != StateDisabled {
+			t.Errorf("status of off: %s, want disabled", st.State)
+		}
+	}
+	err := e.Start(ctx(t), "off")
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != "server off is disabled in the config (test:1:1)" {
+		t.Errorf("starting a disabled server: %#v", err)
+	}
+}
+
+// plainFake is fakeServer run by a binary without the race detector, which
+// resource limits need.
+func plainFake(t *testing.T, name string, spec fakemcp.Spec) *config.Server {
+	t.Helper()
+	exe, err := fakemcp.PlainBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fakeServer(t, name, spec)
+	s.Command = exe
+	return s
+}
+
+func TestMemoryLimitKillsAndIsNamed(t *testing.T) {
+	s := plainFake(t, "hog", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "grow", Allocate: 512}, {Name: "small", Allocate: 8}}})
+	s.Limits.Memory = 128 << 20
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Under the limit, the server works.
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "hog.small"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "hog.grow"})
+	var ee *Error
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "it hit its memory limit of 128 MiB") {
+		t.Fatalf("err = %v", err)
+	}
+	st := waitState(t, e, "hog", StateUnavailable)
+	if !strings.Contains(st.LastError, "memory limit of 128 MiB") {
+		t.Errorf("status does not name the limit: %+v", st)
+	}
+}
+
+func TestOpenFilesLimitApplies(t *testing.T) {
+	// The server's own view of its limits is the proof they were applied.
+	s := plainFake(t, "fd", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "limits", Limits: true}}})
+	s.Limits = config.Limits{OpenFiles: 77, CPUTime: 90 * time.Second, Memory: 1 << 30}
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "fd.limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(res.Result)
+	for _, want := range []string{`\"nofile\":77`, `\"cpu\":90`, `\"data\":1073741824`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("limits seen by the server lack %s: %s", want, text)
+		}
+	}
+}
+
+func TestServerTimeoutsFromConfig(t *testing.T) {
+	s := fakeServer(t, "slow", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "nap", Sleep: "10s"}}})
+	s.RequestTimeout = 300 * time.Millisecond
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, nil)
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "slow.nap"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindTimeout || !strings.Contains(ee.Message, "300ms") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func waitState(t *testing.T, e *Engine, name string, want State) ServerStatus {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, st := range e.Status() {
+			if st.Name == name && (st.State == want || time.Now().After(deadline)) {
+				if st.State != want {
+					t.Fatalf("server %s is %s, want %s: %+v", name, st.State, want, st)
+				}
+				return st
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCPUTimeLimitIsNamed(t *testing.T) {
+	s := plainFake(t, "spinner", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "spin", Spin: true}}})
+	s.Limits.CPUTime = time.Second
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "spinner.spin"})
+	var ee *Error
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "it used up its cpuTime limit of 1s") {
+		t.Fatalf("err = %v", err)
+	}
+}
