@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -21,6 +23,7 @@ const (
 type snapshot struct {
 	tools        []*Tool
 	toolByName   map[string]*Tool
+	hiddenTools  map[string]string // tool name → why the config hides it
 	prompts      []*Prompt
 	promptByName map[string]*Prompt
 	resources    []*Resource
@@ -56,6 +59,37 @@ func (sn *snapshot) names(list string) []string {
 	return out
 }
 
+// hidden says why the config hides a tool of the server, or "" when it
+// offers it: includeTools keeps only the tools matching one of its globs,
+// then excludeTools drops those matching one of its.
+func (s *server) hidden(tool string) string {
+	match := func(globs []string) string {
+		for _, g := range globs {
+			if ok, _ := path.Match(g, tool); ok {
+				return g
+			}
+		}
+		return ""
+	}
+	if len(s.cfg.IncludeTools) > 0 && match(s.cfg.IncludeTools) == "" {
+		return fmt.Sprintf("matches no glob of includeTools (%s)", s.cfg.Where("includeTools"))
+	}
+	if g := match(s.cfg.ExcludeTools); g != "" {
+		return fmt.Sprintf("matches %q of excludeTools (%s)", g, s.cfg.Where("excludeTools"))
+	}
+	return ""
+}
+
+// unknownTool explains a tool name the server does not offer: hidden by the
+// config, or unknown.
+func unknownTool(sn *snapshot, server, tool string) *Error {
+	if why, ok := sn.hiddenTools[tool]; ok {
+		return errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
+			hint("change includeTools/excludeTools of server %s to use it", server)
+	}
+	return unknownName("tool", server+"."+tool, server, sn.names(listTools))
+}
+
 // list lists every page of each list the server has the capability for,
 // starting from base; only lists named in only are listed again (all when
 // only is empty). Callers hold s.refreshMu, or have the server to
@@ -78,12 +112,18 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 			keys = append(keys, t.Name)
 		}
 		raws := s.rawList(cp, "tools/list", "tools", "name", keys)
-		sn.tools, sn.toolByName = nil, map[string]*Tool{}
+		sn.tools, sn.toolByName, sn.hiddenTools = nil, map[string]*Tool{}, map[string]string{}
 		for _, raw := range raws {
-			if t, err := newTool(s.cfg.Name, raw); err == nil {
-				sn.tools = append(sn.tools, t)
-				sn.toolByName[t.Tool] = t
+			t, err := newTool(s.cfg.Name, raw)
+			if err != nil {
+				continue
 			}
+			if why := s.hidden(t.Tool); why != "" {
+				sn.hiddenTools[t.Tool] = why
+				continue
+			}
+			sn.tools = append(sn.tools, t)
+			sn.toolByName[t.Tool] = t
 		}
 	}
 	if want(listPrompts) && caps.Prompts != nil {
@@ -322,7 +362,7 @@ func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	if oneTool && len(out) == 0 {
 		s, _ := e.lookup(srvName)
 		sn, _, _ := s.offer()
-		return nil, unknownName("tool", filter, srvName, sn.names(listTools))
+		return nil, unknownTool(sn, srvName, toolName)
 	}
 	return out, nil
 }

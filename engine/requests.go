@@ -150,7 +150,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	}
 	tool := h.snap.toolByName[toolName]
 	if tool == nil {
-		return nil, unknownName("tool", req.Name, srvName, h.snap.names(listTools))
+		return nil, unknownTool(h.snap, srvName, toolName)
 	}
 	args, err := buildArguments(tool, req.Arguments, req.Pairs)
 	if err != nil {

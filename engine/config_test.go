@@ -213,3 +213,44 @@ func TestCPUTimeLimitIsNamed(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestIncludeExcludeTools(t *testing.T) {
+	tools := []fakemcp.Tool{{Name: "read_file"}, {Name: "read_dir"}, {Name: "write_file"}, {Name: "delete"}}
+	s := fakeServer(t, "fs", fakemcp.Spec{Tools: tools})
+	s.IncludeTools = []string{"read_*", "write_*"}
+	s.ExcludeTools = []string{"*_dir"}
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.Tools("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list {
+		names = append(names, tl.Name())
+	}
+	if want := []string{"fs.read_file", "fs.write_file"}; !slices.Equal(names, want) {
+		t.Errorf("tools = %q, want %q", names, want)
+	}
+	if st := e.Status()[0]; st.Tools != 2 {
+		t.Errorf("status counts %d tools, want 2", st.Tools)
+	}
+	for name, want := range map[string]string{
+		"fs.read_dir": `tool fs.read_dir is hidden by the config: it matches "*_dir" of excludeTools (test:1:1)`,
+		"fs.delete":   `tool fs.delete is hidden by the config: it matches no glob of includeTools (test:1:1)`,
+	} {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: name})
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != want {
+			t.Errorf("calling %s: %v, want %s", name, err, want)
+		}
+		if _, err := e.Tools(name); err == nil || err.Error() != want {
+			t.Errorf("listing %s: %v", name, err)
+		}
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "fs.write_file"}); err != nil {
+		t.Errorf("an included tool: %v", err)
+	}
+}
