@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -27,12 +28,12 @@ type Env struct {
 	WorkDir   string
 
 	// Global flags.
-	configFlag  string
+	configFlags []string
 	sessionFlag string
 	format      output.Format
 
-	printer *output.Printer
-	cfgPath string
+	printer  *output.Printer
+	cfgPaths []string
 }
 
 func newEnv(in io.Reader, out, errOut io.Writer) *Env {
@@ -79,38 +80,55 @@ func (env *Env) jsonErrors() bool {
 // note writes a diagnostic for people to stderr.
 func (env *Env) note(format string, args ...any) { output.Note(env.ErrOut, format, args...) }
 
-// configPath finds the config file (--config, $MCPCTL_CONFIG, ./mcp.json,
-// ./.vscode/mcp.json, ./.mcp.json) and returns its canonical path.
-func (env *Env) configPath() (string, error) {
-	if env.cfgPath != "" {
-		return env.cfgPath, nil
-	}
-	p, err := config.Find(env.configFlag, env.LookupEnv, env.WorkDir)
-	if err != nil {
-		return "", err
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	env.cfgPath = p
-	return p, nil
+// discovery finds the config files: every --config, else $MCPCTL_CONFIG,
+// else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml,
+// ./.codex/config.toml.
+func (env *Env) discovery() (*config.Discovery, error) {
+	return config.Discover(env.configFlags, env.LookupEnv, env.WorkDir)
 }
 
-// loadConfig reads and checks the config file.
-func (env *Env) loadConfig() (*config.Config, error) {
-	p, err := env.configPath()
+// configPaths returns the canonical paths of the config files: absolute,
+// symlinks resolved. They identify the session.
+func (env *Env) configPaths() ([]string, error) {
+	if env.cfgPaths != nil {
+		return env.cfgPaths, nil
+	}
+	d, err := env.discovery()
 	if err != nil {
 		return nil, err
 	}
-	return config.Load(p, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+	for _, p := range d.Files {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		env.cfgPaths = append(env.cfgPaths, p)
+	}
+	return env.cfgPaths, nil
 }
 
-// session names the session of the config file (or --session).
+// configShown names the config files for messages.
+func (env *Env) configShown() string {
+	paths, _ := env.configPaths()
+	return strings.Join(paths, ", ")
+}
+
+// loadConfig reads and checks the config files. Inputs without a
+// $MCPCTL_INPUT_<ID> are asked for when stdin and stderr are a terminal.
+func (env *Env) loadConfig() (*config.Config, error) {
+	paths, err := env.configPaths()
+	if err != nil {
+		return nil, err
+	}
+	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir}
+	if env.canAsk() {
+		opts.Ask = env.askInput
+	}
+	return config.LoadFiles(paths, opts)
+}
+
+// session names the session of the config files (or --session).
 func (env *Env) session() (*engine.Session, error) {
-	p, err := env.configPath()
+	paths, err := env.configPaths()
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +136,7 @@ func (env *Env) session() (*engine.Session, error) {
 	if name == "" {
 		name = env.getenv("MCPCTL_SESSION")
 	}
-	return engine.SessionFor(p, name, env.getenv)
+	return engine.SessionFor(paths, name, env.getenv)
 }
 
 // engineOptions are the options of every engine this CLI starts, in a

@@ -49,7 +49,7 @@ it is.
 Without a session each command starts the servers it needs and stops them
 before it exits; "mcpctl up" only makes it fast.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE` (default: $MCPCTL_CONFIG, ./mcp.json, ./.vscode/mcp.json, ./.mcp.json)", Destination: &env.configFlag},
+			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE`; repeat to merge files (default: $MCPCTL_CONFIG, else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml, ./.codex/config.toml)", Destination: &env.configFlags},
 			&cli.StringFlag{Name: "session", Usage: "use the session called `NAME` instead of the one of the config file ($MCPCTL_SESSION)", Destination: &env.sessionFlag},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON even on a terminal", Destination: &env.format.JSON},
 			&cli.StringFlag{Name: "jq", Usage: "filter the JSON result with the jq `EXPR`", Destination: &env.format.JQ},
@@ -68,6 +68,8 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newCompleteCmd(env),
 			newInspectCmd(env),
 			newWatchCmd(env),
+			newReloadCmd(env),
+			newConfigCmd(env),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
@@ -84,6 +86,8 @@ before it exits; "mcpctl up" only makes it fast.`,
 			}
 			return usagef(fmt.Sprintf("unknown command %q", name), hints...)
 		},
+		// A config path may hold a comma.
+		DisableSliceFlagSeparator: true,
 		// urfave must never exit or print errors itself: Main does both.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Writer:         env.Out,

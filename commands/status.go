@@ -19,7 +19,9 @@ func newStatusCmd(env *Env) *cli.Command {
 		Usage: "Show the session and the state of each server",
 		Description: `Lists every server of the config with its state, pid, uptime and tool count.
 With no session running the servers are listed as stopped ("session" is null
-in JSON) and the exit code is 0.
+in JSON) and the exit code is 0. When the config was edited into something
+that cannot be loaded, the session keeps the config it had and "configError"
+says what is wrong.
 
   mcpctl status
   mcpctl status --jq '.servers[] | select(.state != "ready") | .name'`,
@@ -49,7 +51,11 @@ func runStatus(ctx context.Context, env *Env) error {
 		}
 		st = &engine.Status{Servers: []engine.ServerStatus{}}
 		for _, s := range cfg.Servers {
-			st.Servers = append(st.Servers, engine.ServerStatus{Name: s.Name, State: engine.StateStopped})
+			state := engine.StateStopped
+			if s.Disabled {
+				state = engine.StateDisabled
+			}
+			st.Servers = append(st.Servers, engine.ServerStatus{Name: s.Name, State: state})
 		}
 		if env.StderrTTY {
 			env.note("no session is running; start one with: mcpctl up")
@@ -75,5 +81,14 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		}
 		rows[i] = []string{s.Name, string(s.State), pid, uptime, strconv.Itoa(s.Tools), s.LastError}
 	}
-	return output.Table(w, []string{"server", "state", "pid", "uptime", "tools", "last error"}, rows)
+	if err := output.Table(w, []string{"server", "state", "pid", "uptime", "tools", "last error"}, rows); err != nil {
+		return err
+	}
+	if ce := st.ConfigError; ce != nil {
+		fmt.Fprintf(w, "\nThe config was edited but cannot be loaded; the session runs the config it had:\n%s\n", ce.Message)
+		for _, h := range ce.Hint {
+			fmt.Fprintf(w, "hint: %s\n", h)
+		}
+	}
+	return nil
 }

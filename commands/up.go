@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -154,8 +153,15 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, "up", "--foreground", "--notify-fd=3", "--config", cfg.Path, "--session", sess.Name)
+	args := []string{"up", "--foreground", "--notify-fd=3", "--session", sess.Name}
+	for _, p := range cfg.Paths {
+		args = append(args, "--config", p)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = env.WorkDir
+	// Inputs asked for here reach the session, which cannot ask, through
+	// its environment only; it keeps them from the servers' environments.
+	cmd.Env = append(os.Environ(), cfg.InputEnviron()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -211,78 +217,6 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		return nil, nil
 	}
 	return msg.Status, nil
-}
-
-// runSession is the session itself: it listens on the socket, starts every
-// server, reports, and serves until Ctrl-C, SIGTERM or `mcpctl down`.
-func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
-	notify := func(m readyMsg) {}
-	if notifyFD > 0 {
-		// The servers this session starts must not inherit the pipe: its
-		// reader waits for every writer to close it.
-		syscall.CloseOnExec(notifyFD)
-		f := os.NewFile(uintptr(notifyFD), "notify")
-		notify = func(m readyMsg) {
-			data, _ := json.Marshal(m)
-			f.Write(append(data, '\n'))
-			f.Close()
-		}
-	}
-	ln, release, err := sess.Listen()
-	if errors.Is(err, engine.ErrSessionRunning) {
-		notify(readyMsg{Running: true})
-		env.note("session %s is already running", sess.Name)
-		return nil
-	}
-	if err != nil {
-		err = &engine.Error{Kind: engine.KindInternal, Message: fmt.Sprintf("cannot listen on %s: %v", sess.Socket, err)}
-		notify(readyMsg{Error: err.(*engine.Error)})
-		return err
-	}
-	defer release()
-	defer os.Remove(sess.Socket)
-
-	var handler slog.Handler = slog.NewJSONHandler(env.ErrOut, nil)
-	if env.StderrTTY {
-		handler = slog.NewTextHandler(env.ErrOut, nil)
-	}
-	logger := slog.New(handler).With("session", sess.Name)
-	e := engine.New(cfg, env.engineOptions(sess, logger))
-	info := engine.SessionInfo{
-		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path,
-		Version: engine.Version(), StartedAt: time.Now(),
-	}
-	d := engine.NewDaemon(e, info, logger)
-	serveCtx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	served := make(chan error, 1)
-	go func() { served <- d.Serve(serveCtx, ln) }()
-	logger.Info("session starting", "config", cfg.Path, "servers", len(cfg.Servers), "pid", info.PID)
-
-	if err := e.Start(ctx); err != nil {
-		var ee *engine.Error
-		if !errors.As(err, &ee) {
-			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
-		}
-		notify(readyMsg{Error: ee})
-		stopServing()
-		<-served
-		logger.Info("session ended: a server failed to start", "error", err.Error())
-		return err
-	}
-	d.SetReady()
-	info.Ready = true
-	st := &engine.Status{Session: &info, Servers: e.Status()}
-	notify(readyMsg{Status: st})
-	if notifyFD == 0 {
-		if err := printUp(p, st); err != nil {
-			return err
-		}
-	}
-	logger.Info("session ready")
-	err = <-served
-	logger.Info("session ended")
-	return err
 }
 
 // tailFile returns the last n lines of a file, for error messages.

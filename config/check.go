@@ -115,3 +115,30 @@ func (c *Config) Check() []*CheckError {
 	}
 	return errs
 }
+
+// Validate reads the config files as [LoadFiles] does, without asking for
+// inputs, and returns every problem: those of the files and, for each
+// server that could be read and is not disabled, those [Server.Check]
+// finds. servers are the names of the servers that could be read. err is
+// set only when the files cannot be read at all.
+func Validate(paths []string, opts Options) (servers []string, problems Errors, err error) {
+	files, err := readFiles(paths, &opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	// An input stands for itself: validating must not need its value.
+	opts.Ask = func(in Input) (string, error) { return "${input:" + in.ID + "}", nil }
+	cfg, problems, err := loadAll(files, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers = cfg.Names()
+	for _, ce := range cfg.Check() {
+		problems = append(problems, ce.AsConfigError())
+	}
+	if len(cfg.Servers) == 0 && len(problems) == 0 {
+		problems = append(problems, &Error{File: cfg.File, Msg: "no servers defined"})
+	}
+	sortByPlace(problems, files)
+	return servers, problems, nil
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -45,6 +46,20 @@ type Config struct {
 	Servers []*Server
 	// Inputs are the VS Code input variables the files declare.
 	Inputs []Input
+
+	inputValues map[string]string // by input id: what ${input:ID} gave
+}
+
+// InputEnviron returns the values the inputs were given as
+// MCPCTL_INPUT_<ID>=value entries: how mcpctl hands them to the session it
+// starts in the background, which cannot ask. They are secrets.
+func (c *Config) InputEnviron() []string {
+	var out []string
+	for id, v := range c.inputValues {
+		out = append(out, InputEnv(id)+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // An Input is a VS Code input variable, used as ${input:ID}.
@@ -282,6 +297,15 @@ func Load(path string, opts Options) (*Config, error) { return LoadFiles([]strin
 // LoadFiles reads several config files and merges their servers; a server
 // name in two files is an error that shows both places.
 func LoadFiles(paths []string, opts Options) (*Config, error) {
+	files, err := readFiles(paths, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return load(files, opts)
+}
+
+// readFiles reads the files at paths and fills in opts' defaults.
+func readFiles(paths []string, opts *Options) ([]file, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
@@ -311,7 +335,7 @@ func LoadFiles(paths []string, opts Options) (*Config, error) {
 		}
 		files = append(files, file{shown: shown, path: abs, dir: dir, data: data})
 	}
-	return load(files, opts)
+	return files, nil
 }
 
 // Parse reads a config from data, as Load reads a file: for programs that

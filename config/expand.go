@@ -73,10 +73,13 @@ func expand(s string, v Vars) (out string, secrets []string, err error) {
 	return b.String(), secrets, nil
 }
 
+// InputEnvPrefix starts the name of every variable that gives an input.
+const InputEnvPrefix = "MCPCTL_INPUT_"
+
 // InputEnv is the environment variable that gives the value of ${input:id}.
 func InputEnv(id string) string {
 	var b strings.Builder
-	b.WriteString("MCPCTL_INPUT_")
+	b.WriteString(InputEnvPrefix)
 	for _, r := range strings.ToUpper(id) {
 		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)

@@ -3,6 +3,8 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,10 +35,34 @@ var patternWords = map[string]string{
 const maxDuration = 24 * time.Hour
 
 func load(files []file, opts Options) (*Config, error) {
+	cfg, errs, err := loadAll(files, opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(errs) > 0:
+		return nil, errs
+	case len(cfg.Servers) == 0:
+		return nil, &Error{File: cfg.File, Msg: "no servers defined",
+			Hint: `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`}
+	}
+	return cfg, nil
+}
+
+// loadAll reads the files and returns every problem at once: a file that
+// is not valid JSON or TOML is skipped, a server the schema finds fault
+// with is not decoded further, and every other server is decoded and its
+// dependencies checked. The config holds the servers that could be read.
+func loadAll(files []file, opts Options) (*Config, Errors, error) {
 	cfg := &Config{}
 	var docs []*document
 	var errs Errors
 	for i, f := range files {
+		if i == 0 {
+			cfg.File, cfg.Path, cfg.Dir = f.shown, f.path, f.dir
+		}
+		if f.path != "" {
+			cfg.Paths = append(cfg.Paths, f.path)
+		}
 		d, err := readDocument(f.shown, f.data)
 		if err != nil {
 			var e *Error
@@ -44,8 +70,10 @@ func load(files []file, opts Options) (*Config, error) {
 				errs = append(errs, e)
 				continue
 			}
-			return nil, err
+			return nil, nil, err
 		}
+		d.dir = f.dir
+		d.unreadable = map[string]bool{}
 		for _, v := range configSchema().Validate(d.root) {
 			hint := ""
 			if len(v.Suggest) > 0 {
@@ -64,43 +92,61 @@ func load(files []file, opts Options) (*Config, error) {
 				}
 			}
 			d.errorAt(v.Path, v.Unknown || v.Keyword == "propertyNames", msg, hint)
+			// Decoding trusts the schema: what it faults is not decoded.
+			switch {
+			case len(v.Path) >= 2 && (v.Path[0] == "servers" || v.Path[0] == "mcpServers"):
+				d.unreadable[v.Path[1]] = true
+			case len(v.Path) >= 1 && v.Path[0] != "inputs":
+				d.unusable = true
+			}
 		}
 		docs = append(docs, d)
-		if i == 0 {
-			cfg.File, cfg.Path, cfg.Dir = f.shown, f.path, f.dir
-		}
-		if f.path != "" {
-			cfg.Paths = append(cfg.Paths, f.path)
-		}
 	}
 	for _, d := range docs {
 		errs = append(errs, d.errs...)
 		d.errs = nil
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
 	home, _ := os.UserHomeDir()
 	in := newInputs(docs, opts)
 	cfg.Inputs = in.declared
 	defined := map[string]string{} // server → where it is defined
-	for i, d := range docs {
-		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: files[i].dir, UserHome: home, Input: in.value}
+	known := map[string]bool{}     // every server name, read or not
+	for _, d := range docs {
+		if d.unusable {
+			continue
+		}
+		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value}
 		servers := d.servers(defined, vars)
 		cfg.Servers = append(cfg.Servers, servers...)
 		errs = append(errs, d.errs...)
+		for n := range defined {
+			known[n] = true
+		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if in.interrupted != nil {
+		return nil, nil, in.interrupted
 	}
-	if len(cfg.Servers) == 0 {
-		return nil, &Error{File: cfg.File, Msg: "no servers defined",
-			Hint: `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`}
+	cfg.inputValues = in.values
+	errs = append(errs, checkDependencies(cfg.Servers, known)...)
+	sortByPlace(errs, files)
+	return cfg, errs, nil
+}
+
+// sortByPlace puts errors in file order, then line and column order.
+func sortByPlace(errs Errors, files []file) {
+	order := map[string]int{}
+	for i, f := range files {
+		order[f.shown] = i
 	}
-	if errs := checkDependencies(cfg.Servers); len(errs) > 0 {
-		return nil, errs
-	}
-	return cfg, nil
+	slices.SortStableFunc(errs, func(a, b *Error) int {
+		if c := cmp.Compare(order[a.File], order[b.File]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Line, b.Line); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Col, b.Col)
+	})
 }
 
 // servers decodes the servers of one document; defined holds the servers
@@ -129,6 +175,9 @@ func (d *document) servers(defined map[string]string, vars Vars) []*Server {
 			continue
 		}
 		defined[name] = here
+		if d.unreadable[name] {
+			continue
+		}
 		out = append(out, d.server(key, name, obj, defaults, vars))
 	}
 	return out
@@ -547,7 +596,10 @@ func readEnvFile(path string) ([][2]string, error) {
 
 // checkDependencies reports unknown names, disabled dependencies and
 // cycles in dependsOn.
-func checkDependencies(servers []*Server) Errors {
+// checkDependencies checks the dependsOn graph of servers; known names
+// every server defined, including those that could not be read, which are
+// not checked further.
+func checkDependencies(servers []*Server, known map[string]bool) Errors {
 	byName := map[string]*Server{}
 	var names []string
 	for _, s := range servers {
@@ -559,6 +611,8 @@ func checkDependencies(servers []*Server) Errors {
 		for i, dep := range s.DependsOn {
 			where := s.Where("dependsOn." + strconv.Itoa(i))
 			switch d := byName[dep]; {
+			case d == nil && known[dep]:
+				// Not readable: its own errors are reported.
 			case d == nil:
 				hint := ""
 				if near := schemas.Closest(dep, names); len(near) > 0 {
@@ -582,6 +636,9 @@ func checkDependencies(servers []*Server) Errors {
 		color[n] = grey
 		stack = append(stack, n)
 		for _, dep := range byName[n].DependsOn {
+			if byName[dep] == nil {
+				continue
+			}
 			switch color[dep] {
 			case grey:
 				i := slices.Index(stack, dep)
@@ -630,6 +687,9 @@ type inputs struct {
 	opts     Options
 	mu       sync.Mutex
 	values   map[string]string
+	// interrupted is set when the user gave up answering (Ctrl-C); no
+	// further input is asked for and the load ends with it.
+	interrupted error
 }
 
 func newInputs(docs []*document, opts Options) *inputs {
@@ -661,7 +721,14 @@ func (in *inputs) value(id string) (string, error) {
 	if in.opts.Ask == nil {
 		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked", InputEnv(id))}
 	}
+	if in.interrupted != nil {
+		return "", in.interrupted
+	}
 	v, err := in.opts.Ask(in.declared[i])
+	if errors.Is(err, context.Canceled) {
+		in.interrupted = err
+		return "", err
+	}
 	if err != nil {
 		return "", &expandError{msg: "has no value: " + err.Error(), hint: fmt.Sprintf("set %s", InputEnv(id))}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"sort"
 	"time"
 )
@@ -51,40 +52,50 @@ type ResolvedLimits struct {
 func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 	out := map[string]*ResolvedServer{}
 	for _, s := range c.Servers {
-		hide := func(v string) string {
-			if showSecrets {
-				return v
-			}
-			return s.Redact(v)
-		}
-		r := &ResolvedServer{
-			Type: s.Type, Command: hide(s.Command), EnvFile: s.EnvFile, URL: hide(s.URL),
-			StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
-			ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
-			DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,
-			Restart: s.Restart, MaxRestarts: s.MaxRestarts, IncludeTools: s.IncludeTools,
-			ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
-		}
-		if s.IsStdio() {
-			r.Cwd = s.Cwd
-		}
-		if s.IdleTimeout > 0 {
-			r.IdleTimeout = dur(s.IdleTimeout)
-		}
-		for _, a := range s.Args {
-			r.Args = append(r.Args, hide(a))
-		}
-		r.Env = redactAll(s.Env, showSecrets)
-		r.Headers = redactAll(s.Headers, showSecrets)
-		if s.Limits.Any() {
-			r.Limits = &ResolvedLimits{Memory: s.Limits.Memory, OpenFiles: s.Limits.OpenFiles, Processes: s.Limits.Processes}
-			if s.Limits.CPUTime > 0 {
-				r.Limits.CPUTime = dur(s.Limits.CPUTime)
-			}
-		}
-		out[s.Name] = r
+		out[s.Name] = s.resolved(showSecrets)
 	}
 	return out
+}
+
+// Same reports whether o runs exactly as s does: what a reload keeps
+// running. Where the server is written does not count.
+func (s *Server) Same(o *Server) bool {
+	return s.Name == o.Name && reflect.DeepEqual(s.resolved(true), o.resolved(true))
+}
+
+func (s *Server) resolved(showSecrets bool) *ResolvedServer {
+	hide := func(v string) string {
+		if showSecrets {
+			return v
+		}
+		return s.Redact(v)
+	}
+	r := &ResolvedServer{
+		Type: s.Type, Command: hide(s.Command), EnvFile: s.EnvFile, URL: hide(s.URL),
+		StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
+		ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
+		DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,
+		Restart: s.Restart, MaxRestarts: s.MaxRestarts, IncludeTools: s.IncludeTools,
+		ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
+	}
+	if s.IsStdio() {
+		r.Cwd = s.Cwd
+	}
+	if s.IdleTimeout > 0 {
+		r.IdleTimeout = dur(s.IdleTimeout)
+	}
+	for _, a := range s.Args {
+		r.Args = append(r.Args, hide(a))
+	}
+	r.Env = redactAll(s.Env, showSecrets)
+	r.Headers = redactAll(s.Headers, showSecrets)
+	if s.Limits.Any() {
+		r.Limits = &ResolvedLimits{Memory: s.Limits.Memory, OpenFiles: s.Limits.OpenFiles, Processes: s.Limits.Processes}
+		if s.Limits.CPUTime > 0 {
+			r.Limits.CPUTime = dur(s.Limits.CPUTime)
+		}
+	}
+	return r
 }
 
 func dur(d time.Duration) string { return d.String() }

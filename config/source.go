@@ -28,6 +28,13 @@ type document struct {
 	// names fields differently); nil means they are the same.
 	written func([]string) []string
 	errs    Errors
+	dir     string // the project directory relative paths are relative to
+
+	// unreadable are servers the schema found fault with; unusable says
+	// the problems are outside any one server (say in defaults), so no
+	// server of the file is decoded.
+	unreadable map[string]bool
+	unusable   bool
 }
 
 // at places a path of root in the file.

@@ -52,6 +52,15 @@ func (c *Client) Metrics(ctx context.Context) ([]ServerMetrics, error) {
 	return out, c.send(ctx, http.MethodGet, "/v1/metrics", nil, &out)
 }
 
+// Reload asks the session to read its config again and apply it.
+func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
+	var res ReloadResult
+	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/reload", nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // Watch follows the session's events as [Engine.Watch] does. Stable.
 func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
 	q := url.Values{"server": req.Filter.Servers, "type": req.Filter.Types, "subscribe": req.Subscribe}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpctl/mcpctl/config"
 )
 
 // VersionHeader carries the mcpctl version on every request and response,
@@ -32,6 +34,7 @@ const VersionHeader = "Mcpctl-Version"
 //	GET  /metrics                 → []ServerMetrics
 //	GET  /events?server=S&type=T&stderr=1&subscribe=URI&logLevel=L
 //	                              → NDJSON: a ready line, then Events
+//	POST /reload                  loads the config again and applies it → ReloadResult
 //	POST /shutdown                stops every server, then the session → Status
 //
 // Errors are {"error": Error} with a status code that follows the kind.
@@ -43,6 +46,7 @@ type Daemon struct {
 	stopOnce sync.Once
 	stopped  chan struct{}
 	ready    atomic.Bool
+	load     func() (*config.Config, error)
 }
 
 // NewDaemon returns a daemon for e; logger may be nil.
@@ -56,6 +60,25 @@ func NewDaemon(e *Engine, info SessionInfo, logger *slog.Logger) *Daemon {
 // SetReady marks the session as done starting its servers; status then
 // says "ready": true.
 func (d *Daemon) SetReady() { d.ready.Store(true) }
+
+// SetConfigLoader gives the daemon the way to read its config again, for
+// [Daemon.Reload]; without one it cannot reload.
+func (d *Daemon) SetConfigLoader(load func() (*config.Config, error)) { d.load = load }
+
+// Reload reads the config again and applies it (see [Engine.Reload]). A
+// config that cannot be loaded leaves the running one in place; the error
+// is returned and kept in the status until a reload succeeds.
+func (d *Daemon) Reload(ctx context.Context) (*ReloadResult, error) {
+	if d.load == nil {
+		return nil, errorf(KindUsage, "", "this session cannot reload its config").
+			hint("restart it to use the new config: mcpctl down && mcpctl up")
+	}
+	cfg, err := d.load()
+	if err != nil {
+		return nil, d.engine.ReloadFailed(err)
+	}
+	return d.engine.Reload(ctx, cfg)
+}
 
 // ShutdownRequested is closed when a client asked the session to end.
 func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
@@ -76,6 +99,7 @@ func (d *Daemon) Handler() http.Handler {
 		"GET /v1/inspect":         get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
 		"GET /v1/metrics":         get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":          d.serveEvents,
+		"POST /v1/reload":         d.serveReload,
 		"POST /v1/shutdown":       d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +139,16 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 func (d *Daemon) status() *Status {
 	info := d.info
 	info.Ready = d.ready.Load()
-	return &Status{Session: &info, Servers: d.engine.Status()}
+	return &Status{Session: &info, Servers: d.engine.Status(), ConfigError: d.engine.ConfigError()}
+}
+
+func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
+	res, err := d.Reload(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {

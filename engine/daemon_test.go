@@ -121,14 +121,14 @@ func TestSessionListen(t *testing.T) {
 		}
 		return ""
 	}
-	s, err := SessionFor("/work/proj/mcp.json", "", env)
+	s, err := SessionFor([]string{"/work/proj/mcp.json"}, "", env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(s.Name, "proj-") || len(s.Name) != len("proj-")+8 {
 		t.Errorf("session name %q", s.Name)
 	}
-	if s2, _ := SessionFor("/work/proj/.vscode/mcp.json", "", env); s2.Name == s.Name || !strings.HasPrefix(s2.Name, "proj-") {
+	if s2, _ := SessionFor([]string{"/work/proj/.vscode/mcp.json"}, "", env); s2.Name == s.Name || !strings.HasPrefix(s2.Name, "proj-") {
 		t.Errorf(".vscode config: name %q", s2.Name)
 	}
 	ln, release, err := s.Listen()
@@ -157,7 +157,7 @@ func TestSessionListen(t *testing.T) {
 	if s.Running() {
 		t.Errorf("Running() after release")
 	}
-	if _, err := SessionFor("/x/mcp.json", "bad/name", env); KindOf(err) != KindUsage {
+	if _, err := SessionFor([]string{"/x/mcp.json"}, "bad/name", env); KindOf(err) != KindUsage {
 		t.Errorf("bad session name: %v", err)
 	}
 	long := func(k string) string {
@@ -166,7 +166,7 @@ func TestSessionListen(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := SessionFor("/x/mcp.json", "", long); err == nil || !strings.Contains(err.Error(), "too long") {
+	if _, err := SessionFor([]string{"/x/mcp.json"}, "", long); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("long socket path: %v", err)
 	}
 }

@@ -89,12 +89,19 @@ const (
 // An Engine hosts the servers of one config. Its methods are safe for
 // concurrent use.
 type Engine struct {
-	cfg     *config.Config
-	opts    Options
-	log     *slog.Logger
-	sdkLog  *slog.Logger
-	servers map[string]*server
-	order   []*server
+	opts   Options
+	log    *slog.Logger
+	sdkLog *slog.Logger
+
+	// mu guards the config and the servers, which a reload replaces
+	// (never changes in place).
+	mu        sync.RWMutex
+	cfg       *config.Config
+	servers   map[string]*server
+	order     []*server // config order
+	configErr *Error    // the last reload's load error, until one succeeds
+	reloadMu  sync.Mutex
+
 	tokens  atomic.Uint64
 	closed  atomic.Bool
 	bus     bus
@@ -153,14 +160,29 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	return e
 }
 
-// Config returns the config the engine was made from.
-func (e *Engine) Config() *config.Config { return e.cfg }
+// Config returns the config the engine runs: the one it was made from, or
+// the last one a reload applied.
+func (e *Engine) Config() *config.Config {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cfg
+}
+
+// all returns the servers in config order. A reload replaces the slice, so
+// callers may range over it without the lock.
+func (e *Engine) all() []*server {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.order
+}
 
 func (e *Engine) nextToken() string {
 	return fmt.Sprintf("mcpctl-%d-%d", os.Getpid(), e.tokens.Add(1))
 }
 
 func (e *Engine) lookup(name string) (*server, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if s := e.servers[name]; s != nil {
 		return s, nil
 	}
@@ -181,6 +203,49 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if err := precheck(targets); err != nil {
 		return err
 	}
+	var fresh []*server // what this start brings up, and stops on failure
+	for _, s := range targets {
+		if st := s.currentState(); st != StateReady && st != StateDegraded {
+			fresh = append(fresh, s)
+		}
+	}
+	errs := e.startTogether(ctx, targets, true)
+	if err := ctx.Err(); err != nil {
+		e.stopAll(fresh)
+		return err
+	}
+	// A server whose start was cut short because another failed, or that
+	// never started because a dependency failed, is not a failure of its
+	// own; any other error is.
+	var failed, interrupted []*Error
+	for _, s := range targets {
+		err := errs[s]
+		if err == nil {
+			continue
+		}
+		ee := serverError(s, err)
+		if errors.Is(err, context.Canceled) || errors.Is(err, errDependency) {
+			interrupted = append(interrupted, ee)
+		} else {
+			failed = append(failed, ee)
+		}
+	}
+	if len(failed) == 0 && len(interrupted) == 0 {
+		return nil
+	}
+	e.stopAll(fresh)
+	if len(failed) == 0 {
+		// Nothing failed by itself: Close stopped the start.
+		return combine(interrupted)
+	}
+	return combine(failed)
+}
+
+// startTogether starts targets, independent ones in parallel and each
+// dependent once its dependencies are ready, and returns the error of each
+// that did not start. With cancelOnFailure, one failure cuts the other
+// starts short.
+func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnFailure bool) map[*server]error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(map[*server]chan struct{}, len(targets))
@@ -199,55 +264,37 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 			if err == nil {
 				err = s.start(sctx)
 			}
-			if err != nil {
+			if err != nil && cancelOnFailure {
 				cancel()
 			}
 			mu.Lock()
-			errs[s] = err
+			if err != nil {
+				errs[s] = err
+			}
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		e.stopAll(targets)
-		return err
+	return errs
+}
+
+func serverError(s *server, err error) *Error {
+	var ee *Error
+	if !errors.As(err, &ee) {
+		ee = errorf(KindUnavailable, s.cfg().Name, "%v", err).wrap(err)
 	}
-	// A server whose start was cut short because another failed, or that
-	// never started because a dependency failed, is not a failure of its
-	// own; any other error is.
-	var failed, interrupted []*Error
-	for _, s := range targets {
-		err := errs[s]
-		if err == nil {
-			continue
-		}
-		var ee *Error
-		if !errors.As(err, &ee) {
-			ee = errorf(KindUnavailable, s.cfg.Name, "%v", err).wrap(err)
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, errDependency) {
-			interrupted = append(interrupted, ee)
-		} else {
-			failed = append(failed, ee)
-		}
-	}
-	if len(failed) == 0 && len(interrupted) == 0 {
-		return nil
-	}
-	e.stopAll(targets)
-	if len(failed) == 0 {
-		// Nothing failed by itself: Close stopped the start.
-		return combine(interrupted)
-	}
-	return combine(failed)
+	return ee
 }
 
 var errDependency = errors.New("a dependency did not start")
 
 // awaitDependencies waits until s's dependencies are ready.
 func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*server]chan struct{}, errs map[*server]error, mu *sync.Mutex) error {
-	for _, name := range s.cfg.DependsOn {
-		dep := e.servers[name]
+	for _, name := range s.cfg().DependsOn {
+		dep, err := e.lookup(name)
+		if err != nil {
+			return err
+		}
 		ch, starting := done[dep]
 		if !starting {
 			continue
@@ -258,10 +305,10 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 			return ctx.Err()
 		}
 		mu.Lock()
-		err := errs[dep]
+		failed := errs[dep]
 		mu.Unlock()
-		if err != nil {
-			return errorf(KindUnavailable, s.cfg.Name, "server %s was not started: its dependency %s did not start", s.cfg.Name, name).wrap(errDependency)
+		if failed != nil {
+			return errorf(KindUnavailable, s.cfg().Name, "server %s was not started: its dependency %s did not start", s.cfg().Name, name).wrap(errDependency)
 		}
 	}
 	return nil
@@ -272,8 +319,8 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 func (e *Engine) targets(names []string) ([]*server, error) {
 	if len(names) == 0 {
 		var out []*server
-		for _, s := range e.order {
-			if !s.cfg.Disabled {
+		for _, s := range e.all() {
+			if !s.cfg().Disabled {
 				out = append(out, s)
 			}
 		}
@@ -286,15 +333,15 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 		if err != nil {
 			return err
 		}
-		if s.cfg.Disabled {
-			return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg.Where("disabled")).
+		if s.cfg().Disabled {
+			return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg().Where("disabled")).
 				hint("remove \"disabled\" from server %s to use it", name)
 		}
 		if want[s] {
 			return nil
 		}
 		want[s] = true
-		for _, dep := range s.cfg.DependsOn {
+		for _, dep := range s.cfg().DependsOn {
 			if err := add(dep); err != nil {
 				return err
 			}
@@ -307,7 +354,7 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 		}
 	}
 	var out []*server
-	for _, s := range e.order {
+	for _, s := range e.all() {
 		if want[s] {
 			out = append(out, s)
 		}
@@ -324,12 +371,12 @@ func precheck(targets []*server) error {
 		if s.currentState() == StateReady {
 			continue
 		}
-		for _, ce := range s.cfg.Check() {
+		for _, ce := range s.cfg().Check() {
 			errs = append(errs, checkError(ce).(*Error))
 		}
-		if msg := unsupported(s.cfg); msg != "" {
-			errs = append(errs, errorf(KindUsage, s.cfg.Name, "server %s: %s is not supported yet (%s)", s.cfg.Name, msg, s.cfg.Source).
-				hint("remove it from server %s for now", s.cfg.Name))
+		if msg := unsupported(s.cfg()); msg != "" {
+			errs = append(errs, errorf(KindUsage, s.cfg().Name, "server %s: %s is not supported yet (%s)", s.cfg().Name, msg, s.cfg().Source).
+				hint("remove it from server %s for now", s.cfg().Name))
 		}
 	}
 	if len(errs) > 0 {
@@ -384,14 +431,15 @@ func (e *Engine) stopAll(servers []*server) {
 // server starts after Close. Close is idempotent.
 func (e *Engine) Close() error {
 	e.closed.Store(true)
-	e.stopAll(e.order)
+	e.stopAll(e.all())
 	return nil
 }
 
 // Status reports every configured server, in config order.
 func (e *Engine) Status() []ServerStatus {
-	out := make([]ServerStatus, len(e.order))
-	for i, s := range e.order {
+	servers := e.all()
+	out := make([]ServerStatus, len(servers))
+	for i, s := range servers {
 		out[i] = s.status()
 	}
 	return out

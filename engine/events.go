@@ -24,6 +24,9 @@ const (
 	// EventStderr: a line a server wrote to stderr (Line). Only sent to
 	// subscribers that ask for it.
 	EventStderr = "stderr"
+	// EventConfig: the session's config was reloaded (Added, Removed,
+	// Restarted), or could not be and the running config stays (Error).
+	EventConfig = "config"
 	// EventDropped: the subscriber fell behind and Count events were lost.
 	EventDropped = "dropped"
 	// EventReady: a watch is set up (its subscriptions held, its log level
@@ -32,7 +35,7 @@ const (
 )
 
 // EventTypes lists every event type, for validation and help texts.
-var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventDropped, EventReady}
+var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventConfig, EventDropped, EventReady}
 
 // An Event is something that happened to a server.
 type Event struct {
@@ -44,9 +47,10 @@ type Event struct {
 	To    State  `json:"to,omitempty"`
 	Error string `json:"error,omitempty"`
 
-	List    string   `json:"list,omitempty"`
-	Added   []string `json:"added,omitempty"`
-	Removed []string `json:"removed,omitempty"`
+	List      string   `json:"list,omitempty"`
+	Added     []string `json:"added,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	Restarted []string `json:"restarted,omitempty"`
 
 	URI string `json:"uri,omitempty"`
 

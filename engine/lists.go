@@ -71,11 +71,11 @@ func (s *server) hidden(tool string) string {
 		}
 		return ""
 	}
-	if len(s.cfg.IncludeTools) > 0 && match(s.cfg.IncludeTools) == "" {
-		return fmt.Sprintf("matches no glob of includeTools (%s)", s.cfg.Where("includeTools"))
+	if len(s.cfg().IncludeTools) > 0 && match(s.cfg().IncludeTools) == "" {
+		return fmt.Sprintf("matches no glob of includeTools (%s)", s.cfg().Where("includeTools"))
 	}
-	if g := match(s.cfg.ExcludeTools); g != "" {
-		return fmt.Sprintf("matches %q of excludeTools (%s)", g, s.cfg.Where("excludeTools"))
+	if g := match(s.cfg().ExcludeTools); g != "" {
+		return fmt.Sprintf("matches %q of excludeTools (%s)", g, s.cfg().Where("excludeTools"))
 	}
 	return ""
 }
@@ -114,7 +114,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		raws := s.rawList(cp, "tools/list", "tools", "name", keys)
 		sn.tools, sn.toolByName, sn.hiddenTools = nil, map[string]*Tool{}, map[string]string{}
 		for _, raw := range raws {
-			t, err := newTool(s.cfg.Name, raw)
+			t, err := newTool(s.cfg().Name, raw)
 			if err != nil {
 				continue
 			}
@@ -136,7 +136,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		}
 		sn.prompts, sn.promptByName = nil, map[string]*Prompt{}
 		for _, raw := range s.rawList(cp, "prompts/list", "prompts", "name", keys) {
-			if p, err := newItem(s.cfg.Name, raw, "name", func(server, name string, raw json.RawMessage) *Prompt {
+			if p, err := newItem(s.cfg().Name, raw, "name", func(server, name string, raw json.RawMessage) *Prompt {
 				return &Prompt{Server: server, Prompt: name, raw: raw}
 			}); err == nil {
 				sn.prompts = append(sn.prompts, p)
@@ -154,7 +154,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		}
 		sn.resources = nil
 		for _, raw := range s.rawList(cp, "resources/list", "resources", "uri", keys) {
-			if r, err := newItem(s.cfg.Name, raw, "uri", func(server, uri string, raw json.RawMessage) *Resource {
+			if r, err := newItem(s.cfg().Name, raw, "uri", func(server, uri string, raw json.RawMessage) *Resource {
 				return &Resource{Server: server, URI: uri, raw: raw}
 			}); err == nil {
 				sn.resources = append(sn.resources, r)
@@ -169,7 +169,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		}
 		sn.templates = nil
 		for _, raw := range s.rawList(cp, "resources/templates/list", "resourceTemplates", "uriTemplate", keys) {
-			if t, err := newItem(s.cfg.Name, raw, "uriTemplate", func(server, tmpl string, raw json.RawMessage) *Template {
+			if t, err := newItem(s.cfg().Name, raw, "uriTemplate", func(server, tmpl string, raw json.RawMessage) *Template {
 				return &Template{Server: server, URITemplate: tmpl, raw: raw}
 			}); err == nil {
 				sn.templates = append(sn.templates, t)
@@ -221,9 +221,9 @@ func (s *server) listChanged(list string) {
 	}
 	switch list {
 	case listPrompts:
-		s.e.cache.invalidate(s.cfg.Name, "prompts/get")
+		s.e.cache.invalidate(s.cfg().Name, "prompts/get")
 	case listResources:
-		s.e.cache.invalidate(s.cfg.Name, "resources/read")
+		s.e.cache.invalidate(s.cfg().Name, "resources/read")
 	}
 	s.mu.Lock()
 	if s.refreshing == 0 {
@@ -265,7 +265,7 @@ func (s *server) listChanged(list string) {
 		s.mu.Unlock()
 		added, removed := diff(prev.names(list), sn.names(list))
 		s.log.Info("list changed", "list", list, "added", len(added), "removed", len(removed))
-		s.e.bus.publish(Event{Type: EventListChanged, Server: s.cfg.Name, List: list, Added: added, Removed: removed})
+		s.e.bus.publish(Event{Type: EventListChanged, Server: s.cfg().Name, List: list, Added: added, Removed: removed})
 	}()
 }
 
@@ -332,7 +332,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		fn(s, sn, isStale)
 		return nil
 	}
-	for _, s := range e.order {
+	for _, s := range e.all() {
 		if sn, isStale, err := s.offer(); err == nil {
 			fn(s, sn, isStale)
 		}
@@ -438,7 +438,7 @@ func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 	out := []*Inspection{}
 	err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
 		s.mu.Lock()
-		in := &Inspection{Name: s.cfg.Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
+		in := &Inspection{Name: s.cfg().Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
 		var init map[string]json.RawMessage
 		json.Unmarshal(s.initRaw, &init)
 		in.Capabilities = init["capabilities"]

@@ -76,16 +76,16 @@ func (e *Engine) Metrics() []ServerMetrics {
 	m := e.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]ServerMetrics, 0, len(e.order))
-	for _, s := range e.order {
-		sm := ServerMetrics{Server: s.cfg.Name, Methods: []MethodMetrics{}}
-		methods := make([]string, 0, len(m.by[s.cfg.Name]))
-		for name := range m.by[s.cfg.Name] {
+	out := make([]ServerMetrics, 0, len(e.all()))
+	for _, s := range e.all() {
+		sm := ServerMetrics{Server: s.cfg().Name, Methods: []MethodMetrics{}}
+		methods := make([]string, 0, len(m.by[s.cfg().Name]))
+		for name := range m.by[s.cfg().Name] {
 			methods = append(methods, name)
 		}
 		sort.Strings(methods)
 		for _, name := range methods {
-			st := m.by[s.cfg.Name][name]
+			st := m.by[s.cfg().Name][name]
 			lat := slices.Clone(st.latencies)
 			slices.Sort(lat)
 			sm.Requests += st.requests

@@ -361,12 +361,13 @@ func startError(s *config.Server, err error) error {
 // mergeEnv returns base with overrides applied (later keys win, as exec
 // would otherwise keep the first).
 func mergeEnv(base []string, overrides map[string]string) []string {
-	if len(overrides) == 0 {
-		return base
-	}
 	out := make([]string, 0, len(base)+len(overrides))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
+		// Input values reach a server only where its config puts them.
+		if strings.HasPrefix(k, config.InputEnvPrefix) {
+			continue
+		}
 		if _, over := overrides[k]; !over {
 			out = append(out, kv)
 		}

@@ -70,7 +70,7 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		// The server answered. The SDK may still have failed to decode the
 		// answer (a content type it does not know): the raw bytes win.
 		if raw.err != nil {
-			err = protocolError(h.s.cfg.Name, method, raw.err)
+			err = protocolError(h.s.cfg().Name, method, raw.err)
 		} else {
 			result = raw.result
 		}
@@ -81,13 +81,13 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 	} else {
 		err = h.failure(ctx, callCtx, what, method, timeout, sendErr)
 	}
-	h.s.e.metrics.record(h.s.cfg.Name, method, time.Since(t0), err)
+	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
 	return result, err
 }
 
 // failure explains why a request got no answer.
 func (h *handle) failure(ctx, callCtx context.Context, what, method string, timeout time.Duration, err error) error {
-	name := h.s.cfg.Name
+	name := h.s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -230,7 +230,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	if err != nil {
 		return nil, err
 	}
-	e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg.CacheTTL)
+	e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg().CacheTTL)
 	return &PromptResult{Server: srvName, Prompt: promptName, Result: raw}, nil
 }
 
@@ -293,10 +293,10 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		return nil, err
 	}
 	params := &mcp.ReadResourceParams{URI: req.URI}
-	key := cacheKey(s.cfg.Name, "resources/read", params)
+	key := cacheKey(s.cfg().Name, "resources/read", params)
 	if !req.NoCache {
 		if raw, ok := e.cache.get(key); ok {
-			return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw, Cached: true}, nil
+			return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
 	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
@@ -305,8 +305,8 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	if err != nil {
 		return nil, err
 	}
-	e.cache.put(key, s.cfg.Name, "resources/read", req.URI, raw, s.cfg.CacheTTL)
-	return &ResourceResult{Server: s.cfg.Name, URI: req.URI, Result: raw}, nil
+	e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
+	return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw}, nil
 }
 
 // route finds the server for a resource URI: the one named, else the one
@@ -316,7 +316,7 @@ func (e *Engine) route(uri, name string) (*server, error) {
 		return e.lookup(name)
 	}
 	var listed, templated []*server
-	for _, s := range e.order {
+	for _, s := range e.all() {
 		sn, isStale, err := s.offer()
 		if err != nil || isStale {
 			continue
@@ -340,7 +340,7 @@ func (e *Engine) route(uri, name string) (*server, error) {
 	}
 	names := make([]string, len(candidates))
 	for i, s := range candidates {
-		names[i] = s.cfg.Name
+		names[i] = s.cfg().Name
 	}
 	err := errorf(KindUsage, "", "resource %s is offered by several servers: %s", uri, strings.Join(names, ", "))
 	err.Candidates = names
@@ -377,7 +377,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		return nil, err
 	}
 	if h.capabilities().Completions == nil {
-		return nil, errorf(KindUsage, s.cfg.Name, "server %s does not offer completion", s.cfg.Name)
+		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not offer completion", s.cfg().Name)
 	}
 	params := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: req.Argument, Value: req.Value}}
 	if len(req.Context) > 0 {
@@ -389,7 +389,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if err != nil {
 		return nil, err
 	}
-	return &CompleteResult{Server: s.cfg.Name, Result: raw}, nil
+	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
 }
 
 // templateServer finds the server that has a resource template.
@@ -399,9 +399,9 @@ func (e *Engine) templateServer(tmpl, name string) (*server, error) {
 	}
 	var found []string
 	var last *server
-	for _, s := range e.order {
+	for _, s := range e.all() {
 		if sn, _, err := s.offer(); err == nil && slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl }) {
-			found = append(found, s.cfg.Name)
+			found = append(found, s.cfg().Name)
 			last = s
 		}
 	}
@@ -431,7 +431,7 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 		return nil, err
 	}
 	if c := h.capabilities().Resources; c == nil || !c.Subscribe {
-		return nil, errorf(KindUsage, s.cfg.Name, "server %s does not support resource subscriptions", s.cfg.Name)
+		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not support resource subscriptions", s.cfg().Name)
 	}
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
@@ -473,8 +473,8 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
 	}
 	var set []string
-	for _, s := range e.order {
-		if len(servers) > 0 && !slices.Contains(servers, s.cfg.Name) {
+	for _, s := range e.all() {
+		if len(servers) > 0 && !slices.Contains(servers, s.cfg().Name) {
 			continue
 		}
 		h, err := s.ready(ctx)
@@ -484,7 +484,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if s.protocol >= "2026-07-28" {
 			// These take the level with each request.
 			h.conn.logLevel.Store(level)
-			set = append(set, s.cfg.Name)
+			set = append(set, s.cfg().Name)
 			continue
 		}
 		_, err = h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
@@ -493,7 +493,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if err != nil {
 			return set, err
 		}
-		set = append(set, s.cfg.Name)
+		set = append(set, s.cfg().Name)
 	}
 	return set, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -17,9 +18,11 @@ import (
 // A server supervises one configured MCP server: its process, its client
 // session, its state and the snapshot of what it offers.
 type server struct {
-	e   *Engine
-	cfg *config.Server
-	log *slog.Logger
+	e *Engine
+	// conf is swapped by a reload that changes only where the server is
+	// written (its line), never what it runs.
+	conf atomic.Pointer[config.Server]
+	log  *slog.Logger
 
 	mu       sync.Mutex
 	state    State
@@ -54,16 +57,20 @@ type server struct {
 }
 
 func newServer(e *Engine, cfg *config.Server) *server {
-	return &server{
+	s := &server{
 		e:        e,
-		cfg:      cfg,
 		log:      e.log.With("server", cfg.Name),
 		state:    StateStopped,
 		since:    time.Now(),
 		rawItems: map[string]map[string]json.RawMessage{},
 		subs:     map[string]int{},
 	}
+	s.conf.Store(cfg)
+	return s
 }
+
+// cfg is the server's config.
+func (s *server) cfg() *config.Server { return s.conf.Load() }
 
 // setState must be called with s.mu held.
 func (s *server) setState(st State, cause *Error) {
@@ -76,7 +83,7 @@ func (s *server) setState(st State, cause *Error) {
 		s.lastErr = cause
 	}
 	attrs := []any{"from", from, "to", st}
-	ev := Event{Type: EventState, Server: s.cfg.Name, From: from, To: st}
+	ev := Event{Type: EventState, Server: s.cfg().Name, From: from, To: st}
 	if cause != nil {
 		attrs = append(attrs, "error", cause.Message)
 		ev.Error = cause.Message
@@ -109,11 +116,11 @@ func (s *server) start(ctx context.Context) error {
 		return s.unavailableLocked()
 	case StateStopping:
 		s.mu.Unlock()
-		return errorf(KindUnavailable, s.cfg.Name, "server %s is stopping", s.cfg.Name)
+		return errorf(KindUnavailable, s.cfg().Name, "server %s is stopping", s.cfg().Name)
 	}
 	if s.e.closed.Load() {
 		s.mu.Unlock()
-		return errorf(KindUnavailable, s.cfg.Name, "server %s: the engine is closed", s.cfg.Name)
+		return errorf(KindUnavailable, s.cfg().Name, "server %s: the engine is closed", s.cfg().Name)
 	}
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
@@ -136,11 +143,11 @@ func (s *server) start(ctx context.Context) error {
 		case errors.As(err, &e):
 		case ctx.Err() != nil:
 			// The caller gave up; say so, but keep the cause.
-			e = errorf(KindUnavailable, s.cfg.Name, "server %s: start interrupted", s.cfg.Name).wrap(err)
+			e = errorf(KindUnavailable, s.cfg().Name, "server %s: start interrupted", s.cfg().Name).wrap(err)
 		case errors.Is(err, context.Canceled):
-			e = errorf(KindUnavailable, s.cfg.Name, "server %s was stopped during startup", s.cfg.Name).wrap(err)
+			e = errorf(KindUnavailable, s.cfg().Name, "server %s was stopped during startup", s.cfg().Name).wrap(err)
 		default:
-			e = errorf(KindUnavailable, s.cfg.Name, "server %s: %v", s.cfg.Name, err).wrap(err)
+			e = errorf(KindUnavailable, s.cfg().Name, "server %s: %v", s.cfg().Name, err).wrap(err)
 		}
 		s.setState(StateUnavailable, e)
 		if ctx.Err() != nil {
@@ -159,7 +166,7 @@ func (s *server) start(ctx context.Context) error {
 }
 
 func (s *server) connect(ctx context.Context) error {
-	cfg := s.cfg
+	cfg := s.cfg()
 	logPath := ""
 	if s.e.opts.LogDir != "" {
 		logPath = filepath.Join(s.e.opts.LogDir, cfg.Name+".log")
@@ -239,7 +246,7 @@ func (s *server) connect(ctx context.Context) error {
 // startFailure explains why a start failed: the process exited, the
 // startup timeout passed, or the handshake broke.
 func (s *server) startFailure(ctx, sctx context.Context, proc *process, err error) error {
-	name := s.cfg.Name
+	name := s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -247,10 +254,10 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	switch {
 	case proc.exited():
 		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
-		e.hint("check the server's command and arguments (%s)", s.cfg.Source)
+		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
 	case sctx.Err() == context.DeadlineExceeded:
-		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg.StartupTimeout)
-		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg.Source)
+		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
+		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
 	}
@@ -278,9 +285,9 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	}
 	var e *Error
 	if proc.exited() {
-		e = errorf(KindUnavailable, s.cfg.Name, "server %s %s", s.cfg.Name, proc.exitReason())
+		e = errorf(KindUnavailable, s.cfg().Name, "server %s %s", s.cfg().Name, proc.exitReason())
 	} else {
-		e = errorf(KindUnavailable, s.cfg.Name, "lost the connection to server %s: %v", s.cfg.Name, connErr)
+		e = errorf(KindUnavailable, s.cfg().Name, "lost the connection to server %s: %v", s.cfg().Name, connErr)
 	}
 	e.Stderr = stderr
 	e.hint("restart the session to start it again: mcpctl down && mcpctl up")
@@ -335,11 +342,11 @@ func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	state := s.state
-	if state == StateStopped && s.cfg.Disabled {
+	if state == StateStopped && s.cfg().Disabled {
 		state = StateDisabled
 	}
 	st := ServerStatus{
-		Name:            s.cfg.Name,
+		Name:            s.cfg().Name,
 		State:           state,
 		Since:           s.since,
 		Tools:           s.snap.toolCount(),
@@ -368,7 +375,7 @@ func (s *server) unavailableLocked() *Error {
 	if s.lastErr != nil && s.state == StateUnavailable {
 		return s.lastErr
 	}
-	return errorf(KindUnavailable, s.cfg.Name, "server %s is %s", s.cfg.Name, s.state).
+	return errorf(KindUnavailable, s.cfg().Name, "server %s is %s", s.cfg().Name, s.state).
 		hint("start it with: mcpctl up")
 }
 
@@ -376,7 +383,7 @@ func (s *server) unavailableLocked() *Error {
 // feed the engine: list changes, resource updates, log messages, progress,
 // and the server-initiated requests the engine's options answer.
 func (s *server) newClient() *mcp.Client {
-	name := s.cfg.Name
+	name := s.cfg().Name
 	opts := &mcp.ClientOptions{
 		Logger:       s.e.sdkLog.With("server", name),
 		Capabilities: &mcp.ClientCapabilities{},
@@ -430,6 +437,13 @@ func relay(ctx context.Context, server string, params, result any, h RequestHand
 	return json.Unmarshal(res, result)
 }
 
+// fail marks a server that could not be started as unavailable, with why.
+func (s *server) fail(e *Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setState(StateUnavailable, e)
+}
+
 func (s *server) currentState() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -439,8 +453,8 @@ func (s *server) currentState() State {
 // shutdownTimeout is how long SIGTERM has before SIGKILL: the server's own
 // setting, else the engine's.
 func (s *server) shutdownTimeout() time.Duration {
-	if s.cfg.ShutdownTimeout > 0 && !s.e.shutdownSet {
-		return s.cfg.ShutdownTimeout
+	if s.cfg().ShutdownTimeout > 0 && !s.e.shutdownSet {
+		return s.cfg().ShutdownTimeout
 	}
 	return s.e.opts.ShutdownTimeout
 }
@@ -451,8 +465,8 @@ func (s *server) requestTimeout(ms int64) time.Duration {
 	switch {
 	case ms > 0:
 		return time.Duration(ms) * time.Millisecond
-	case s.cfg.RequestTimeout > 0 && !s.e.requestSet:
-		return s.cfg.RequestTimeout
+	case s.cfg().RequestTimeout > 0 && !s.e.requestSet:
+		return s.cfg().RequestTimeout
 	}
 	return s.e.opts.RequestTimeout
 }

@@ -33,15 +33,20 @@ const maxSocketPath = 103
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// SessionFor returns the session of the config file at configPath (absolute),
-// or the explicitly named one. getenv reads MCPCTL_RUNTIME_DIR,
-// XDG_RUNTIME_DIR, MCPCTL_STATE_DIR and XDG_STATE_HOME.
-func SessionFor(configPath, name string, getenv func(string) string) (*Session, error) {
+// SessionFor returns the session of the config files at configPaths
+// (absolute; usually one), or the explicitly named one. getenv reads
+// MCPCTL_RUNTIME_DIR, XDG_RUNTIME_DIR, MCPCTL_STATE_DIR and XDG_STATE_HOME.
+func SessionFor(configPaths []string, name string, getenv func(string) string) (*Session, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	if name == "" && len(configPaths) == 0 {
+		return nil, errorf(KindUsage, "", "a session needs a config file or a name")
+	}
 	if name == "" {
-		sum := sha256.Sum256([]byte(configPath))
+		// The same files in the same order are the same session.
+		configPath := configPaths[0]
+		sum := sha256.Sum256([]byte(strings.Join(configPaths, "\n")))
 		base := filepath.Base(filepath.Dir(configPath))
 		if base == ".vscode" {
 			base = filepath.Base(filepath.Dir(filepath.Dir(configPath)))

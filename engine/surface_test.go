@@ -137,7 +137,7 @@ func TestCacheHitMissInvalidation(t *testing.T) {
 		t.Error("second read not cached")
 	}
 	// A server with cacheTTL 0 is not cached.
-	e.servers["srv"].cfg.CacheTTL = 0
+	e.servers["srv"].cfg().CacheTTL = 0
 	e.cache.invalidate("srv", "resources/read")
 	read()
 	if read().Cached {

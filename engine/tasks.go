@@ -51,7 +51,7 @@ func registerTaskMethods(c *mcp.Client) {
 // caller gives up, the task is cancelled on the server.
 func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage, token string, req *CallRequest) (*CallResult, error) {
 	e := h.s.e
-	name := h.s.cfg.Name
+	name := h.s.cfg().Name
 	if req.TimeoutMs > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
@@ -132,7 +132,7 @@ func (h *handle) taskGaveUp(ctx context.Context, err error, t *task, tool *Tool)
 		mcp.CallCustomMethod[*taskParams, *anyResult](cctx, h.cs, "tasks/cancel", &taskParams{TaskID: t.TaskID})
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return errorf(KindTimeout, h.s.cfg.Name, "the task of %s did not finish in time; it was cancelled", tool.Name()).
+		return errorf(KindTimeout, h.s.cfg().Name, "the task of %s did not finish in time; it was cancelled", tool.Name()).
 			hint("give it longer with --timeout")
 	}
 	return err

@@ -49,12 +49,14 @@ type Impl struct {
 
 // SessionInfo describes a running session.
 type SessionInfo struct {
-	Name      string    `json:"name"`
-	PID       int       `json:"pid"`
-	Socket    string    `json:"socket"`
-	Config    string    `json:"config"`
-	Version   string    `json:"version"`
-	StartedAt time.Time `json:"startedAt"`
+	Name   string `json:"name"`
+	PID    int    `json:"pid"`
+	Socket string `json:"socket"`
+	// Config is the (first) config file; ConfigFiles are all of them.
+	Config      string    `json:"config"`
+	ConfigFiles []string  `json:"configFiles"`
+	Version     string    `json:"version"`
+	StartedAt   time.Time `json:"startedAt"`
 	// Ready is set once the session has started its servers.
 	Ready bool `json:"ready"`
 }
@@ -64,6 +66,9 @@ type SessionInfo struct {
 type Status struct {
 	Session *SessionInfo   `json:"session"`
 	Servers []ServerStatus `json:"servers"`
+	// ConfigError says why the session could not reload its config after
+	// an edit; it runs the config it had until the file is fixed.
+	ConfigError *Error `json:"configError,omitempty"`
 }
 
 // A CallRequest asks for one tool call.

@@ -1,0 +1,127 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mcpctl/mcpctl/config"
+	"golang.org/x/term"
+)
+
+// canAsk says whether inputs may be asked for: stdin and stderr are a
+// terminal, so a person is there to answer.
+func (env *Env) canAsk() bool {
+	f, ok := env.In.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) && isTerminal(env.ErrOut)
+}
+
+// askInput asks for the value of a VS Code input on the terminal: a
+// password without echo, a pickString as a numbered choice. The value is
+// kept in memory only.
+func (env *Env) askInput(in config.Input) (string, error) {
+	stdin := env.In.(*os.File)
+	label := in.Description
+	if label == "" {
+		label = in.ID
+	} else {
+		label = fmt.Sprintf("%s (%s)", label, in.ID)
+	}
+	if len(in.Options) > 0 {
+		fmt.Fprintf(env.ErrOut, "mcpctl: %s\n", label)
+		for i, o := range in.Options {
+			fmt.Fprintf(env.ErrOut, "  %d) %s\n", i+1, o)
+		}
+		label = "choose"
+	}
+	if in.Default != "" && !in.Password {
+		label += fmt.Sprintf(" [%s]", in.Default)
+	}
+	fmt.Fprintf(env.ErrOut, "mcpctl: %s: ", label)
+	var answer string
+	var err error
+	if in.Password {
+		answer, err = readPassword(stdin)
+		fmt.Fprintln(env.ErrOut)
+	} else {
+		answer, err = readLine(stdin)
+	}
+	if err != nil {
+		return "", err
+	}
+	if answer == "" {
+		answer = in.Default
+	}
+	if len(in.Options) > 0 {
+		if n, err := strconv.Atoi(answer); err == nil && n >= 1 && n <= len(in.Options) {
+			answer = in.Options[n-1]
+		}
+		for _, o := range in.Options {
+			if o == answer {
+				return answer, nil
+			}
+		}
+		return "", fmt.Errorf("%q is not one of the choices", answer)
+	}
+	if answer == "" {
+		return "", errors.New("nothing was entered")
+	}
+	return answer, nil
+}
+
+// readLine reads one line a byte at a time, so nothing after it is taken
+// from stdin.
+func readLine(r io.Reader) (string, error) {
+	var b strings.Builder
+	buf := make([]byte, 1)
+	for {
+		n, err := r.Read(buf)
+		if n == 1 {
+			if buf[0] == '\n' {
+				return strings.TrimSuffix(b.String(), "\r"), nil
+			}
+			b.WriteByte(buf[0])
+		}
+		if err == io.EOF && b.Len() > 0 {
+			return b.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// readPassword reads a line with echo off. Ctrl-C restores the terminal
+// before mcpctl exits, so the shell is not left without echo.
+func readPassword(f *os.File) (string, error) {
+	fd := int(f.Fd())
+	state, err := term.GetState(fd)
+	if err != nil {
+		return "", err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := term.ReadPassword(fd)
+		got <- read{b, err}
+	}()
+	select {
+	case r := <-got:
+		return string(r.b), r.err
+	case <-sig:
+		term.Restore(fd, state)
+		return "", context.Canceled
+	}
+}

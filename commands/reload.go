@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/urfave/cli/v3"
+)
+
+func newReloadCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "reload",
+		Usage: "Make the session read its config again and apply it",
+		Description: `The session reloads by itself when a config file changes (and on SIGHUP);
+"reload" forces it. Added servers start, removed ones stop, changed ones
+restart, and unchanged ones keep running with the same pid. A config that
+cannot be loaded changes nothing: the error is printed (exit 2) and shown by
+"mcpctl status" until the file is fixed. A server that fails to start is
+reported in "failed" (exit 3); the others are applied.
+
+  mcpctl reload
+  mcpctl reload --jq .restarted`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("reload takes no arguments")
+			}
+			return runReload(ctx, env)
+		},
+	}
+}
+
+func runReload(ctx context.Context, env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	client, sess, err := env.client()
+	if err != nil {
+		return err
+	}
+	res, err := client.Reload(ctx)
+	if errors.Is(err, engine.ErrNoSession) {
+		return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
+			Hint: []string{"start one with: mcpctl up (without a session every command reads the config afresh)"}}
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.Print(res, func(w io.Writer) error {
+		for _, part := range []struct {
+			what  string
+			names []string
+		}{{"added", res.Added}, {"removed", res.Removed}, {"restarted", res.Restarted}, {"unchanged", res.Unchanged}} {
+			if len(part.names) > 0 {
+				fmt.Fprintf(w, "%-10s %s\n", part.what, strings.Join(part.names, ", "))
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(res.Failed) > 0 {
+		msgs := make([]string, len(res.Failed))
+		for i, f := range res.Failed {
+			msgs[i] = f.Message
+		}
+		return &engine.Error{Kind: engine.KindUnavailable, Message: strings.Join(msgs, "\n"),
+			Hint: []string{"fix the config and it reloads by itself; see mcpctl status, and the log: " + sess.LogFile()}}
+	}
+	return nil
+}

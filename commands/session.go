@@ -1,0 +1,136 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+)
+
+// reloadDebounce is how long the config files must be quiet after an edit
+// before the session reloads: editors save in bursts.
+const reloadDebounce = 150 * time.Millisecond
+
+// runSession is the session itself: it listens on the socket, starts every
+// server, reports, and serves until Ctrl-C, SIGTERM or `mcpctl down`. It
+// reloads its config when a config file changes, on `mcpctl reload`, and,
+// when detached, on SIGHUP.
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
+	notify := func(m readyMsg) {}
+	if notifyFD > 0 {
+		// The servers this session starts must not inherit the pipe: its
+		// reader waits for every writer to close it.
+		syscall.CloseOnExec(notifyFD)
+		f := os.NewFile(uintptr(notifyFD), "notify")
+		notify = func(m readyMsg) {
+			data, _ := json.Marshal(m)
+			f.Write(append(data, '\n'))
+			f.Close()
+		}
+	}
+	ln, release, err := sess.Listen()
+	if errors.Is(err, engine.ErrSessionRunning) {
+		notify(readyMsg{Running: true})
+		env.note("session %s is already running", sess.Name)
+		return nil
+	}
+	if err != nil {
+		err = &engine.Error{Kind: engine.KindInternal, Message: fmt.Sprintf("cannot listen on %s: %v", sess.Socket, err)}
+		notify(readyMsg{Error: err.(*engine.Error)})
+		return err
+	}
+	defer release()
+	defer os.Remove(sess.Socket)
+
+	var handler slog.Handler = slog.NewJSONHandler(env.ErrOut, nil)
+	if env.StderrTTY {
+		handler = slog.NewTextHandler(env.ErrOut, nil)
+	}
+	logger := slog.New(handler).With("session", sess.Name)
+	e := engine.New(cfg, env.engineOptions(sess, logger))
+	info := engine.SessionInfo{
+		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path, ConfigFiles: cfg.Paths,
+		Version: engine.Version(), StartedAt: time.Now(),
+	}
+	d := engine.NewDaemon(e, info, logger)
+	// A reload reads the same files the session started from; inputs come
+	// from the session's environment, as nobody is there to ask.
+	d.SetConfigLoader(func() (*config.Config, error) {
+		return config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+	})
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(serveCtx, ln) }()
+	logger.Info("session starting", "config", cfg.Paths, "servers", len(cfg.Servers), "pid", info.PID)
+
+	// Edits made while the servers start are applied once they are up.
+	ready := make(chan struct{})
+	reload := func(why string) {
+		select {
+		case <-ready:
+		case <-serveCtx.Done():
+			return
+		}
+		logger.Info("reloading the config", "why", why)
+		if _, err := d.Reload(serveCtx); err != nil {
+			logger.Warn("reload failed", "error", err.Error())
+		}
+	}
+	if err := config.Watch(serveCtx, cfg.WatchFiles(), reloadDebounce, func() { reload("a config file changed") }); err != nil {
+		logger.Warn("cannot watch the config files; reload with: mcpctl reload", "error", err.Error())
+	}
+	if notifyFD > 0 {
+		// Detached, SIGHUP means reload, as for other daemons; attached to
+		// a terminal it still means the terminal is gone.
+		signal.Reset(syscall.SIGHUP)
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					reload("SIGHUP")
+				case <-serveCtx.Done():
+					return
+				}
+			}
+		}()
+	}
+
+	if err := e.Start(ctx); err != nil {
+		var ee *engine.Error
+		if !errors.As(err, &ee) {
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
+		}
+		notify(readyMsg{Error: ee})
+		stopServing()
+		<-served
+		logger.Info("session ended: a server failed to start", "error", err.Error())
+		return err
+	}
+	d.SetReady()
+	close(ready)
+	info.Ready = true
+	st := &engine.Status{Session: &info, Servers: e.Status()}
+	notify(readyMsg{Status: st})
+	if notifyFD == 0 {
+		if err := printUp(p, st); err != nil {
+			return err
+		}
+	}
+	logger.Info("session ready")
+	err = <-served
+	logger.Info("session ended")
+	return err
+}

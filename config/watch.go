@@ -1,0 +1,76 @@
+package config
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// WatchFiles are the files a session watches for [Watch]: the config files
+// and the envFiles they name.
+func (c *Config) WatchFiles() []string {
+	files := append([]string(nil), c.Paths...)
+	for _, s := range c.Servers {
+		if s.EnvFile != "" {
+			files = append(files, s.EnvFile)
+		}
+	}
+	return files
+}
+
+// Watch calls onChange once the files have been quiet for debounce after
+// one of them was written, created, replaced or removed, until ctx ends.
+// It watches their directories, not the files: editors that save by
+// writing a new file and renaming it over the old one replace the inode a
+// file watch would follow. onChange runs on Watch's own goroutine, one call
+// at a time.
+func Watch(ctx context.Context, files []string, debounce time.Duration, onChange func()) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		f = filepath.Clean(f)
+		names[f] = true
+		dirs[filepath.Dir(f)] = true
+	}
+	for d := range dirs {
+		if err := w.Add(d); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	go func() {
+		defer w.Close()
+		timer := time.NewTimer(debounce)
+		timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if names[filepath.Clean(ev.Name)] && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
+					timer.Reset(debounce)
+				}
+			case _, ok := <-w.Errors:
+				// An overflow loses events, not the watch: reload to be
+				// sure nothing was missed.
+				if !ok {
+					return
+				}
+				timer.Reset(debounce)
+			case <-timer.C:
+				onChange()
+			}
+		}
+	}()
+	return nil
+}

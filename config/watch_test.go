@@ -1,0 +1,52 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestWatchSeesEditsAndReplacements(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mcp.json")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	changes := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := Watch(ctx, []string{file}, 50*time.Millisecond, func() { changes <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change reported after %s", what)
+		}
+	}
+	// A write in place.
+	os.WriteFile(file, []byte(`{"servers": {"a": {"command": "x"}}}`), 0o644)
+	expect("a write")
+	// An editor's save: a new file renamed over the old one, in a burst
+	// that is reported once.
+	tmp := filepath.Join(dir, ".mcp.json.swp")
+	os.WriteFile(tmp, []byte(`{"servers": {}}`), 0o644)
+	os.Rename(tmp, file)
+	os.WriteFile(file, []byte(`{"servers": {"b": {"command": "x"}}}`), 0o644)
+	expect("a rename over the file")
+	// Removal, and the file coming back.
+	os.Remove(file)
+	expect("a removal")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	expect("a re-creation")
+	// Other files of the directory, and chmod, are not changes.
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
+	os.Chmod(file, 0o600)
+	select {
+	case <-changes:
+		t.Error("a change reported for another file or a chmod")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpctl/mcpctl/config"
+)
+
+// A ReloadResult says what a reload did, by server name.
+type ReloadResult struct {
+	Added     []string `json:"added"`
+	Removed   []string `json:"removed"`
+	Restarted []string `json:"restarted"`
+	Unchanged []string `json:"unchanged"`
+	// Failed are the added or restarted servers that did not start; they
+	// stay unavailable, with their error in the status, until a later
+	// reload changes them.
+	Failed []*Error `json:"failed,omitempty"`
+}
+
+// Reload makes the engine run cfg instead of its current config: servers
+// cfg adds are started, servers it removes are stopped, servers whose
+// settings it changes are restarted, and the others keep running
+// untouched, process and all. A server that fails to start does not undo
+// the reload; it is reported in the result and in its status. Reloads run
+// one at a time.
+func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult, error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	if e.closed.Load() {
+		return nil, errorf(KindUnavailable, "", "cannot reload: the engine is closed")
+	}
+	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Unchanged: []string{}}
+	var stop, start []*server
+
+	e.mu.Lock()
+	old := e.servers
+	servers := make(map[string]*server, len(cfg.Servers))
+	order := make([]*server, 0, len(cfg.Servers))
+	for _, sc := range cfg.Servers {
+		prev := old[sc.Name]
+		s := prev
+		switch {
+		case prev == nil:
+			s = newServer(e, sc)
+			res.Added = append(res.Added, sc.Name)
+			start = append(start, s)
+		case prev.cfg().Same(sc):
+			// Only where it is written may differ: keep it running, with
+			// its new place for messages.
+			prev.conf.Store(sc)
+			res.Unchanged = append(res.Unchanged, sc.Name)
+		default:
+			s = newServer(e, sc)
+			res.Restarted = append(res.Restarted, sc.Name)
+			stop = append(stop, prev)
+			start = append(start, s)
+		}
+		servers[sc.Name] = s
+		order = append(order, s)
+	}
+	for _, prev := range e.order {
+		if servers[prev.cfg().Name] == nil {
+			res.Removed = append(res.Removed, prev.cfg().Name)
+			stop = append(stop, prev)
+		}
+	}
+	e.cfg, e.servers, e.order = cfg, servers, order
+	e.configErr = nil
+	e.mu.Unlock()
+
+	e.stopAll(stop)
+	for _, s := range stop {
+		name := s.cfg().Name
+		e.cache.drop(func(ce *cacheEntry) bool { return ce.server == name })
+	}
+	res.Failed = e.startEach(ctx, start)
+	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "failed", len(res.Failed))
+	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted})
+	return res, nil
+}
+
+// startEach starts the servers that are not disabled, each on its own: one
+// that cannot start is left unavailable with its error, and the others
+// start regardless.
+func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
+	var failed []*Error
+	var targets []*server
+	for _, s := range servers {
+		if s.cfg().Disabled {
+			continue
+		}
+		if err := precheck([]*server{s}); err != nil {
+			ee := serverError(s, err)
+			s.fail(ee)
+			failed = append(failed, ee)
+			continue
+		}
+		targets = append(targets, s)
+	}
+	errs := e.startTogether(ctx, targets, false)
+	for _, s := range targets {
+		if err := errs[s]; err != nil {
+			ee := serverError(s, err)
+			if errors.Is(err, errDependency) {
+				s.fail(ee)
+			}
+			failed = append(failed, ee)
+		}
+	}
+	return failed
+}
+
+// ReloadFailed records that the config could not be loaded again: the
+// engine keeps running the config it has, and [Engine.ConfigError] and a
+// config event report why until a reload succeeds. It returns err as the
+// engine's error (kind usage), hints kept.
+func (e *Engine) ReloadFailed(err error) *Error {
+	ee, ok := err.(*Error)
+	if !ok {
+		ee = errorf(KindUsage, "", "%s", err.Error())
+		var h interface{ Hints() []string }
+		if errors.As(err, &h) {
+			ee.Hint = h.Hints()
+		}
+	}
+	e.mu.Lock()
+	e.configErr = ee
+	e.mu.Unlock()
+	e.log.Warn("config not reloaded: the running config stays", "error", ee.Message)
+	e.bus.publish(Event{Type: EventConfig, Error: ee.Message})
+	return ee
+}
+
+// ConfigError is why the last reload could not load the config, or nil
+// when it could (or none was tried).
+func (e *Engine) ConfigError() *Error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.configErr
+}
