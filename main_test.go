@@ -24,10 +24,18 @@ import (
 // The test binary is also mcpctl and the fake MCP server: testscript puts
 // both on the scripts' PATH.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanup{m}, map[string]func(){
 		"mcpctl":   func() { os.Exit(run()) },
 		"mcp-fake": func() { os.Exit(fakemcp.Main(os.Args[1:])) },
 	})
+}
+
+// cleanup removes what the tests built once they have run.
+type cleanup struct{ m *testing.M }
+
+func (c cleanup) Run() int {
+	defer fakemcp.RemovePlainBinary()
+	return c.m.Run()
 }
 
 // TestScript runs every behaviour in testdata/script against the fake
@@ -42,6 +50,12 @@ func scriptParams(dir string) testscript.Params {
 		Setup:               setupScript,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"leaked":     cmdLeaked,
 			"alive":      cmdAlive,
@@ -49,6 +63,7 @@ func scriptParams(dir string) testscript.Params {
 			"waitfile":   cmdWaitFile,
 			"waitgrep":   cmdWaitGrep,
 			"mksock":     cmdMksock,
+			"plainfake":  cmdPlainFake,
 		},
 	}
 }
@@ -289,6 +304,18 @@ func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
 
 // mksock PATH leaves a unix socket file at PATH that nothing listens on, as
 // a crashed session would.
+// cmdPlainFake links the fake server built without the race detector at
+// PATH: scripts that set resource limits need it (the race runtime cannot
+// start under a memory limit).
+func cmdPlainFake(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: plainfake PATH")
+	}
+	exe, err := fakemcp.PlainBinary()
+	ts.Check(err)
+	ts.Check(os.Symlink(exe, ts.MkAbs(args[0])))
+}
+
 func cmdMksock(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 || neg {
 		ts.Fatalf("usage: mksock PATH")

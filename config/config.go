@@ -287,7 +287,8 @@ type Options struct {
 	WorkDir string
 	// Ask asks the user for the value of an input that no
 	// $MCPCTL_INPUT_<ID> gives; nil means inputs come from the
-	// environment only. The value is used, never written anywhere.
+	// environment, else their declared default. The value is used, never
+	// written anywhere.
 	Ask func(in Input) (string, error)
 }
 
@@ -321,7 +322,7 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
-		shown := displayPath(path, abs, opts.WorkDir)
+		shown := displayPath(abs, opts.WorkDir)
 		data, err := os.ReadFile(abs)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -362,12 +363,11 @@ type file struct {
 	data             []byte
 }
 
-func displayPath(given, abs, wd string) string {
-	if rel, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(rel, "..") {
+func displayPath(abs, wd string) string {
+	// Relative to the working directory when that is shorter, as the
+	// user most likely typed it.
+	if rel, err := filepath.Rel(wd, abs); err == nil && len(rel) < len(abs) {
 		return rel
 	}
-	if !filepath.IsAbs(given) {
-		return abs
-	}
-	return given
+	return abs
 }

@@ -165,3 +165,29 @@ func TestMergedFiles(t *testing.T) {
 		t.Fatalf("%v %+v", err, cfg)
 	}
 }
+
+// Values asked for are handed on as MCPCTL_INPUT_<ID>, so the background
+// session, which cannot ask, gets them.
+func TestInputEnviron(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "mcp.json")
+	os.WriteFile(p, []byte(`{"inputs": [{"id": "api-key", "type": "promptString", "password": true}],
+"servers": {"a": {"command": "x", "env": {"K": "${input:api-key}"}}}}`), 0o644)
+	asked := 0
+	cfg, err := Load(p, Options{LookupEnv: env(nil), WorkDir: dir, Ask: func(in Input) (string, error) {
+		asked++
+		return "typed", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.InputEnviron(), " "); got != "MCPCTL_INPUT_API_KEY=typed" || asked != 1 {
+		t.Errorf("InputEnviron = %q after %d questions", got, asked)
+	}
+	// Given by the environment: not asked.
+	cfg, err = Load(p, Options{LookupEnv: env(map[string]string{"MCPCTL_INPUT_API_KEY": "from-env"}), WorkDir: dir,
+		Ask: func(Input) (string, error) { t.Error("asked although the environment gives it"); return "", nil }})
+	if err != nil || cfg.Servers[0].Env["K"] != "from-env" {
+		t.Errorf("env K = %q, %v", cfg.Servers[0].Env["K"], err)
+	}
+}

@@ -718,6 +718,11 @@ func (in *inputs) value(id string) (string, error) {
 		return "", &expandError{msg: "refers to an input that \"inputs\" does not declare",
 			hint: fmt.Sprintf(`declare it in "inputs", or set %s`, InputEnv(id))}
 	}
+	if in.opts.Ask == nil && in.declared[i].Default != "" {
+		// Nobody to ask: the declared default is the answer.
+		in.values[id] = in.declared[i].Default
+		return in.declared[i].Default, nil
+	}
 	if in.opts.Ask == nil {
 		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked", InputEnv(id))}
 	}

@@ -338,8 +338,8 @@ func (d *document) fromCodex() {
 		}
 		out[name] = s
 	}
-	delete(d.root, "mcp_servers")
-	d.root["servers"] = out
+	// The rest of a Codex config (model, profiles, ...) is Codex's own.
+	d.root = map[string]any{"servers": out}
 	d.written = func(path []string) []string {
 		if len(path) == 0 || path[0] != "servers" {
 			return path

@@ -140,11 +140,11 @@ func TestMemoryLimitKillsAndIsNamed(t *testing.T) {
 	}
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "hog.grow"})
 	var ee *Error
-	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "it hit its memory limit of 128 MiB") {
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "exited with code 2 (memory limit of 128 MiB reached)") {
 		t.Fatalf("err = %v", err)
 	}
 	st := waitState(t, e, "hog", StateUnavailable)
-	if !strings.Contains(st.LastError, "memory limit of 128 MiB") {
+	if !strings.Contains(st.LastError, "(memory limit of 128 MiB reached)") {
 		t.Errorf("status does not name the limit: %+v", st)
 	}
 }
@@ -209,7 +209,7 @@ func TestCPUTimeLimitIsNamed(t *testing.T) {
 	}
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "spinner.spin"})
 	var ee *Error
-	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "it used up its cpuTime limit of 1s") {
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "(cpuTime limit of 1s used up)") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -252,5 +252,102 @@ func TestIncludeExcludeTools(t *testing.T) {
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "fs.write_file"}); err != nil {
 		t.Errorf("an included tool: %v", err)
+	}
+}
+
+func TestReloadKeepsUnchangedRestartsChanged(t *testing.T) {
+	dir := t.TempDir()
+	pidOf := func(name string) int { return readPID(t, filepath.Join(dir, name+".pid")) }
+	keep := fakeServer(t, "keep", fakemcp.Spec{PIDFile: filepath.Join(dir, "keep.pid")})
+	change := fakeServer(t, "change", fakemcp.Spec{PIDFile: filepath.Join(dir, "change.pid")})
+	gone := fakeServer(t, "gone", fakemcp.Spec{PIDFile: filepath.Join(dir, "gone.pid")})
+	e := newEngine(t, keep, change, gone)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	keepPID, changePID, gonePID := pidOf("keep"), pidOf("change"), pidOf("gone")
+
+	// The new config: keep as it was (written elsewhere in the file),
+	// change with a new env value, gone removed, added new.
+	keep2 := *keep
+	keep2.Source = "mcp.json:20:3"
+	change2 := *change
+	change2.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	added := fakeServer(t, "added", fakemcp.Spec{PIDFile: filepath.Join(dir, "added.pid")})
+	sub := e.Events(EventFilter{Types: []string{EventConfig}})
+	defer sub.Close()
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&keep2, &change2, added}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Unchanged, []string{"keep"}) || !slices.Equal(res.Restarted, []string{"change"}) ||
+		!slices.Equal(res.Added, []string{"added"}) || !slices.Equal(res.Removed, []string{"gone"}) || len(res.Failed) != 0 {
+		t.Errorf("result = %+v", res)
+	}
+	if pidOf("keep") != keepPID || !alive(keepPID) {
+		t.Errorf("the unchanged server was restarted or stopped")
+	}
+	if p := pidOf("change"); p == changePID || !alive(p) || alive(changePID) {
+		t.Errorf("the changed server was not restarted: pid %d → %d", changePID, p)
+	}
+	if alive(gonePID) {
+		t.Errorf("the removed server still runs")
+	}
+	if !alive(pidOf("added")) {
+		t.Errorf("the added server does not run")
+	}
+	var names []string
+	for _, st := range e.Status() {
+		names = append(names, st.Name+":"+string(st.State))
+	}
+	if want := []string{"keep:ready", "change:ready", "added:ready"}; !slices.Equal(names, want) {
+		t.Errorf("status = %q, want %q", names, want)
+	}
+	// The kept server now has its new place, for messages.
+	if s, _ := e.lookup("keep"); s.cfg().Source != "mcp.json:20:3" {
+		t.Errorf("the kept server is still placed at %s", s.cfg().Source)
+	}
+	select {
+	case ev := <-sub.C:
+		if !slices.Equal(ev.Restarted, []string{"change"}) || !slices.Equal(ev.Added, []string{"added"}) || !slices.Equal(ev.Removed, []string{"gone"}) {
+			t.Errorf("config event = %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no config event")
+	}
+}
+
+func TestReloadFailureKeepsOthers(t *testing.T) {
+	ok := fakeServer(t, "ok", fakemcp.Spec{})
+	e := newEngine(t, ok)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	broken := &config.Server{Name: "broken", Command: "mcpctl-no-such-command", Cwd: t.TempDir(), StartupTimeout: time.Second, Source: "mcp.json:3:5"}
+	res, err := e.Reload(ctx(t), &config.Config{Servers: []*config.Server{ok, broken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].Server != "broken" || !slices.Equal(res.Unchanged, []string{"ok"}) {
+		t.Fatalf("result = %+v", res)
+	}
+	st := e.Status()
+	if st[0].State != StateReady || st[1].State != StateUnavailable || !strings.Contains(st[1].LastError, "command not found") {
+		t.Errorf("status = %+v", st)
+	}
+
+	// A config that cannot be loaded changes nothing and is reported.
+	e.ReloadFailed(&config.Error{File: "mcp.json", Line: 2, Col: 7, Msg: "expected string"})
+	if ce := e.ConfigError(); ce == nil || ce.Message != "mcp.json:2:7: expected string" {
+		t.Errorf("config error = %v", ce)
+	}
+	if st := e.Status(); len(st) != 2 || st[0].State != StateReady {
+		t.Errorf("a failed load changed the servers: %+v", st)
+	}
+	if _, err := e.Reload(ctx(t), &config.Config{Servers: []*config.Server{ok}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.ConfigError() != nil {
+		t.Error("a good reload did not clear the config error")
 	}
 }

@@ -308,11 +308,11 @@ func (p *process) exitReason() string {
 		ee.UserTime()+ee.SystemTime() >= l.CPUTime.Truncate(time.Second):
 		// SIGXCPU at the soft limit, SIGKILL at the hard one for programs
 		// that ignore SIGXCPU (Go does); the CPU it used tells it was the limit.
-		return fmt.Sprintf("%s: it used up its cpuTime limit of %s", desc, l.CPUTime)
+		return fmt.Sprintf("%s (cpuTime limit of %s used up)", desc, l.CPUTime)
 	case l.Memory > 0 && p.exitErr != nil && p.outOfMemory.Load():
-		return fmt.Sprintf("%s: it hit its memory limit of %s", desc, sizeText(l.Memory))
+		return fmt.Sprintf("%s (memory limit of %s reached)", desc, sizeText(l.Memory))
 	case l.OpenFiles > 0 && p.exitErr != nil && p.outOfFiles.Load():
-		return fmt.Sprintf("%s: it hit its openFiles limit of %d", desc, l.OpenFiles)
+		return fmt.Sprintf("%s (openFiles limit of %d reached)", desc, l.OpenFiles)
 	}
 	return desc
 }

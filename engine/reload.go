@@ -13,6 +13,9 @@ type ReloadResult struct {
 	Removed   []string `json:"removed"`
 	Restarted []string `json:"restarted"`
 	Unchanged []string `json:"unchanged"`
+	// Started are unchanged servers that were not running (they had
+	// failed, or exited) and were started again.
+	Started []string `json:"started"`
 	// Failed are the added or restarted servers that did not start; they
 	// stay unavailable, with their error in the status, until a later
 	// reload changes them.
@@ -22,7 +25,7 @@ type ReloadResult struct {
 // Reload makes the engine run cfg instead of its current config: servers
 // cfg adds are started, servers it removes are stopped, servers whose
 // settings it changes are restarted, and the others keep running
-// untouched, process and all. A server that fails to start does not undo
+// untouched, process and all; those of them that are down are started. A server that fails to start does not undo
 // the reload; it is reported in the result and in its status. Reloads run
 // one at a time.
 func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult, error) {
@@ -31,7 +34,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	if e.closed.Load() {
 		return nil, errorf(KindUnavailable, "", "cannot reload: the engine is closed")
 	}
-	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Unchanged: []string{}}
+	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
 
 	e.mu.Lock()
@@ -51,6 +54,10 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			// its new place for messages.
 			prev.conf.Store(sc)
 			res.Unchanged = append(res.Unchanged, sc.Name)
+			if st := prev.currentState(); !sc.Disabled && (st == StateUnavailable || st == StateStopped) {
+				res.Started = append(res.Started, sc.Name)
+				start = append(start, prev)
+			}
 		default:
 			s = newServer(e, sc)
 			res.Restarted = append(res.Restarted, sc.Name)
