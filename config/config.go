@@ -305,6 +305,9 @@ func LoadFiles(paths []string, opts Options) (*Config, error) {
 	return load(files, opts)
 }
 
+// maxFileSize bounds a config file: a bigger one is not a config.
+const maxFileSize = 16 << 20
+
 // readFiles reads the files at paths and fills in opts' defaults.
 func readFiles(paths []string, opts *Options) ([]file, error) {
 	if opts.LookupEnv == nil {
@@ -323,6 +326,10 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 			abs = real
 		}
 		shown := displayPath(abs, opts.WorkDir)
+		if st, err := os.Stat(abs); err == nil && st.Size() > maxFileSize {
+			return nil, &Error{File: shown, Msg: fmt.Sprintf("is %d bytes; a config file is at most %d", st.Size(), maxFileSize),
+				Hint: "check that --config names the config file"}
+		}
 		data, err := os.ReadFile(abs)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {

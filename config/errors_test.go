@@ -50,6 +50,10 @@ hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},
+		{"nested too deep", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}}}"}}, nil, `mcp.json:1:73: invalid JSON: nested more than 32 levels deep
+hint: a config nests a few levels: servers, a server, its env`},
+		{"several problems, all listed", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"args\": [1]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]}}}"}}, nil, `mcp.json:2:34: servers.a.args[0]: expected string, got number
+mcp.json:3:39: servers.b.dependsOn[0]: unknown server "c"`},
 		{"bad memory size", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memory\": \"lots\"}}}}"}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected a size such as "512MiB" or "1G", or a number of bytes, got "lots"`},
 		{"unknown limit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memroy\": \"1G\"}}}}"}}, nil, `mcp.json:1:47: servers.a.limits.memroy: unknown field
 hint: did you mean "memory"?`},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,50 @@ func readDocument(file string, data []byte) (*document, error) {
 
 var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 
+// maxDepth bounds how deep a JSON config nests. Real ones nest four
+// levels; the bound keeps a hostile file from costing time and memory that
+// grow with the square of its depth.
+const maxDepth = 32
+
+// tooDeep returns the offset where data (JSON with comments) nests deeper
+// than maxDepth, or -1. It runs before parsing, which is what costs.
+func tooDeep(data []byte) int {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			end := bytes.Index(data[i+2:], []byte("*/"))
+			if end < 0 {
+				return -1
+			}
+			i += end + 3
+		case c == '{' || c == '[':
+			if depth++; depth > maxDepth {
+				return i
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
+}
+
 func readJSON(file string, data []byte) (*document, error) {
+	if off := tooDeep(data); off >= 0 {
+		line, col := lineCol(data, off)
+		return nil, &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf("invalid JSON: nested more than %d levels deep", maxDepth),
+			Hint: "a config nests a few levels: servers, a server, its env"}
+	}
 	// Standardize blanks comments and trailing commas out, keeping every
 	// byte where it was, so positions still hold.
 	std, err := hujson.Standardize(append([]byte(nil), data...))
