@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/mcpctl/mcpctl/config"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -43,13 +44,14 @@ func (env *Env) askInput(in config.Input) (string, error) {
 	if in.Default != "" && !in.Password {
 		label += fmt.Sprintf(" [%s]", in.Default)
 	}
-	fmt.Fprintf(env.ErrOut, "mcpctl: %s: ", label)
+	prompt := func() { fmt.Fprintf(env.ErrOut, "mcpctl: %s: ", label) }
 	var answer string
 	var err error
 	if in.Password {
-		answer, err = readPassword(stdin)
+		answer, err = readPassword(stdin, prompt)
 		fmt.Fprintln(env.ErrOut)
 	} else {
+		prompt()
 		answer, err = readLine(stdin)
 	}
 	if err != nil {
@@ -97,31 +99,43 @@ func readLine(r io.Reader) (string, error) {
 	}
 }
 
-// readPassword reads a line with echo off. Ctrl-C restores the terminal
-// before mcpctl exits, so the shell is not left without echo.
-func readPassword(f *os.File) (string, error) {
+// readPassword turns echo off, then prompts and reads a line: in that
+// order, so an answer typed as soon as the prompt shows is not echoed.
+// Ctrl-C restores the terminal before mcpctl exits, so the shell is not
+// left without echo.
+func readPassword(f *os.File, prompt func()) (string, error) {
 	fd := int(f.Fd())
-	state, err := term.GetState(fd)
+	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return "", err
 	}
+	quiet := *old
+	quiet.Lflag &^= unix.ECHO
+	quiet.Lflag |= unix.ICANON | unix.ISIG
+	quiet.Iflag |= unix.ICRNL
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet); err != nil {
+		return "", err
+	}
+	restore := func() { unix.IoctlSetTermios(fd, ioctlSetTermios, old) }
+	defer restore()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	prompt()
 	type read struct {
-		b   []byte
+		s   string
 		err error
 	}
 	got := make(chan read, 1)
 	go func() {
-		b, err := term.ReadPassword(fd)
-		got <- read{b, err}
+		s, err := readLine(f)
+		got <- read{s, err}
 	}()
 	select {
 	case r := <-got:
-		return string(r.b), r.err
+		return r.s, r.err
 	case <-sig:
-		term.Restore(fd, state)
+		restore()
 		return "", context.Canceled
 	}
 }

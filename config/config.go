@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,6 +116,7 @@ type Server struct {
 
 	where   map[string]string // field → file:line:col
 	secrets []string          // values that came from the environment or inputs
+	shown   map[string]string // an expanded value → it with those parts redacted
 	raw     map[string]any    // the server's object as written (JSON shape)
 }
 
@@ -145,11 +147,19 @@ func (s *Server) Where(field string) string {
 }
 
 // Redact replaces the server's secret values (from the environment and
-// inputs) in text with "<redacted>".
+// inputs) in text with "<redacted>". A value the config expanded is
+// redacted exactly where its secrets went; in other text each secret is
+// replaced wherever it appears, longest first, except values shorter than
+// four bytes, which are not credentials and would garble the text.
 func (s *Server) Redact(text string) string {
-	for _, v := range s.secrets {
-		if v != "" {
-			text = strings.ReplaceAll(text, v, "<redacted>")
+	if shown, ok := s.shown[text]; ok {
+		return shown
+	}
+	secrets := slices.Clone(s.secrets)
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			text = strings.ReplaceAll(text, v, Redacted)
 		}
 	}
 	return text

@@ -33,44 +33,50 @@ func (e *expandError) Error() string { return e.ref + " " + e.msg }
 // $ is kept as written. A variable that is unset and has no default is an
 // error. secrets are the values that came from the environment or inputs:
 // they are kept out of output.
-func expand(s string, v Vars) (out string, secrets []string, err error) {
+func expand(s string, v Vars) (out, shown string, secrets []string, err error) {
 	if !strings.Contains(s, "$") {
-		return s, nil, nil
+		return s, s, nil, nil
 	}
-	var b strings.Builder
+	var b, sh strings.Builder // sh: the value with its secrets redacted
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '$' {
 			b.WriteByte(c)
+			sh.WriteByte(c)
 			i++
 			continue
 		}
 		if strings.HasPrefix(s[i:], "$$") {
 			b.WriteByte('$')
+			sh.WriteByte('$')
 			i += 2
 			continue
 		}
 		if !strings.HasPrefix(s[i:], "${") {
 			b.WriteByte(c)
+			sh.WriteByte(c)
 			i++
 			continue
 		}
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
-			return "", nil, &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
+			return "", "", nil, &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
 		}
 		ref := s[i : i+end+1]
 		val, fromEnv, err := resolve(ref, s[i+2:i+end], v)
 		if err != nil {
-			return "", nil, err
-		}
-		if fromEnv && val != "" {
-			secrets = append(secrets, val)
+			return "", "", nil, err
 		}
 		b.WriteString(val)
+		if fromEnv && val != "" {
+			secrets = append(secrets, val)
+			sh.WriteString(Redacted)
+		} else {
+			sh.WriteString(val)
+		}
 		i += end + 1
 	}
-	return b.String(), secrets, nil
+	return b.String(), sh.String(), secrets, nil
 }
 
 // InputEnvPrefix starts the name of every variable that gives an input.

@@ -191,3 +191,25 @@ func TestInputEnviron(t *testing.T) {
 		t.Errorf("env K = %q, %v", cfg.Servers[0].Env["K"], err)
 	}
 }
+
+// Redaction hides exactly what came from the environment, however short,
+// and leaves the rest of the value readable.
+func TestRedactExactly(t *testing.T) {
+	cfg, err := Parse("mcp.json", []byte(`{"servers": {"r": {"type": "http", "url": "https://${HOST}/mcp?t=${T}", "headers": {"A": "x"}},
+  "l": {"command": "tool", "args": ["--token=${TOKEN}", "--level=${LEVEL:-3}", "https"]}}}`), t.TempDir(),
+		env(map[string]string{"HOST": "h.example", "T": "t", "TOKEN": "s3cr3t-t0ken"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Resolved(false)
+	if got := r["r"].URL; got != "https://<redacted>/mcp?t=<redacted>" {
+		t.Errorf("url shown as %q", got)
+	}
+	if got := strings.Join(r["l"].Args, " "); got != "--token=<redacted> --level=3 https" {
+		t.Errorf("args shown as %q", got)
+	}
+	// In other text, secrets of some length are scrubbed wherever they are.
+	if got := cfg.Server("l").Redact("failed: bad token s3cr3t-t0ken (tool)"); got != "failed: bad token <redacted> (tool)" {
+		t.Errorf("Redact = %q", got)
+	}
+}

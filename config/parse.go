@@ -234,7 +234,7 @@ func (r *fieldReader) note(field string, path []string) {
 }
 
 func (r *fieldReader) str(field string, path []string, v any) string {
-	out, secrets, err := expand(v.(string), r.vars)
+	out, shown, secrets, err := expand(v.(string), r.vars)
 	if err != nil {
 		var ee *expandError
 		if errors.As(err, &ee) {
@@ -245,6 +245,9 @@ func (r *fieldReader) str(field string, path []string, v any) string {
 		return ""
 	}
 	r.s.secrets = append(r.s.secrets, secrets...)
+	if shown != out {
+		r.s.shown[out] = shown
+	}
 	return out
 }
 
@@ -335,7 +338,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		StartupTimeout: DefaultStartupTimeout, RequestTimeout: DefaultRequestTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout, CacheTTL: DefaultCacheTTL,
 		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts,
-		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj,
+		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj, shown: map[string]string{},
 	}
 	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars}
 
