@@ -30,11 +30,16 @@ func newUpCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "up",
 		Usage: "Start the session and all its servers in the background",
-		Description: `Starts a background session for the config file: it starts every server in
-parallel, keeps them running and answers later commands over a unix socket.
+		Description: `Starts a background session for the config: it starts every server that is
+not disabled, in parallel (one with "dependsOn" once those it depends on are
+ready), keeps them running and answers later commands over a unix socket.
 "up" returns when every server is ready, and reports each with its tool count
 and start time. If one server fails to start, none is left running and "up"
 exits 3 naming it. If the session already runs, "up" says so and exits 0.
+Inputs the config needs are asked for here, on the terminal.
+
+The session follows its config files: after an edit it starts added servers,
+stops removed ones and restarts changed ones (see "mcpctl reload").
 
   mcpctl up
   mcpctl -c examples/mcp.json up
