@@ -36,7 +36,12 @@ from mcp.toml ([servers.NAME]) and from Codex's config.toml
 			if cmd.Args().Len() == 0 {
 				return usagef("config needs a subcommand: validate, show, schema or path", "see: mcpctl config --help")
 			}
-			return usagef(fmt.Sprintf("unknown config subcommand %q", cmd.Args().First()), "the subcommands are validate, show, schema and path")
+			name := cmd.Args().First()
+			hint := "the subcommands are validate, show, schema and path"
+			if near := schemas.Closest(name, []string{"validate", "show", "schema", "path"}); len(near) > 0 {
+				hint = fmt.Sprintf("did you mean mcpctl config %s?", near[0])
+			}
+			return usagef(fmt.Sprintf("unknown config subcommand %q", name), hint)
 		},
 	}
 }
