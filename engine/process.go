@@ -27,6 +27,7 @@ import (
 type process struct {
 	server string
 	limits config.Limits
+	lines  *jsonLines // its stdout, once connected
 	// outOfMemory and outOfFiles: stderr said the process ran out of what
 	// its limits bound.
 	outOfMemory, outOfFiles atomic.Bool
@@ -192,6 +193,16 @@ func (p *process) stderrTail(n int) []string {
 		waitDone(p.stderrDone, 500*time.Millisecond)
 	}
 	return p.tail.last(n)
+}
+
+// awaitExit waits for a process that may be exiting, so an error can say
+// how it ended: up to 5s once it has closed its stdout (it is on its way
+// out; npx's parents can take a while on a busy machine), else brief.
+func (p *process) awaitExit(brief time.Duration) {
+	if p.lines != nil && p.lines.eof.Load() {
+		brief = 5 * time.Second
+	}
+	waitDone(p.done, brief)
 }
 
 // exited reports whether the leader process has been reaped.
@@ -421,6 +432,8 @@ type jsonLines struct {
 	c    io.Closer
 	buf  []byte
 	skip func(line []byte, why string)
+	// eof is set once the server closed its stdout: it is exiting.
+	eof atomic.Bool
 }
 
 func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
@@ -440,6 +453,9 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			}
 		}
 		if err != nil {
+			if err == io.EOF {
+				j.eof.Store(true)
+			}
 			if len(j.buf) > 0 {
 				break
 			}

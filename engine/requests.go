@@ -103,7 +103,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, time
 	case connLost:
 		// The process may be on its way out; let it finish so the error
 		// can say how it ended.
-		waitDone(h.proc.done, 500*time.Millisecond)
+		h.proc.awaitExit(500 * time.Millisecond)
 		h.s.mu.Lock()
 		stopped := h.s.state == StateStopping || h.s.state == StateStopped
 		h.s.mu.Unlock()

@@ -182,6 +182,7 @@ func (s *server) connect(ctx context.Context) error {
 	stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
 		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
 	})
+	proc.lines = stdout
 	// jsonLines bounds lines itself.
 	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
 	if err != nil {
@@ -217,7 +218,7 @@ func (s *server) connect(ctx context.Context) error {
 			cs.Close()
 		}
 		// Let an exiting process finish, so the error can say how it ended.
-		waitDone(proc.done, 500*time.Millisecond)
+		proc.awaitExit(500 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err)
 		proc.stop(0, s.shutdownTimeout())
 		return failure
@@ -275,7 +276,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	case <-proc.done:
 	case connErr = <-connDone:
 		// Give a dying process a moment, so the error says how it ended.
-		waitDone(proc.done, 200*time.Millisecond)
+		proc.awaitExit(200 * time.Millisecond)
 	}
 	stderr := proc.stderrTail(10)
 	s.mu.Lock()
