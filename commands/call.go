@@ -21,6 +21,7 @@ type callOptions struct {
 	timeout  durationFlag
 	progress bool
 	task     bool
+	retry    int
 }
 
 func newCallCmd(env *Env) *cli.Command {
@@ -53,6 +54,12 @@ runs as a task (MCP 2025-11-25): created, polled with its status shown as
 progress, its result fetched, and cancelled on Ctrl-C; --task runs an
 "optional" one as a task too.
 
+The timeout counts from the last sign of life: each progress notification
+gives the call the timeout again, up to 10 times the timeout in all. A call
+is sent once: it is tried again after a timeout, or after its server died
+and is being restarted, only with --retry N or when the tool is annotated
+idempotentHint: true (then up to 3 tries), waiting 1s, 2s, 4s... between.
+
   mcpctl call everything.echo message=hi
   mcpctl call filesystem.read_text_file path=README.md --jq -r '.content[0].text'
   mcpctl call everything.get-sum a:=2 b:=3
@@ -62,6 +69,7 @@ progress, its result fetched, and cancelled on Ctrl-C; --task runs an
 			timeoutFlag(&opts.timeout),
 			&cli.BoolFlag{Name: "progress", Usage: "print progress as JSON lines on stderr", Destination: &opts.progress},
 			&cli.BoolFlag{Name: "task", Usage: "run a tool that may run as a task (taskSupport optional) as one", Destination: &opts.task},
+			&cli.IntFlag{Name: "retry", Usage: "try the call up to `N` more times after a timeout or a server restart", Destination: &opts.retry},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
@@ -82,7 +90,10 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if _, _, err := engine.SplitName(opts.name); err != nil {
 		return err
 	}
-	req := &engine.CallRequest{Name: opts.name, Task: opts.task}
+	if opts.retry < 0 {
+		return usagef(fmt.Sprintf("--retry must be 0 or more, not %d", opts.retry))
+	}
+	req := &engine.CallRequest{Name: opts.name, Task: opts.task, Retry: opts.retry}
 	if req.TimeoutMs, err = opts.timeout.millis(); err != nil {
 		return err
 	}

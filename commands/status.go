@@ -17,7 +17,10 @@ func newStatusCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "Show the session and the state of each server",
-		Description: `Lists every server of the config with its state, pid, uptime and tool count.
+		Description: `Lists every server of the config with its state, how long it has been in it,
+its pid, tool count and last error. In JSON, "since" is when the server
+entered its state; "restarts" and "restartAt" follow the on-failure policy;
+"failures" counts failed requests in a row (a degraded server).
 With no session running the servers are listed as stopped ("session" is null
 in JSON) and the exit code is 0. When the config was edited into something
 that cannot be loaded, the session keeps the config it had and "configError"
@@ -72,16 +75,23 @@ func statusTable(w io.Writer, st *engine.Status) error {
 	}
 	rows := make([][]string, len(st.Servers))
 	for i, s := range st.Servers {
-		pid, uptime := "-", "-"
+		pid, since := "-", "-"
 		if s.PID > 0 {
 			pid = strconv.Itoa(s.PID)
 		}
-		if s.ReadyAt != nil {
-			uptime = time.Duration(s.UptimeSeconds * float64(time.Second)).Round(time.Second).String()
+		if !s.Since.IsZero() && st.Session != nil {
+			since = time.Since(s.Since).Round(time.Second).String()
 		}
-		rows[i] = []string{s.Name, string(s.State), pid, uptime, strconv.Itoa(s.Tools), s.LastError}
+		state := string(s.State)
+		if s.Activation != "" {
+			state += " (" + s.Activation + ")"
+		}
+		if s.RestartAt != nil {
+			state += fmt.Sprintf(", restart %d in %s", s.Restarts, time.Until(*s.RestartAt).Round(time.Second/10))
+		}
+		rows[i] = []string{s.Name, state, since, pid, strconv.Itoa(s.Tools), s.LastError}
 	}
-	if err := output.Table(w, []string{"server", "state", "pid", "uptime", "tools", "last error"}, rows); err != nil {
+	if err := output.Table(w, []string{"server", "state", "for", "pid", "tools", "last error"}, rows); err != nil {
 		return err
 	}
 	if ce := st.ConfigError; ce != nil {

@@ -22,11 +22,12 @@ import (
 
 // Defaults for fields a server does not set.
 const (
-	DefaultStartupTimeout  = 30 * time.Second
-	DefaultRequestTimeout  = 60 * time.Second
-	DefaultShutdownTimeout = 5 * time.Second
-	DefaultCacheTTL        = 5 * time.Minute
-	DefaultMaxRestarts     = 3
+	DefaultStartupTimeout   = 30 * time.Second
+	DefaultRequestTimeout   = 60 * time.Second
+	DefaultShutdownTimeout  = 5 * time.Second
+	DefaultCacheTTL         = 5 * time.Minute
+	DefaultMaxRestarts      = 3
+	DefaultFailureThreshold = 3
 )
 
 // A Config is a loaded config: one file, or several merged.
@@ -100,10 +101,15 @@ type Server struct {
 
 	DependsOn   []string
 	Disabled    bool
-	Activation  string // eager, lazy or manual
+	Activation  string // eager, lazy, manual or transient
 	Restart     string // never or on-failure
 	MaxRestarts int
-	Limits      Limits
+	// FailureThreshold is how many consecutive failed requests make the
+	// server unavailable.
+	FailureThreshold int
+	// HealthInterval is the time between pings; 0: no pings.
+	HealthInterval time.Duration
+	Limits         Limits
 
 	IncludeTools []string
 	ExcludeTools []string

@@ -337,7 +337,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		Name: name, Env: map[string]string{}, Headers: map[string]string{},
 		StartupTimeout: DefaultStartupTimeout, RequestTimeout: DefaultRequestTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout, CacheTTL: DefaultCacheTTL,
-		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts,
+		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts, FailureThreshold: DefaultFailureThreshold,
 		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj, shown: map[string]string{},
 	}
 	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars}
@@ -418,6 +418,18 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		r.note("maxRestarts", p)
 		n, _ := v.(json.Number).Int64()
 		s.MaxRestarts = int(n)
+	}
+	if v, p, ok := r.get("failureThreshold"); ok {
+		r.note("failureThreshold", p)
+		n, _ := v.(json.Number).Int64()
+		s.FailureThreshold = int(n)
+	}
+	if v, p, ok := r.get("healthCheck"); ok {
+		r.note("healthCheck", p)
+		sub := &fieldReader{d: r.d, obj: v.(map[string]any), s: s, server: p}
+		if d, ok := sub.duration("interval", false); ok {
+			s.HealthInterval = d
+		}
 	}
 	r.limits()
 	s.IncludeTools = r.globs("includeTools")

@@ -13,29 +13,31 @@ const Redacted = "<redacted>"
 // names normalised, ${...} expanded, paths absolute. It is the same for
 // equivalent JSON, TOML and Codex files.
 type ResolvedServer struct {
-	Type            string            `json:"type"`
-	Command         string            `json:"command,omitempty"`
-	Args            []string          `json:"args,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	EnvFile         string            `json:"envFile,omitempty"`
-	Cwd             string            `json:"cwd,omitempty"`
-	URL             string            `json:"url,omitempty"`
-	Headers         map[string]string `json:"headers,omitempty"`
-	StartupTimeout  string            `json:"startupTimeout"`
-	RequestTimeout  string            `json:"requestTimeout"`
-	ShutdownTimeout string            `json:"shutdownTimeout"`
-	IdleTimeout     string            `json:"idleTimeout,omitempty"`
-	CacheTTL        string            `json:"cacheTTL"`
-	DependsOn       []string          `json:"dependsOn,omitempty"`
-	Disabled        bool              `json:"disabled,omitempty"`
-	Activation      string            `json:"activation"`
-	Restart         string            `json:"restart"`
-	MaxRestarts     int               `json:"maxRestarts"`
-	Limits          *ResolvedLimits   `json:"limits,omitempty"`
-	IncludeTools    []string          `json:"includeTools,omitempty"`
-	ExcludeTools    []string          `json:"excludeTools,omitempty"`
-	Roots           []string          `json:"roots,omitempty"`
-	ProtocolVersion string            `json:"protocolVersion,omitempty"`
+	Type             string            `json:"type"`
+	Command          string            `json:"command,omitempty"`
+	Args             []string          `json:"args,omitempty"`
+	Env              map[string]string `json:"env,omitempty"`
+	EnvFile          string            `json:"envFile,omitempty"`
+	Cwd              string            `json:"cwd,omitempty"`
+	URL              string            `json:"url,omitempty"`
+	Headers          map[string]string `json:"headers,omitempty"`
+	StartupTimeout   string            `json:"startupTimeout"`
+	RequestTimeout   string            `json:"requestTimeout"`
+	ShutdownTimeout  string            `json:"shutdownTimeout"`
+	IdleTimeout      string            `json:"idleTimeout,omitempty"`
+	CacheTTL         string            `json:"cacheTTL"`
+	DependsOn        []string          `json:"dependsOn,omitempty"`
+	Disabled         bool              `json:"disabled,omitempty"`
+	Activation       string            `json:"activation"`
+	Restart          string            `json:"restart"`
+	MaxRestarts      int               `json:"maxRestarts"`
+	FailureThreshold int               `json:"failureThreshold"`
+	HealthCheck      string            `json:"healthCheck,omitempty"`
+	Limits           *ResolvedLimits   `json:"limits,omitempty"`
+	IncludeTools     []string          `json:"includeTools,omitempty"`
+	ExcludeTools     []string          `json:"excludeTools,omitempty"`
+	Roots            []string          `json:"roots,omitempty"`
+	ProtocolVersion  string            `json:"protocolVersion,omitempty"`
 }
 
 // ResolvedLimits are limits in the units the config uses.
@@ -75,7 +77,7 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 		StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
 		ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
 		DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,
-		Restart: s.Restart, MaxRestarts: s.MaxRestarts, IncludeTools: s.IncludeTools,
+		Restart: s.Restart, MaxRestarts: s.MaxRestarts, FailureThreshold: s.FailureThreshold, IncludeTools: s.IncludeTools,
 		ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
 	}
 	if s.IsStdio() {
@@ -83,6 +85,9 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 	}
 	if s.IdleTimeout > 0 {
 		r.IdleTimeout = dur(s.IdleTimeout)
+	}
+	if s.HealthInterval > 0 {
+		r.HealthCheck = "every " + dur(s.HealthInterval)
 	}
 	for _, a := range s.Args {
 		r.Args = append(r.Args, hide(a))

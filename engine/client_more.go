@@ -144,3 +144,10 @@ func (c *Client) stream(ctx context.Context, method, path string, body any, onLi
 	}
 	return nil
 }
+
+// Servers starts, stops or restarts servers of the session by hand: act is
+// "start", "stop" or "restart". It returns their status after.
+func (c *Client) Servers(ctx context.Context, act string, names ...string) ([]ServerStatus, error) {
+	var out []ServerStatus
+	return out, c.send(ctx, http.MethodPost, "/"+APIVersion+"/servers/"+act, &ServersRequest{Servers: names}, &out)
+}

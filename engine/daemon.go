@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ const VersionHeader = "Mcpctl-Version"
 //	GET  /metrics                 → []ServerMetrics
 //	GET  /events?server=S&type=T&stderr=1&subscribe=URI&logLevel=L
 //	                              → NDJSON: a ready line, then Events
+//	POST /servers/start           ServersRequest → []ServerStatus (also stop, restart)
 //	POST /reload                  loads the config again and applies it → ReloadResult
 //	POST /shutdown                stops every server, then the session → Status
 //
@@ -88,19 +90,22 @@ func (d *Daemon) Handler() http.Handler {
 	e := d.engine
 	query := func(r *http.Request, k string) string { return r.URL.Query().Get(k) }
 	routes := map[string]http.HandlerFunc{
-		"GET /v1/status":          d.serveStatus,
-		"GET /v1/tools":           get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
-		"POST /v1/tools/call":     d.serveCall,
-		"GET /v1/prompts":         get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
-		"POST /v1/prompts/get":    post(e.GetPrompt),
-		"GET /v1/resources":       get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
-		"POST /v1/resources/read": post(e.ReadResource),
-		"POST /v1/complete":       post(e.Complete),
-		"GET /v1/inspect":         get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
-		"GET /v1/metrics":         get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
-		"GET /v1/events":          d.serveEvents,
-		"POST /v1/reload":         d.serveReload,
-		"POST /v1/shutdown":       d.serveShutdown,
+		"GET /v1/status":           d.serveStatus,
+		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
+		"POST /v1/tools/call":      d.serveCall,
+		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
+		"POST /v1/prompts/get":     post(e.GetPrompt),
+		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
+		"POST /v1/resources/read":  post(e.ReadResource),
+		"POST /v1/complete":        post(e.Complete),
+		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
+		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
+		"GET /v1/events":           d.serveEvents,
+		"POST /v1/reload":          d.serveReload,
+		"POST /v1/servers/start":   post(d.byHand(func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
+		"POST /v1/servers/stop":    post(d.byHand(func(_ context.Context, names []string) error { return e.Stop(names...) })),
+		"POST /v1/servers/restart": post(d.byHand(func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
+		"POST /v1/shutdown":        d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(VersionHeader, Version())
@@ -149,6 +154,31 @@ func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// A ServersRequest names the servers to start, stop or restart.
+type ServersRequest struct {
+	Servers []string `json:"servers"`
+}
+
+// byHand runs a start, stop or restart of named servers and answers with
+// their status.
+func (d *Daemon) byHand(act func(context.Context, []string) error) func(context.Context, *ServersRequest) ([]ServerStatus, error) {
+	return func(ctx context.Context, req *ServersRequest) ([]ServerStatus, error) {
+		if len(req.Servers) == 0 {
+			return nil, errorf(KindUsage, "", "name at least one server")
+		}
+		if err := act(ctx, req.Servers); err != nil {
+			return nil, err
+		}
+		var out []ServerStatus
+		for _, st := range d.engine.Status() {
+			if slices.Contains(req.Servers, st.Name) {
+				out = append(out, st)
+			}
+		}
+		return out, nil
+	}
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {

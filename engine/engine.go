@@ -189,8 +189,9 @@ func (e *Engine) lookup(name string) (*server, error) {
 	return nil, unknownName("server", name, "", e.cfg.Names())
 }
 
-// Start starts the named servers, or all that are not disabled when none
-// are named, with the servers they depend on: independent ones in
+// Start starts the named servers, or all that start with the engine when
+// none are named (not disabled, activation eager), with the servers they
+// depend on: independent ones in
 // parallel, each dependent once its dependencies are ready. It is all or
 // nothing: when one fails, the others are stopped and the error names
 // every server that failed and why. Problems found before starting (a
@@ -202,6 +203,14 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	}
 	if err := precheck(targets); err != nil {
 		return err
+	}
+	if len(names) > 0 {
+		// Named: started by hand, whatever stopped them before.
+		for _, s := range targets {
+			s.mu.Lock()
+			s.lc.held, s.lc.gaveUp, s.lc.restarts = false, false, 0
+			s.mu.Unlock()
+		}
 	}
 	var fresh []*server // what this start brings up, and stops on failure
 	for _, s := range targets {
@@ -320,7 +329,7 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 	if len(names) == 0 {
 		var out []*server
 		for _, s := range e.all() {
-			if !s.cfg().Disabled {
+			if s.autoStarts() {
 				out = append(out, s)
 			}
 		}
@@ -391,12 +400,6 @@ func unsupported(c *config.Server) string {
 	switch {
 	case !c.IsStdio():
 		return "type " + c.Type
-	case c.Activation != "" && c.Activation != "eager":
-		return "activation " + c.Activation
-	case c.IdleTimeout > 0:
-		return "idleTimeout"
-	case c.Restart != "" && c.Restart != "never":
-		return "restart " + c.Restart
 	case len(c.Roots) > 0:
 		return "roots"
 	}

@@ -494,7 +494,9 @@ func TestCloseDuringStart(t *testing.T) {
 
 // Timed-out calls must not leave entries behind in the connection.
 func TestCaptureReleased(t *testing.T) {
-	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}}}))
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}}})
+	srv.FailureThreshold = 10 // five timeouts in a row must not stop it
+	e := newEngine(t, srv)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,9 @@ type Error struct {
 	Stderr []string `json:"stderr,omitempty"`
 
 	err error
+	// transient: trying again may work (a server killed by a signal
+	// during its start).
+	transient bool
 }
 
 func (e *Error) Error() string {

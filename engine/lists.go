@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -299,8 +300,25 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 		return s.snap, false, nil
 	case s.state == StateUnavailable && s.snap != nil:
 		return s.snap, true, nil
+	case s.snap != nil && s.lc.idled:
+		// Stopped for want of use: what it offered is what it offers.
+		return s.snap, false, nil
 	}
 	return nil, false, s.unavailableLocked()
+}
+
+// known makes sure a server that starts on use has been listed once: a
+// lazy or transient server is started (and a transient one stopped again)
+// the first time its lists are asked for.
+func (s *server) known() {
+	s.mu.Lock()
+	need := s.snap == nil && s.state == StateStopped && s.startsOnUseLocked()
+	s.mu.Unlock()
+	if need {
+		if h, err := s.acquire(context.Background()); err == nil {
+			h.release()
+		}
+	}
 }
 
 // stale returns copies of items marked stale, or items as they are.
@@ -325,6 +343,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		if err != nil {
 			return err
 		}
+		s.known()
 		sn, isStale, err := s.offer()
 		if err != nil {
 			return err
@@ -332,7 +351,14 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		fn(s, sn, isStale)
 		return nil
 	}
-	for _, s := range e.all() {
+	servers := e.all()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.known() }()
+	}
+	wg.Wait()
+	for _, s := range servers {
 		if sn, isStale, err := s.offer(); err == nil {
 			fn(s, sn, isStale)
 		}

@@ -494,3 +494,15 @@ func isJSONRPC(line []byte) bool {
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }
+
+// killedBySignal reports whether the process was killed by a signal that
+// no limit of its own explains: someone or something else ended it, and a
+// new start may well work.
+func (p *process) killedBySignal() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.exitErr, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && !strings.Contains(p.exitReason(), "limit")
+}

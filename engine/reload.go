@@ -54,7 +54,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			// its new place for messages.
 			prev.conf.Store(sc)
 			res.Unchanged = append(res.Unchanged, sc.Name)
-			if st := prev.currentState(); !sc.Disabled && (st == StateUnavailable || st == StateStopped) {
+			if st := prev.currentState(); prev.autoStarts() && !prev.isHeld() && (st == StateUnavailable || st == StateStopped) {
 				res.Started = append(res.Started, sc.Name)
 				start = append(start, prev)
 			}
@@ -88,14 +88,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	return res, nil
 }
 
-// startEach starts the servers that are not disabled, each on its own: one
+// startEach starts the servers that start with the engine, each on its own: one
 // that cannot start is left unavailable with its error, and the others
 // start regardless.
 func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
 	var failed []*Error
 	var targets []*server
 	for _, s := range servers {
-		if s.cfg().Disabled {
+		if !s.autoStarts() {
 			continue
 		}
 		if err := precheck([]*server{s}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpctl/mcpctl/schemas"
@@ -23,6 +24,8 @@ type handle struct {
 	life context.Context
 	proc *process
 	snap *snapshot
+	// deadline is the running request's, which progress extends.
+	deadline atomic.Pointer[deadline]
 }
 
 // ready waits for a server that is starting and returns a handle on it once
@@ -57,9 +60,12 @@ func (h *handle) capabilities() *mcp.ServerCapabilities {
 // call to everything.echo").
 func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) (any, error)) (json.RawMessage, error) {
 	t0 := time.Now()
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stopOnEnd := context.AfterFunc(h.life, cancel)
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	dl := newDeadline(timeout, func() { cancel(errTimedOut) })
+	defer dl.stop()
+	h.deadline.Store(dl)
+	stopOnEnd := context.AfterFunc(h.life, func() { cancel(nil) })
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
 	defer h.conn.release(cp)
@@ -79,14 +85,15 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		// own cache, or over another stream (2026-07-28 servers).
 		result, _ = json.Marshal(typed)
 	} else {
-		err = h.failure(ctx, callCtx, what, method, timeout, sendErr)
+		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
+	h.noteOutcome(ctx, err)
 	return result, err
 }
 
 // failure explains why a request got no answer.
-func (h *handle) failure(ctx, callCtx context.Context, what, method string, timeout time.Duration, err error) error {
+func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *deadline, err error) error {
 	name := h.s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -97,7 +104,12 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, time
 	var werr *jsonrpc.Error
 	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
 	switch {
-	case callCtx.Err() == context.DeadlineExceeded && h.life.Err() == nil:
+	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
+		timeout := dl.timeout
+		if dl.extended() {
+			return errorf(KindTimeout, name, "%s did not answer within %s of its last progress (the server was told to cancel)", what, timeout).
+				hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
+		}
 		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", what, timeout).
 			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 	case connLost:
@@ -115,7 +127,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, time
 			e.Message = fmt.Sprintf("server %s %s during %s", name, h.proc.exitReason(), what)
 		}
 		e.Stderr = h.proc.stderrTail(10)
-		return e.hint("restart the session to start it again: mcpctl down && mcpctl up").wrap(err)
+		return e.hint("start it again with: mcpctl restart %s", name).wrap(err)
 	case errors.As(err, &werr):
 		return protocolError(name, method, werr)
 	}
@@ -144,13 +156,30 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.ready(ctx)
+	// A call is tried once unless the caller asks for retries or the tool
+	// says calling it twice does no harm.
+	tries := 1 + max(req.Retry, 0)
+	var res *CallResult
+	err = e.retrying(ctx, &tries, s, func() (err error) {
+		res, err = e.callOnce(ctx, s, toolName, req, &tries)
+		return err
+	})
+	return res, err
+}
+
+func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (*CallResult, error) {
+	srvName := s.cfg().Name
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer h.release()
 	tool := h.snap.toolByName[toolName]
 	if tool == nil {
 		return nil, unknownTool(h.snap, srvName, toolName)
+	}
+	if req.Retry == 0 && tool.Idempotent() {
+		*tries = retryTries
 	}
 	args, err := buildArguments(tool, req.Arguments, req.Pairs)
 	if err != nil {
@@ -165,9 +194,13 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 			hint("call it without --task")
 	}
 	token := e.nextToken()
-	if req.OnProgress != nil {
-		defer e.watchProgress(token, req.OnProgress)()
-	}
+	// Progress keeps the call alive: each notification extends its deadline.
+	defer e.watchProgress(token, func(p Progress) {
+		h.deadline.Load().extend()
+		if req.OnProgress != nil {
+			req.OnProgress(p)
+		}
+	})()
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
@@ -205,10 +238,22 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.ready(ctx)
+	var res *PromptResult
+	tries := retryTries
+	err = e.retrying(ctx, &tries, s, func() (err error) {
+		res, err = e.promptOnce(ctx, s, promptName, req)
+		return err
+	})
+	return res, err
+}
+
+func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, req *PromptRequest) (*PromptResult, error) {
+	srvName := s.cfg().Name
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer h.release()
 	prompt := h.snap.promptByName[promptName]
 	if prompt == nil {
 		return nil, unknownName("prompt", req.Name, srvName, h.snap.names(listPrompts))
@@ -288,10 +333,21 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.ready(ctx)
+	var res *ResourceResult
+	tries := retryTries
+	err = e.retrying(ctx, &tries, s, func() (err error) {
+		res, err = e.readOnce(ctx, s, req)
+		return err
+	})
+	return res, err
+}
+
+func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) (*ResourceResult, error) {
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer h.release()
 	params := &mcp.ReadResourceParams{URI: req.URI}
 	key := cacheKey(s.cfg().Name, "resources/read", params)
 	if !req.NoCache {
@@ -372,10 +428,11 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
 		}
 	}
-	h, err := s.ready(ctx)
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer h.release()
 	if h.capabilities().Completions == nil {
 		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not offer completion", s.cfg().Name)
 	}
@@ -426,11 +483,14 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.ready(ctx)
+	// A subscription uses the server until it is released: an idle or
+	// transient server is not stopped under it.
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if c := h.capabilities().Resources; c == nil || !c.Subscribe {
+		h.release()
 		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not support resource subscriptions", s.cfg().Name)
 	}
 	s.subsMu.Lock()
@@ -440,6 +500,7 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
+			h.release()
 			return nil, err
 		}
 	}
@@ -452,6 +513,7 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			return
 		}
 		released = true
+		defer h.release()
 		if s.subs[uri]--; s.subs[uri] > 0 {
 			return
 		}

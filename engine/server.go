@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,6 +55,8 @@ type server struct {
 
 	subsMu sync.Mutex
 	subs   map[string]int // subscribed resource URI → subscribers
+
+	lc lifecycle // guarded by mu
 }
 
 func newServer(e *Engine, cfg *config.Server) *server {
@@ -73,20 +76,30 @@ func newServer(e *Engine, cfg *config.Server) *server {
 func (s *server) cfg() *config.Server { return s.conf.Load() }
 
 // setState must be called with s.mu held.
-func (s *server) setState(st State, cause *Error) {
-	if s.state == st {
+func (s *server) setState(st State, cause *Error) { s.setStateNote(st, cause, "") }
+
+// setStateNote changes the state with a note on why or what comes next
+// (the event's message), e.g. "restart 1 of 3 in 1s".
+func (s *server) setStateNote(st State, cause *Error, note string) {
+	if s.state == st && (cause == nil || cause == s.lastErr) && note == "" {
 		return
 	}
 	from := s.state
-	s.state, s.since = st, time.Now()
+	if s.state != st {
+		s.since = time.Now()
+	}
+	s.state = st
 	if cause != nil {
 		s.lastErr = cause
 	}
 	attrs := []any{"from", from, "to", st}
-	ev := Event{Type: EventState, Server: s.cfg().Name, From: from, To: st}
+	ev := Event{Type: EventState, Server: s.cfg().Name, From: from, To: st, Message: note}
 	if cause != nil {
 		attrs = append(attrs, "error", cause.Message)
 		ev.Error = cause.Message
+	}
+	if note != "" {
+		attrs = append(attrs, "note", note)
 	}
 	s.log.Info("server state", attrs...)
 	s.e.bus.publish(ev)
@@ -122,8 +135,13 @@ func (s *server) start(ctx context.Context) error {
 		s.mu.Unlock()
 		return errorf(KindUnavailable, s.cfg().Name, "server %s: the engine is closed", s.cfg().Name)
 	}
+	if s.lc.restartTimer != nil {
+		// Started by hand before the policy's restart came due.
+		s.cancelRestartLocked()
+	}
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
+	s.lc.idled, s.lc.failures = false, 0
 	s.starting = make(chan struct{})
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancelStart = cancel
@@ -131,6 +149,14 @@ func (s *server) start(ctx context.Context) error {
 
 	t0 := time.Now()
 	err := s.connect(sctx)
+	for try := 1; err != nil && try < retryTries && transientStart(err) && sctx.Err() == nil; try++ {
+		s.log.Info("retrying the start", "try", try+1, "of", retryTries, "error", err.Error())
+		select {
+		case <-time.After(backoff(try - 1)):
+			err = s.connect(sctx)
+		case <-sctx.Done():
+		}
+	}
 	cancel()
 
 	s.mu.Lock()
@@ -162,6 +188,10 @@ func (s *server) start(ctx context.Context) error {
 	s.startup = time.Since(t0)
 	s.readyAt = time.Now()
 	s.setState(StateReady, nil)
+	s.armIdleLocked()
+	if iv := s.cfg().HealthInterval; iv > 0 {
+		go s.healthCheck(&handle{s: s, cs: s.cs, conn: s.conn, life: s.life, proc: s.proc, snap: s.snap}, iv)
+	}
 	return nil
 }
 
@@ -256,6 +286,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	case proc.exited():
 		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
+		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
@@ -291,9 +322,9 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 		e = errorf(KindUnavailable, s.cfg().Name, "lost the connection to server %s: %v", s.cfg().Name, connErr)
 	}
 	e.Stderr = stderr
-	e.hint("restart the session to start it again: mcpctl down && mcpctl up")
-	s.setState(StateUnavailable, e)
+	e.hint("start it again with: mcpctl restart %s", s.cfg().Name)
 	s.endLife()
+	s.failLocked(e)
 	s.mu.Unlock()
 	proc.stdin.Close()
 	cs.Close()
@@ -302,8 +333,23 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
 // the process is stopped as [process.stop] describes.
-func (s *server) stop() {
+func (s *server) stop() { s.stopWhen(nil, "") }
+
+// stopWhen stops the server if it is running and cond, checked under the
+// lock right before, agrees: a request that begins meanwhile keeps the
+// server running. Such a conditional stop (the server is idle) keeps what
+// the server offers for listings. why is said in the state events.
+func (s *server) stopWhen(cond func() bool, why string) {
 	s.mu.Lock()
+	if cond != nil && ((s.state != StateReady && s.state != StateDegraded) || !cond()) {
+		s.mu.Unlock()
+		return
+	}
+	s.cancelRestartLocked()
+	if s.lc.idleTimer != nil {
+		s.lc.idleTimer.Stop()
+		s.lc.idleTimer = nil
+	}
 	if s.cancelStart != nil {
 		s.cancelStart()
 	}
@@ -313,14 +359,22 @@ func (s *server) stop() {
 		<-ch
 		s.mu.Lock()
 	}
+	if s.state == StateStopping {
+		// Another stop is under way; its end is this one's.
+		ch := s.lc.stopDone
+		s.mu.Unlock()
+		<-ch
+		return
+	}
 	if s.state == StateStopped || s.proc == nil {
-		if s.state != StateUnavailable {
-			s.setState(StateStopped, nil)
+		if s.state != StateUnavailable || s.lc.held {
+			s.setStateNote(StateStopped, nil, why)
 		}
 		s.mu.Unlock()
 		return
 	}
-	s.setState(StateStopping, nil)
+	s.setStateNote(StateStopping, nil, why)
+	s.lc.stopDone = make(chan struct{})
 	proc, cs := s.proc, s.cs
 	s.endLife()
 	s.mu.Unlock()
@@ -334,8 +388,11 @@ func (s *server) stop() {
 
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil
-	s.snap = nil
-	s.setState(StateStopped, nil)
+	if cond == nil {
+		s.snap = nil
+	}
+	s.setStateNote(StateStopped, nil, why)
+	close(s.lc.stopDone)
 	s.mu.Unlock()
 }
 
@@ -366,6 +423,14 @@ func (s *server) status() ServerStatus {
 	if s.lastErr != nil && s.state != StateReady {
 		st.LastError = s.lastErr.Message
 	}
+	if a := s.cfg().Activation; a != "" && a != "eager" {
+		st.Activation = a
+	}
+	st.Restarts, st.Failures = s.lc.restarts, s.lc.failures
+	if s.lc.restartDone != nil && !s.lc.restartAt.IsZero() {
+		t := s.lc.restartAt
+		st.RestartAt = &t
+	}
 	return st
 }
 
@@ -373,10 +438,25 @@ func roundMillis(d time.Duration) float64 { return float64(d.Milliseconds()) / 1
 
 // unavailableLocked explains why the server cannot take requests.
 func (s *server) unavailableLocked() *Error {
-	if s.lastErr != nil && s.state == StateUnavailable {
-		return s.lastErr
+	name := s.cfg().Name
+	switch {
+	case s.lastErr != nil && s.state == StateUnavailable:
+		e := *s.lastErr
+		if ago := time.Since(s.since).Round(time.Second); ago > 0 {
+			e.Message += fmt.Sprintf(" (%s ago)", ago)
+		}
+		if s.lc.restartDone != nil {
+			e.Hint = []string{fmt.Sprintf("it restarts in %s (restart %d of %d)", time.Until(s.lc.restartAt).Round(time.Second/10), s.lc.restarts, s.cfg().MaxRestarts)}
+		}
+		return &e
+	case s.state == StateStopped && s.lc.held:
+		return errorf(KindUnavailable, name, "server %s was stopped with mcpctl stop", name).
+			hint("start it again with: mcpctl start %s", name)
+	case s.state == StateStopped && s.cfg().Activation == "manual":
+		return errorf(KindUnavailable, name, "server %s starts only by hand (activation manual, %s)", name, s.cfg().Where("activation")).
+			hint("start it with: mcpctl start %s", name)
 	}
-	return errorf(KindUnavailable, s.cfg().Name, "server %s is %s", s.cfg().Name, s.state).
+	return errorf(KindUnavailable, name, "server %s is %s", name, s.state).
 		hint("start it with: mcpctl up")
 }
 

@@ -98,6 +98,18 @@ func dedupe(s []string) []string {
 	return out
 }
 
+// Idempotent reports whether the tool is annotated idempotentHint: true
+// (calling it twice with the same arguments does no more than once).
+func (t *Tool) Idempotent() bool {
+	var a struct {
+		Annotations struct {
+			IdempotentHint bool `json:"idempotentHint"`
+		} `json:"annotations"`
+	}
+	json.Unmarshal(t.raw, &a)
+	return a.Annotations.IdempotentHint
+}
+
 // TaskSupport returns the tool's execution.taskSupport: "required",
 // "optional", or "forbidden" (also when absent).
 func (t *Tool) TaskSupport() string {

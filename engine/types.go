@@ -39,6 +39,15 @@ type ServerStatus struct {
 	ServerInfo      *Impl      `json:"serverInfo,omitempty"`
 	ProtocolVersion string     `json:"protocolVersion,omitempty"`
 	LastError       string     `json:"lastError,omitempty"`
+	// Activation is when the server runs, unless eager: lazy, manual or
+	// transient.
+	Activation string `json:"activation,omitempty"`
+	// Restarts counts the restarts of the on-failure policy since the
+	// server last ran steadily; RestartAt is when the next is due.
+	Restarts  int        `json:"restarts,omitempty"`
+	RestartAt *time.Time `json:"restartAt,omitempty"`
+	// Failures counts the failed requests in a row (a degraded server).
+	Failures int `json:"failures,omitempty"`
 }
 
 // An Impl names an MCP implementation (a server's serverInfo).
@@ -87,6 +96,11 @@ type CallRequest struct {
 	// Task runs a tool whose execution.taskSupport is "optional" as a
 	// task. Tools that require tasks always run as one.
 	Task bool `json:"task,omitempty"`
+	// Retry is how often a call that timed out, or whose server died and
+	// is being restarted, is tried again. Calls are not retried by
+	// default, except calls of tools annotated idempotentHint: true,
+	// which are tried up to 3 times.
+	Retry int `json:"retry,omitempty"`
 	// OnProgress, when set, receives the call's progress notifications
 	// and, for a task, its status.
 	OnProgress func(Progress) `json:"-"`

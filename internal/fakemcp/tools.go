@@ -40,13 +40,17 @@ type Tool struct {
 	Spin       bool     `json:"spin,omitempty"`        // burn CPU until the call is cancelled
 
 	// What a call answers; the first one set wins.
-	Result      json.RawMessage `json:"result,omitempty"`      // sent as the raw result
-	Error       string          `json:"error,omitempty"`       // an isError result with this text
-	RPCError    *jsonrpc.Error  `json:"rpcError,omitempty"`    // a JSON-RPC error response
-	Sleep       string          `json:"sleep,omitempty"`       // sleep (honouring cancellation), then echo
-	Crash       *int            `json:"crash,omitempty"`       // exit with this code mid-call
-	StopReading bool            `json:"stopReading,omitempty"` // stop reading stdin for good; never answer
-	CloseStdout bool            `json:"closeStdout,omitempty"` // close stdout, keep running
+	Result   json.RawMessage `json:"result,omitempty"`   // sent as the raw result
+	Error    string          `json:"error,omitempty"`    // an isError result with this text
+	RPCError *jsonrpc.Error  `json:"rpcError,omitempty"` // a JSON-RPC error response
+	Sleep    string          `json:"sleep,omitempty"`    // sleep (honouring cancellation), then echo
+	Crash    *int            `json:"crash,omitempty"`    // exit with this code mid-call
+	// CrashUnless names a file: the call crashes (exit 9) unless it
+	// exists, and creates it; so it crashes once, and the server's next run
+	// answers.
+	CrashUnless string `json:"crashUnless,omitempty"`
+	StopReading bool   `json:"stopReading,omitempty"` // stop reading stdin for good; never answer
+	CloseStdout bool   `json:"closeStdout,omitempty"` // close stdout, keep running
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
@@ -86,6 +90,13 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 		case t.Crash != nil:
 			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
 			os.Exit(*t.Crash)
+		case t.CrashUnless != "":
+			if _, err := os.Stat(t.CrashUnless); err != nil {
+				os.WriteFile(t.CrashUnless, nil, 0o644)
+				fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
+				os.Exit(9)
+			}
+			return text("survived"), nil
 		case t.Env != nil:
 			cwd, _ := os.Getwd()
 			vals := map[string]string{}

@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/urfave/cli/v3"
+)
+
+// newServerActCmd builds start, stop and restart: acts on named servers of
+// the running session by hand.
+func newServerActCmd(env *Env, act, usage, description string) *cli.Command {
+	return &cli.Command{
+		Name:        act,
+		Usage:       usage,
+		ArgsUsage:   "SERVER...",
+		Description: description,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return usagef(fmt.Sprintf("%s needs the names of the servers to %s", act, act), "e.g. mcpctl "+act+" SERVER; see the servers with: mcpctl status")
+			}
+			return runServerAct(ctx, env, act, cmd.Args().Slice())
+		},
+	}
+}
+
+func newStartCmd(env *Env) *cli.Command {
+	return newServerActCmd(env, "start", "Start servers of the session by hand", `Starts the named servers in the running session, with the servers they
+depend on: servers with activation "manual", servers stopped with
+"mcpctl stop", and servers that gave up after their restarts. Exit 3 when
+one does not start (all named ones are then stopped again).
+
+  mcpctl start db
+  mcpctl start --jq '.[].state' db cache`)
+}
+
+func newStopCmd(env *Env) *cli.Command {
+	return newServerActCmd(env, "stop", "Stop servers of the session by hand", `Stops the named servers in the running session: stdin closed, SIGTERM, then
+SIGKILL to the server's process group. They stay stopped (no restart, no
+start on use) until "mcpctl start" or "mcpctl restart" names them; the
+session and its other servers go on.
+
+  mcpctl stop db`)
+}
+
+func newRestartCmd(env *Env) *cli.Command {
+	return newServerActCmd(env, "restart", "Restart servers of the session", `Stops the named servers in the running session and starts them again, with a
+fresh set of restarts for "restart": "on-failure". Use it for a server that
+is unavailable after a crash, or that gave up after maxRestarts.
+
+  mcpctl restart fs`)
+}
+
+func runServerAct(ctx context.Context, env *Env, act string, names []string) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	client, _, err := env.client()
+	if err != nil {
+		return err
+	}
+	servers, err := client.Servers(ctx, act, names...)
+	if errors.Is(err, engine.ErrNoSession) {
+		return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
+			Hint: []string{"start one with: mcpctl up (commands without a session start the servers they need by themselves)"}}
+	}
+	if err != nil {
+		return err
+	}
+	return p.Print(servers, func(w io.Writer) error { return statusTable(w, &engine.Status{Servers: servers}) })
+}

@@ -1,0 +1,494 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Restart backoff: the first restart waits restartBackoff, each next one
+// twice as long, up to maxBackoff. A server that ran steadily for
+// steadyRun before it died starts over with a full set of restarts.
+const (
+	restartBackoff = time.Second
+	maxBackoff     = 30 * time.Second
+	steadyRun      = time.Minute
+	// retryTries is how often an idempotent request is tried in all.
+	retryTries = 3
+)
+
+// lifecycle is what a server's supervision keeps beside its state: how
+// it is used, how it fails, and when it restarts. Guarded by server.mu.
+type lifecycle struct {
+	inflight  int         // requests under way
+	lastUsed  time.Time   // when the last request ended
+	idleTimer *time.Timer // stops the server once idleTimeout passes unused
+	// idled: stopped because it was unused (idleTimeout or transient);
+	// the next use starts it again.
+	idled bool
+	// held: stopped by hand (mcpctl stop); only mcpctl start or restart
+	// bring it back.
+	held bool
+	// stopDone is closed when the stop under way is over.
+	stopDone chan struct{}
+
+	failures int // consecutive failed requests
+
+	restarts     int         // restarts since it last ran steadily
+	restartTimer *time.Timer // the restart waiting for its backoff
+	restartAt    time.Time
+	restartDone  chan struct{} // closed when that restart attempt is over
+	gaveUp       bool          // maxRestarts used up: the circuit is open
+}
+
+// backoff is the wait before restart n (0-based).
+func backoff(n int) time.Duration {
+	d := restartBackoff
+	for i := 0; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// startsOnUse reports whether a request to the stopped server starts it:
+// lazy and transient servers, and servers stopped for being idle. A server
+// stopped by hand, or one started only by hand, does not.
+func (s *server) startsOnUseLocked() bool {
+	if s.lc.held || s.cfg().Disabled {
+		return false
+	}
+	switch s.cfg().Activation {
+	case "lazy", "transient":
+		return true
+	}
+	return s.lc.idled
+}
+
+// acquire returns a handle for a request and counts it as under way;
+// the caller must release it. It starts a server that starts on use, waits
+// for one that is starting, stopping or about to restart, and otherwise
+// says why the server cannot take requests.
+func (s *server) acquire(ctx context.Context) (*handle, error) {
+	// A transient server may stop between two looks; a few rounds settle it.
+	for range 5 {
+		s.mu.Lock()
+		switch s.state {
+		case StateReady, StateDegraded:
+			s.lc.inflight++
+			if s.lc.idleTimer != nil {
+				s.lc.idleTimer.Stop()
+				s.lc.idleTimer = nil
+			}
+			h := &handle{s: s, cs: s.cs, conn: s.conn, life: s.life, proc: s.proc, snap: s.snap}
+			s.mu.Unlock()
+			return h, nil
+		case StateStarting:
+			s.mu.Unlock()
+			if err := s.start(ctx); err != nil {
+				return nil, err
+			}
+		case StateStopping:
+			ch := s.lc.stopDone
+			s.mu.Unlock()
+			if err := waitFor(ctx, ch); err != nil {
+				return nil, err
+			}
+		case StateStopped:
+			if !s.startsOnUseLocked() {
+				err := s.unavailableLocked()
+				s.mu.Unlock()
+				return nil, err
+			}
+			s.mu.Unlock()
+			// The start is shared by every request waiting for it, so one
+			// caller giving up must not cut it short for the others; the
+			// startup timeout bounds it.
+			if err := s.start(context.WithoutCancel(ctx)); err != nil {
+				return nil, err
+			}
+		case StateUnavailable:
+			ch := s.lc.restartDone
+			// Wait for a restart that is due within a request's time.
+			if ch == nil || time.Until(s.lc.restartAt) > s.requestTimeout(0) {
+				err := s.unavailableLocked()
+				s.mu.Unlock()
+				return nil, err
+			}
+			s.mu.Unlock()
+			if err := waitFor(ctx, ch); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return nil, s.unavailableLocked()
+}
+
+func waitFor(ctx context.Context, ch <-chan struct{}) error {
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release ends a request begun by acquire: a transient server stops once
+// nothing uses it, and a server with an idleTimeout is stopped when that
+// passes unused.
+func (h *handle) release() {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lc.inflight--
+	s.lc.lastUsed = time.Now()
+	s.armIdleLocked()
+}
+
+// armIdleLocked schedules the stop of an unused server.
+func (s *server) armIdleLocked() {
+	if s.lc.inflight > 0 || (s.state != StateReady && s.state != StateDegraded) {
+		return
+	}
+	idle := s.cfg().IdleTimeout
+	if s.cfg().Activation == "transient" {
+		idle = 0
+	} else if idle <= 0 {
+		return
+	}
+	if s.lc.idleTimer != nil {
+		s.lc.idleTimer.Stop()
+	}
+	s.lc.idleTimer = time.AfterFunc(idle, func() { s.stopIdle(idle) })
+}
+
+// stopIdle stops the server when nothing used it for idle, keeping what it
+// offers: the next use starts it again.
+func (s *server) stopIdle(idle time.Duration) {
+	why := fmt.Sprintf("unused for %s (idleTimeout)", idle)
+	if s.cfg().Activation == "transient" {
+		why = "its request is done (activation transient)"
+	}
+	s.stopWhen(func() bool {
+		if s.lc.inflight > 0 || time.Since(s.lc.lastUsed) < idle {
+			return false
+		}
+		s.lc.idled = true
+		return true
+	}, why)
+}
+
+// noteOutcome counts a request's outcome toward the server's health: a
+// success makes a degraded server ready again; a failure that says the
+// server is in trouble (a timeout, an answer it could not make) degrades
+// it, and failureThreshold of them in a row make it unavailable.
+func (h *handle) noteOutcome(ctx context.Context, err error) {
+	s := h.s
+	if ctx.Err() != nil || (err != nil && !countsAsFailure(err)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != h.proc || (s.state != StateReady && s.state != StateDegraded) {
+		return // a request to an earlier run of the server
+	}
+	if err == nil {
+		s.lc.failures = 0
+		if s.state == StateDegraded {
+			s.setState(StateReady, nil)
+		}
+		return
+	}
+	s.lc.failures++
+	ee := serverError(s, err)
+	threshold := s.cfg().FailureThreshold
+	if threshold <= 0 {
+		threshold = config.DefaultFailureThreshold
+	}
+	if s.lc.failures < threshold {
+		s.setState(StateDegraded, ee)
+		return
+	}
+	name := s.cfg().Name
+	e := errorf(KindUnavailable, name, "server %s failed %d requests in a row and was stopped; the last: %s", name, s.lc.failures, ee.Message)
+	e.Stderr = ee.Stderr
+	e.hint("start it again with: mcpctl restart %s", name)
+	proc, cs := s.proc, s.cs
+	s.proc, s.cs, s.conn = nil, nil, nil
+	s.endLife()
+	s.failLocked(e)
+	go func() {
+		proc.stdin.Close()
+		cs.Close()
+		proc.stop(0, s.shutdownTimeout())
+	}()
+}
+
+// countsAsFailure: a timeout, or an answer that shows the server broken
+// (a parse, invalid-request or internal error, or one that is not JSON-RPC
+// at all). Errors about the request itself (unknown method, bad params, a
+// resource not found) show a working server.
+func countsAsFailure(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Kind {
+	case KindTimeout:
+		return true
+	case KindProtocol:
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			return true
+		}
+		switch werr.Code {
+		case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInternalError:
+			return true
+		}
+	}
+	return false
+}
+
+// failLocked marks a server that failed on its own (it died, or failed
+// too many requests) unavailable and, with restart on-failure, schedules
+// its restart after a backoff, until maxRestarts are used up.
+func (s *server) failLocked(e *Error) {
+	c := s.cfg()
+	if c.Restart != "on-failure" || s.lc.held || s.e.closed.Load() {
+		s.setState(StateUnavailable, e)
+		return
+	}
+	if !s.readyAt.IsZero() && time.Since(s.readyAt) > steadyRun {
+		s.lc.restarts = 0
+	}
+	if s.lc.restarts >= c.MaxRestarts {
+		s.lc.gaveUp = true
+		e.Message += fmt.Sprintf(" (gave up after %d restarts)", s.lc.restarts)
+		e.Hint = []string{fmt.Sprintf("start it again with: mcpctl restart %s", c.Name)}
+		s.setState(StateUnavailable, e)
+		return
+	}
+	delay := backoff(s.lc.restarts)
+	s.lc.restarts++
+	s.lc.restartAt = time.Now().Add(delay)
+	s.lc.restartDone = make(chan struct{})
+	s.setStateNote(StateUnavailable, e, fmt.Sprintf("restart %d of %d in %s", s.lc.restarts, c.MaxRestarts, delay))
+	done := s.lc.restartDone
+	s.lc.restartTimer = time.AfterFunc(delay, func() { s.restartNow(done) })
+}
+
+// restartNow is a restart the policy scheduled.
+func (s *server) restartNow(done chan struct{}) {
+	s.mu.Lock()
+	if s.lc.restartDone != done {
+		s.mu.Unlock()
+		return // cancelled: stopped, or started by hand meanwhile
+	}
+	s.lc.restartTimer = nil
+	s.mu.Unlock()
+	err := s.start(context.Background())
+	s.mu.Lock()
+	if s.lc.restartDone == done {
+		s.lc.restartDone = nil
+	}
+	close(done)
+	if err != nil && s.state == StateUnavailable {
+		var ee *Error
+		if errors.As(err, &ee) {
+			s.failLocked(ee)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// cancelRestartLocked drops a scheduled restart, waking whoever waits on it.
+func (s *server) cancelRestartLocked() {
+	if s.lc.restartTimer != nil {
+		s.lc.restartTimer.Stop()
+		s.lc.restartTimer = nil
+	}
+	if s.lc.restartDone != nil {
+		close(s.lc.restartDone)
+		s.lc.restartDone = nil
+	}
+}
+
+// willRecover reports whether a request that failed because the server is
+// down may succeed when tried again: a restart is coming.
+func (s *server) willRecover() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case StateStarting, StateReady, StateDegraded:
+		return true
+	case StateUnavailable:
+		return s.lc.restartDone != nil
+	}
+	return false
+}
+
+// healthCheck pings the server every interval while this run of it lasts;
+// an unanswered ping counts as a failed request.
+func (s *server) healthCheck(h *handle, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.life.Done():
+			return
+		case <-t.C:
+		}
+		h.do(context.Background(), "ping", "a health check ping", interval, func(ctx context.Context) (any, error) {
+			return nil, h.cs.Ping(ctx, nil)
+		})
+	}
+}
+
+// retrying runs try up to *tries times (which a try may change: a call
+// learns only from the tool whether it may be retried) while its failure is
+// transient (a timeout, or a server that a restart will bring back),
+// waiting 1s, then twice as long each time, at most 30s.
+func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func() error) error {
+	delay := restartBackoff
+	for n := 1; ; n++ {
+		err := try()
+		if err == nil || n >= *tries || ctx.Err() != nil || !e.transient(err, s) {
+			if err != nil && n > 1 {
+				var ee *Error
+				if errors.As(err, &ee) {
+					c := *ee
+					c.Message += fmt.Sprintf(" (tried %d times)", n)
+					return &c
+				}
+			}
+			return err
+		}
+		e.log.Info("retrying a request", "server", s.cfg().Name, "try", n+1, "of", *tries, "in", delay, "error", err.Error())
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+		delay = min(2*delay, maxBackoff)
+	}
+}
+
+func (e *Engine) transient(err error, s *server) bool {
+	var ee *Error
+	if !errors.As(err, &ee) {
+		return false
+	}
+	switch ee.Kind {
+	case KindTimeout:
+		return true
+	case KindUnavailable:
+		return s.willRecover()
+	}
+	return false
+}
+
+// transientStart: a start that failed in a way a new start may not.
+func transientStart(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.transient
+}
+
+// errTimedOut is the cause of a request's context when its deadline passed.
+var errTimedOut = errors.New("request timed out")
+
+// A deadline ends a request that hears nothing for timeout. Progress
+// extends it by timeout again, up to progressCap times the timeout in all.
+type deadline struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	timeout time.Duration
+	cap     time.Time
+	extends int
+}
+
+// progressCap bounds how far progress can push a request's deadline, as a
+// multiple of its timeout: a server that reports progress forever does not
+// hold a request forever.
+const progressCap = 10
+
+func newDeadline(timeout time.Duration, fire func()) *deadline {
+	return &deadline{timer: time.AfterFunc(timeout, fire), timeout: timeout, cap: time.Now().Add(progressCap * timeout)}
+}
+
+// extend restarts the countdown, unless it has run out or reached the cap.
+func (d *deadline) extend() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := min(d.timeout, time.Until(d.cap))
+	if next > 0 && d.timer.Stop() {
+		d.timer.Reset(next)
+		d.extends++
+	}
+}
+
+func (d *deadline) extended() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.extends > 0
+}
+
+func (d *deadline) stop() { d.timer.Stop() }
+
+// autoStarts reports whether the server starts with the engine: not
+// disabled, and activation eager.
+func (s *server) autoStarts() bool {
+	c := s.cfg()
+	return !c.Disabled && (c.Activation == "" || c.Activation == "eager")
+}
+
+func (s *server) isHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lc.held
+}
+
+// Stop stops the named servers by hand: they stay stopped, whatever their
+// activation and restart policy, until [Engine.Start] or [Engine.Restart]
+// names them. Servers that depend on them keep running, and fail their
+// requests that need them.
+func (e *Engine) Stop(names ...string) error {
+	var servers []*server
+	for _, n := range names {
+		s, err := e.lookup(n)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		s.mu.Lock()
+		s.lc.held = true
+		s.mu.Unlock()
+	}
+	e.stopAll(servers)
+	return nil
+}
+
+// Restart stops the named servers and starts them again, with a fresh set
+// of restarts for the on-failure policy.
+func (e *Engine) Restart(ctx context.Context, names ...string) error {
+	if len(names) == 0 {
+		return errorf(KindUsage, "", "name the servers to restart")
+	}
+	if err := e.Stop(names...); err != nil {
+		return err
+	}
+	return e.Start(ctx, names...)
+}

@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+)
+
+func pidOf(t *testing.T, e *Engine, name string) int {
+	t.Helper()
+	for _, st := range e.Status() {
+		if st.Name == name {
+			return st.PID
+		}
+	}
+	t.Fatalf("no server %s", name)
+	return 0
+}
+
+// Timeouts degrade a server; a success makes it ready again; the
+// failureThreshold-th timeout in a row makes it unavailable and stops it.
+func TestFailureThreshold(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}, {Name: "echo"}}})
+	srv.FailureThreshold = 2
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, e, "srv")
+	slow := &CallRequest{Name: "srv.slow", TimeoutMs: 100}
+	if _, err := e.CallTool(ctx(t), slow); KindOf(err) != KindTimeout {
+		t.Fatalf("err = %v", err)
+	}
+	st := waitState(t, e, "srv", StateDegraded)
+	if st.Failures != 1 || !strings.Contains(st.LastError, "did not answer within 100ms") {
+		t.Errorf("degraded status: %+v", st)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "srv", StateReady)
+
+	e.CallTool(ctx(t), slow)
+	waitState(t, e, "srv", StateDegraded)
+	e.CallTool(ctx(t), slow)
+	st = waitState(t, e, "srv", StateUnavailable)
+	if !strings.Contains(st.LastError, "failed 2 requests in a row and was stopped") {
+		t.Errorf("lastError = %q", st.LastError)
+	}
+	waitGone(t, pid)
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if KindOf(err) != KindUnavailable || !strings.Contains(strings.Join(asError(err).Hint, "\n"), "mcpctl restart srv") {
+		t.Errorf("call to the stopped server: %v", err)
+	}
+	// Its tools stay listed, marked stale.
+	tools, _ := e.Tools("srv")
+	if len(tools) != 2 || !tools[0].Stale {
+		t.Errorf("tools of the unavailable server: %v", tools)
+	}
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With restart on-failure a crashed server comes back after the backoff,
+// as a new process; after maxRestarts the circuit opens.
+func TestRestartOnFailure(t *testing.T) {
+	code := 9
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "crash", Crash: &code}, {Name: "echo"}}})
+	srv.Restart, srv.MaxRestarts = "on-failure", 2
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	pid := pidOf(t, e, "srv")
+
+	t0 := time.Now()
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	st := waitState(t, e, "srv", StateUnavailable)
+	if st.Restarts != 1 || st.RestartAt == nil {
+		t.Errorf("after the crash: %+v", st)
+	}
+	// A call meanwhile waits for the restart rather than failing.
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatalf("call during the backoff: %v", err)
+	}
+	if d := time.Since(t0); d < restartBackoff {
+		t.Errorf("restarted after %s, before the backoff of %s", d, restartBackoff)
+	}
+	if p := pidOf(t, e, "srv"); p == pid || p == 0 {
+		t.Errorf("pid after restart = %d, before %d", p, pid)
+	}
+
+	// The second restart waits twice as long; after it, the circuit opens.
+	t1 := time.Now()
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	waitState(t, e, "srv", StateUnavailable)
+	waitState(t, e, "srv", StateReady)
+	if d := time.Since(t1); d < 2*restartBackoff {
+		t.Errorf("second restart after %s, want at least %s", d, 2*restartBackoff)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	st = waitState(t, e, "srv", StateUnavailable)
+	time.Sleep(100 * time.Millisecond)
+	st = waitState(t, e, "srv", StateUnavailable)
+	if !strings.Contains(st.LastError, "gave up after 2 restarts") || st.RestartAt != nil {
+		t.Errorf("after maxRestarts: %+v", st)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if !strings.Contains(err.Error(), "gave up after 2 restarts") {
+		t.Errorf("call after the circuit opened: %v", err)
+	}
+	// The restarts were told as state events with what comes next.
+	var notes []string
+	for len(notes) < 2 {
+		select {
+		case ev := <-sub.C:
+			if ev.To == StateUnavailable && ev.Message != "" {
+				notes = append(notes, ev.Message)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("restart events: %q", notes)
+		}
+	}
+	if notes[0] != "restart 1 of 2 in 1s" || notes[1] != "restart 2 of 2 in 2s" {
+		t.Errorf("restart notes = %q", notes)
+	}
+
+	// By hand, it starts again with a fresh set of restarts.
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitState(t, e, "srv", StateReady); st.Restarts != 0 {
+		t.Errorf("after restart by hand: %+v", st)
+	}
+}
+
+// A call with retries survives a server that dies under it and is
+// restarted; without, it fails.
+func TestRetryAfterRestart(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "crashed")
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "once", CrashUnless: marker}}})
+	srv.Restart, srv.MaxRestarts = "on-failure", 3
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.once", Retry: 1})
+	if err != nil || !strings.Contains(string(res.Result), "survived") {
+		t.Fatalf("retried call: %v %v", res, err)
+	}
+	os.Remove(marker)
+	waitState(t, e, "srv", StateReady)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.once"}); KindOf(err) != KindUnavailable {
+		t.Fatalf("call without retry: %v", err)
+	}
+}
+
+// A lazy server starts on first use; concurrent first uses share one start.
+func TestLazyActivation(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "events")
+	srv := fakeServer(t, "lazy", fakemcp.Spec{Name: "lazy", EventLog: log, StartDelay: "200ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation = "lazy"
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Status()[0]; st.State != StateStopped || st.Activation != "lazy" {
+		t.Fatalf("lazy server after Start: %+v", st)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.CallTool(ctx(t), &CallRequest{Name: "lazy.echo"})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	data, _ := os.ReadFile(log)
+	if n := strings.Count(string(data), "lazy start"); n != 1 {
+		t.Errorf("started %d times:\n%s", n, data)
+	}
+}
+
+// A manual server starts only when named.
+func TestManualActivation(t *testing.T) {
+	srv := fakeServer(t, "m", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation = "manual"
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "m.echo"})
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "activation manual") || !strings.Contains(strings.Join(asError(err).Hint, "\n"), "mcpctl start m") {
+		t.Fatalf("call to a manual server: %v", err)
+	}
+	if tools, _ := e.Tools(""); len(tools) != 0 {
+		t.Errorf("a manual server was started to list it: %v", tools)
+	}
+	if err := e.Start(ctx(t), "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "m.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idleTimeout stops an unused server; its tools stay listed, and the next
+// use starts it again.
+func TestIdleTimeout(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.IdleTimeout = 300 * time.Millisecond
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, e, "srv")
+	waitState(t, e, "srv", StateStopped)
+	waitGone(t, pid)
+	if tools, _ := e.Tools(""); len(tools) != 1 || tools[0].Stale {
+		t.Errorf("tools of the idle server: %v", tools)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := pidOf(t, e, "srv"); p == 0 || p == pid {
+		t.Errorf("pid after the restart on use = %d (before %d)", p, pid)
+	}
+	// A call under way keeps it running past the idle timeout.
+	slow := fakeServer(t, "slow", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "nap", Sleep: "600ms"}}})
+	slow.IdleTimeout = 200 * time.Millisecond
+	e2 := newEngine(t, slow)
+	if err := e2.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.CallTool(ctx(t), &CallRequest{Name: "slow.nap"}); err != nil {
+		t.Fatalf("a call longer than the idle timeout: %v", err)
+	}
+}
+
+// A transient server runs only for its requests.
+func TestTransientActivation(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "events")
+	srv := fakeServer(t, "tr", fakemcp.Spec{Name: "tr", EventLog: log, Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation = "transient"
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if tools, _ := e.Tools(""); len(tools) != 1 {
+		t.Fatalf("tools of a transient server: %v", tools)
+	}
+	for range 2 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "tr.echo"}); err != nil {
+			t.Fatal(err)
+		}
+		st := waitState(t, e, "tr", StateStopped)
+		if st.PID != 0 {
+			t.Errorf("after the call: %+v", st)
+		}
+	}
+	data, _ := os.ReadFile(log)
+	if n := strings.Count(string(data), "tr start"); n != 3 {
+		t.Errorf("started %d times for a listing and two calls:\n%s", n, data)
+	}
+}
+
+// Progress extends a request's deadline.
+func TestProgressExtendsTimeout(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{
+		{Name: "steady", Progress: 6, Sleep: "600ms"},
+		{Name: "silent", Sleep: "600ms"},
+	}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.steady", TimeoutMs: 300}); err != nil {
+		t.Errorf("a call that reports progress timed out: %v", err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.silent", TimeoutMs: 300})
+	if KindOf(err) != KindTimeout {
+		t.Errorf("a silent call: %v", err)
+	}
+}
+
+// Stop holds a server down; Start by name brings it back.
+func TestStopByHand(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation, srv.Restart = "lazy", "on-failure"
+	e := newEngine(t, srv)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("srv"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if !strings.Contains(err.Error(), "stopped with mcpctl stop") {
+		t.Fatalf("call to a stopped lazy server: %v", err)
+	}
+	if err := e.Start(context.Background(), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("nope"); err == nil || !errors.As(err, new(*Error)) {
+		t.Errorf("Stop of an unknown server: %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for n, w := range want {
+		if got := backoff(n); got != w {
+			t.Errorf("backoff(%d) = %s, want %s", n, got, w)
+		}
+	}
+}
