@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -275,6 +276,7 @@ func TestTransientActivation(t *testing.T) {
 	if tools, _ := e.Tools(""); len(tools) != 1 {
 		t.Fatalf("tools of a transient server: %v", tools)
 	}
+	waitState(t, e, "tr", StateStopped)
 	for range 2 {
 		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "tr.echo"}); err != nil {
 			t.Fatal(err)
@@ -341,5 +343,68 @@ func TestBackoff(t *testing.T) {
 		if got := backoff(n); got != w {
 			t.Errorf("backoff(%d) = %s, want %s", n, got, w)
 		}
+	}
+}
+
+// A start that fails in a way a new start may not (killed by a signal) is
+// tried again; one that exits with a code is not.
+func TestStartRetried(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "killed")
+	log := filepath.Join(t.TempDir(), "events")
+	srv := fakeServer(t, "srv", fakemcp.Spec{Name: "srv", EventLog: log, KilledUnless: marker, Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatalf("start after a kill: %v", err)
+	}
+	data, _ := os.ReadFile(log)
+	if n := strings.Count(string(data), "srv start"); n != 2 {
+		t.Errorf("started %d times:\n%s", n, data)
+	}
+
+	code := 1
+	log2 := filepath.Join(t.TempDir(), "events")
+	bad := fakeServer(t, "bad", fakemcp.Spec{Name: "bad", EventLog: log2, Exit: &code})
+	e2 := newEngine(t, bad)
+	if err := e2.Start(ctx(t)); err == nil || !strings.Contains(err.Error(), "exited with code 1 during startup") {
+		t.Fatalf("start of a server that exits: %v", err)
+	}
+	data, _ = os.ReadFile(log2)
+	if n := strings.Count(string(data), "bad start"); n != 1 {
+		t.Errorf("a server that exits with a code was started %d times", n)
+	}
+}
+
+// A tool annotated idempotentHint is retried without being asked.
+func TestIdempotentToolRetried(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "crashed")
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "once", CrashUnless: marker,
+		Extra: map[string]json.RawMessage{"annotations": json.RawMessage(`{"idempotentHint": true}`)}}}})
+	srv.Restart, srv.MaxRestarts = "on-failure", 3
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.once"})
+	if err != nil || !strings.Contains(string(res.Result), "survived") {
+		t.Fatalf("idempotent call: %v %v", res, err)
+	}
+}
+
+// healthCheck pings notice a server that hangs between requests.
+func TestHealthCheck(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hang", StopReading: true}}})
+	srv.HealthInterval, srv.FailureThreshold = 200*time.Millisecond, 2
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Fatalf("a healthy server with pings: %+v", st)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.hang", TimeoutMs: 50})
+	st := waitState(t, e, "srv", StateUnavailable)
+	if !strings.Contains(st.LastError, "a health check ping did not answer") {
+		t.Errorf("lastError = %q", st.LastError)
 	}
 }

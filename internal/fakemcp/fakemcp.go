@@ -44,6 +44,10 @@ type Spec struct {
 	// Exit, when set, makes the server exit with this code right after
 	// printing Stderr, before it answers anything.
 	Exit *int `json:"exit,omitempty"`
+	// KilledUnless names a file: unless it exists, the server creates it
+	// and kills itself with SIGKILL at start (as an OOM killer might), so
+	// only its first start fails.
+	KilledUnless string `json:"killedUnless,omitempty"`
 	// StartDelay is slept before serving.
 	StartDelay string `json:"startDelay,omitempty"`
 	// IgnoreStdinEOF keeps the process alive after stdin closes, as Node
@@ -140,6 +144,12 @@ func run(spec *Spec) int {
 	}
 	if spec.Exit != nil {
 		return *spec.Exit
+	}
+	if spec.KilledUnless != "" {
+		if _, err := os.Stat(spec.KilledUnless); err != nil {
+			os.WriteFile(spec.KilledUnless, nil, 0o644)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
 	}
 	if spec.ChildPIDFile != "" {
 		child := exec.Command("sleep", "3600")
