@@ -64,6 +64,7 @@ func scriptParams(dir string) testscript.Params {
 			"waitgrep":   cmdWaitGrep,
 			"mksock":     cmdMksock,
 			"plainfake":  cmdPlainFake,
+			"kill9":      cmdKill9,
 		},
 	}
 }
@@ -180,8 +181,11 @@ func procGroup(pid int) int {
 
 // eventually polls cond until it holds or a short deadline passes: a
 // process that was just told to stop may take a moment to be gone.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+func eventually(cond func() bool) bool { return within(10*time.Second, cond) }
+
+// within polls cond until it holds or d has passed.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return true
 		}
@@ -230,21 +234,44 @@ func pidsFrom(ts *testscript.TestScript, file string) []int {
 }
 
 // alive FILE succeeds when the process whose pid FILE holds runs.
-// `! alive FILE` waits briefly for it to be gone.
+// `! alive FILE` waits briefly (10s) for it to be gone; `! alive -within D
+// FILE` waits at most D.
 func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	wait, args := waitFlag(ts, args)
 	if len(args) != 1 {
-		ts.Fatalf("usage: alive PIDFILE")
+		ts.Fatalf("usage: alive [-within D] PIDFILE")
 	}
-	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pid int) bool { return procState(pid) != "" })
+	checkPIDs(ts, neg, wait, pidsFrom(ts, args[0]), func(pid int) bool { return procState(pid) != "" })
+}
+
+// waitFlag takes a leading "-within D" off args; the default wait is 10s.
+func waitFlag(ts *testscript.TestScript, args []string) (time.Duration, []string) {
+	if len(args) < 2 || args[0] != "-within" {
+		return 10 * time.Second, args
+	}
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	return d, args[2:]
+}
+
+// kill9 PIDFILE sends SIGKILL to the process whose pid PIDFILE holds.
+func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: kill9 PIDFILE")
+	}
+	for _, pid := range pidsFrom(ts, args[0]) {
+		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	}
 }
 
 // groupalive FILE succeeds when a process of any process group listed in
 // FILE (one pid per line, e.g. from `status --jq .servers[].pid`) runs.
 func cmdGroupAlive(ts *testscript.TestScript, neg bool, args []string) {
+	wait, args := waitFlag(ts, args)
 	if len(args) != 1 {
-		ts.Fatalf("usage: groupalive PIDFILE")
+		ts.Fatalf("usage: groupalive [-within D] PIDFILE")
 	}
-	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pgid int) bool {
+	checkPIDs(ts, neg, wait, pidsFrom(ts, args[0]), func(pgid int) bool {
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		for _, d := range dirs {
 			pid, _ := strconv.Atoi(filepath.Base(d))
@@ -256,7 +283,7 @@ func cmdGroupAlive(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
-func checkPIDs(ts *testscript.TestScript, neg bool, pids []int, live func(int) bool) {
+func checkPIDs(ts *testscript.TestScript, neg bool, wait time.Duration, pids []int, live func(int) bool) {
 	anyLive := func() bool {
 		for _, p := range pids {
 			if live(p) {
@@ -266,8 +293,8 @@ func checkPIDs(ts *testscript.TestScript, neg bool, pids []int, live func(int) b
 		return false
 	}
 	if neg {
-		if !eventually(func() bool { return !anyLive() }) {
-			ts.Fatalf("still running: %v", pids)
+		if !within(wait, func() bool { return !anyLive() }) {
+			ts.Fatalf("still running after %s: %v", wait, pids)
 		}
 		return
 	}

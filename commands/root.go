@@ -70,6 +70,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newWatchCmd(env),
 			newReloadCmd(env),
 			newConfigCmd(env),
+			newWatchdogCmd(env),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {

@@ -56,7 +56,16 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		handler = slog.NewTextHandler(env.ErrOut, nil)
 	}
 	logger := slog.New(handler).With("session", sess.Name)
-	e := engine.New(cfg, env.engineOptions(sess, logger))
+	eopts := env.engineOptions(sess, logger)
+	if wd, err := startWatchdog(); err != nil {
+		logger.Warn("cannot start the watchdog; a kill -9 of this session would leave its servers' children running", "error", err.Error())
+	} else {
+		// Deferred before Serve returns, which stops every server: on a
+		// clean end the watchdog has nothing left to kill.
+		defer wd.close()
+		eopts.OnProcess = wd.report(logger)
+	}
+	e := engine.New(cfg, eopts)
 	info := engine.SessionInfo{
 		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path, ConfigFiles: cfg.Paths,
 		Version: engine.Version(), StartedAt: time.Now(),

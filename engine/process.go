@@ -41,11 +41,16 @@ type process struct {
 	exitErr    error
 	exitedAt   time.Time
 	stderrDone chan struct{} // closed when stderr reaches EOF
+
+	onProcess func(pgid int, running bool) // Options.OnProcess, or nil
+	ended     sync.Once                    // onProcess(pgid, false) once
 }
 
 // startProcess starts the server's command. Its stderr goes, line by line,
 // to logPath (when set), to a tail kept for error messages, and to onLine.
-func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine func(string)) (*process, error) {
+// onProcess, when set, is told of the process group as it starts and once
+// stop has ended it.
+func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProcess func(pgid int, running bool), onLine func(string)) (*process, error) {
 	path, err := s.ResolveCommand()
 	if err != nil {
 		return nil, checkError(err)
@@ -114,6 +119,10 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 		tail:       newLineTail(20),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		onProcess:  onProcess,
+	}
+	if onProcess != nil {
+		onProcess(p.pgid, true)
 	}
 	var logFile *os.File
 	if logPath != "" {
@@ -238,6 +247,9 @@ func (p *process) stop(grace, timeout time.Duration) {
 		if groupAlive(p.pgid) {
 			signalGroup(p.pgid, syscall.SIGKILL)
 		}
+	}
+	if p.onProcess != nil {
+		p.ended.Do(func() { p.onProcess(p.pgid, false) })
 	}
 	p.stdout.Close()
 	// Let the log get the server's last words, but never wait long: a
