@@ -23,8 +23,9 @@ const reloadDebounce = 150 * time.Millisecond
 // runSession is the session itself: it listens on the socket, starts every
 // server, reports, and serves until Ctrl-C, SIGTERM or `mcpctl down`. It
 // reloads its config when a config file changes, on `mcpctl reload`, and,
-// when detached, on SIGHUP.
-func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
+// when detached, on SIGHUP. With a ttl it ends by itself after that long
+// without a request.
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration) error {
 	notify := func(m readyMsg) {}
 	if notifyFD > 0 {
 		// The servers this session starts must not inherit the pipe: its
@@ -71,6 +72,10 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		Version: engine.Version(), StartedAt: time.Now(),
 	}
 	d := engine.NewDaemon(e, info, logger)
+	if ttl > 0 {
+		d.SetTTL(ttl)
+		info.TTLSeconds = ttl.Seconds()
+	}
 	// A reload reads the same files the session started from; inputs come
 	// from the session's environment, as nobody is there to ask.
 	d.SetConfigLoader(func() (*config.Config, error) {
@@ -140,6 +145,10 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	}
 	logger.Info("session ready")
 	err = <-served
+	if d.IdleEnded() {
+		logger.Info("session ended: no request for its ttl", "ttl", ttl.String())
+		return err
+	}
 	logger.Info("session ended")
 	return err
 }
