@@ -131,10 +131,13 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 		}
 		if logFile != nil {
 			fmt.Fprintf(logFile, "--- mcpctl: %s started server %s (pid %d): %s\n",
-				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Command)
+				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Redact(s.Command))
 		}
 	}
-	go p.drainStderr(errR, logFile, onLine)
+	// What the server prints may quote the secrets its config gave it
+	// (an API key in an error message): none reaches a log, an error or
+	// an event.
+	go p.drainStderr(errR, logFile, s.Redact, onLine)
 	go func() {
 		p.exitErr = cmd.Wait()
 		p.exitedAt = time.Now()
@@ -148,7 +151,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 // dropped, so a server cannot grow mcpctl's memory without a newline.
 const maxStderrLine = 64 * 1024
 
-func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string)) {
+func (p *process) drainStderr(r *os.File, logFile *os.File, redact func(string) string, onLine func(string)) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	if logFile != nil {
@@ -159,6 +162,7 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string))
 		line, cut, err := readLine(br, maxStderrLine)
 		if len(line) > 0 || cut {
 			text := string(bytes.TrimRight(line, "\r\n"))
+			text = redact(text)
 			if cut {
 				text += " …(line cut)"
 			}
@@ -376,9 +380,9 @@ func sizeText(n int64) string {
 
 func startError(s *config.Server, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
-		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Command).wrap(err)
+		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Redact(s.Command)).wrap(err)
 	}
-	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %v", s.Name, s.Command, err).wrap(err)
+	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %s", s.Name, s.Redact(s.Command), s.Redact(err.Error())).wrap(err)
 }
 
 // mergeEnv returns base with overrides applied (later keys win, as exec
