@@ -19,6 +19,7 @@ import (
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is also mcpctl and the fake MCP server: testscript puts
@@ -65,6 +66,7 @@ func scriptParams(dir string) testscript.Params {
 			"mksock":     cmdMksock,
 			"plainfake":  cmdPlainFake,
 			"kill9":      cmdKill9,
+			"watchdog":   cmdWatchdog,
 		},
 	}
 }
@@ -252,6 +254,68 @@ func waitFlag(ts *testscript.TestScript, args []string) (time.Duration, []string
 	d, err := time.ParseDuration(args[1])
 	ts.Check(err)
 	return d, args[2:]
+}
+
+// watchdog SESSIONPIDFILE OUTFILE finds the watchdog the session started,
+// checks that it runs in a process session and group of its own (a Ctrl-C
+// at the terminal does not reach it) and holds no socket and no pipe but
+// its stdin, other than what the test itself inherited (it keeps nothing of
+// the session's open), and writes its pid to OUTFILE.
+func cmdWatchdog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: watchdog SESSIONPIDFILE OUTFILE")
+	}
+	session := pidsFrom(ts, args[0])[0]
+	var found []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		if procParent(pid) == session && string(cmd) == "mcpctl\x00_watchdog\x00" && procState(pid) != "" {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		ts.Fatalf("want one watchdog child of the session %d, found %v", session, found)
+	}
+	pid := found[0]
+	if sid, _ := unix.Getsid(pid); sid != pid || procGroup(pid) != pid {
+		ts.Fatalf("watchdog %d: session %d, group %d; want both its own", pid, sid, procGroup(pid))
+	}
+	// What the test itself inherited (from whoever runs go test) every
+	// process below it inherits too; that is not the session's.
+	inherited := map[string]bool{}
+	own, _ := filepath.Glob("/proc/self/fd/*")
+	for _, fd := range own {
+		target, _ := os.Readlink(fd)
+		inherited[target] = true
+	}
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		target, _ := os.Readlink(fd)
+		n := filepath.Base(fd)
+		if inherited[target] {
+			continue
+		}
+		if strings.HasPrefix(target, "socket:") || (strings.HasPrefix(target, "pipe:") && n != "0") {
+			ts.Fatalf("watchdog %d holds fd %s: %s", pid, n, target)
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(pid)), 0o644))
+}
+
+func procParent(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
 }
 
 // kill9 PIDFILE sends SIGKILL to the process whose pid PIDFILE holds.
