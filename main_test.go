@@ -19,6 +19,7 @@ import (
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is also mcpctl and the fake MCP server: testscript puts
@@ -64,6 +65,8 @@ func scriptParams(dir string) testscript.Params {
 			"waitgrep":   cmdWaitGrep,
 			"mksock":     cmdMksock,
 			"plainfake":  cmdPlainFake,
+			"kill9":      cmdKill9,
+			"watchdog":   cmdWatchdog,
 		},
 	}
 }
@@ -180,8 +183,11 @@ func procGroup(pid int) int {
 
 // eventually polls cond until it holds or a short deadline passes: a
 // process that was just told to stop may take a moment to be gone.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+func eventually(cond func() bool) bool { return within(10*time.Second, cond) }
+
+// within polls cond until it holds or d has passed.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return true
 		}
@@ -230,21 +236,106 @@ func pidsFrom(ts *testscript.TestScript, file string) []int {
 }
 
 // alive FILE succeeds when the process whose pid FILE holds runs.
-// `! alive FILE` waits briefly for it to be gone.
+// `! alive FILE` waits briefly (10s) for it to be gone; `! alive -within D
+// FILE` waits at most D.
 func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	wait, args := waitFlag(ts, args)
 	if len(args) != 1 {
-		ts.Fatalf("usage: alive PIDFILE")
+		ts.Fatalf("usage: alive [-within D] PIDFILE")
 	}
-	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pid int) bool { return procState(pid) != "" })
+	checkPIDs(ts, neg, wait, pidsFrom(ts, args[0]), func(pid int) bool { return procState(pid) != "" })
+}
+
+// waitFlag takes a leading "-within D" off args; the default wait is 10s.
+func waitFlag(ts *testscript.TestScript, args []string) (time.Duration, []string) {
+	if len(args) < 2 || args[0] != "-within" {
+		return 10 * time.Second, args
+	}
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	return d, args[2:]
+}
+
+// watchdog SESSIONPIDFILE OUTFILE finds the watchdog the session started,
+// checks that it runs in a process session and group of its own (a Ctrl-C
+// at the terminal does not reach it) and holds no socket and no pipe but
+// its stdin, other than what the test itself inherited (it keeps nothing of
+// the session's open), and writes its pid to OUTFILE.
+func cmdWatchdog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: watchdog SESSIONPIDFILE OUTFILE")
+	}
+	session := pidsFrom(ts, args[0])[0]
+	var found []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		if procParent(pid) == session && string(cmd) == "mcpctl\x00_watchdog\x00" && procState(pid) != "" {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		ts.Fatalf("want one watchdog child of the session %d, found %v", session, found)
+	}
+	pid := found[0]
+	if sid, _ := unix.Getsid(pid); sid != pid || procGroup(pid) != pid {
+		ts.Fatalf("watchdog %d: session %d, group %d; want both its own", pid, sid, procGroup(pid))
+	}
+	// What the test itself inherited (from whoever runs go test) every
+	// process below it inherits too; that is not the session's.
+	inherited := map[string]bool{}
+	own, _ := filepath.Glob("/proc/self/fd/*")
+	for _, fd := range own {
+		target, _ := os.Readlink(fd)
+		inherited[target] = true
+	}
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		target, _ := os.Readlink(fd)
+		n := filepath.Base(fd)
+		if inherited[target] {
+			continue
+		}
+		if strings.HasPrefix(target, "socket:") || (strings.HasPrefix(target, "pipe:") && n != "0") {
+			ts.Fatalf("watchdog %d holds fd %s: %s", pid, n, target)
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strconv.Itoa(pid)), 0o644))
+}
+
+func procParent(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// kill9 PIDFILE sends SIGKILL to the process whose pid PIDFILE holds.
+func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: kill9 PIDFILE")
+	}
+	for _, pid := range pidsFrom(ts, args[0]) {
+		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	}
 }
 
 // groupalive FILE succeeds when a process of any process group listed in
 // FILE (one pid per line, e.g. from `status --jq .servers[].pid`) runs.
 func cmdGroupAlive(ts *testscript.TestScript, neg bool, args []string) {
+	wait, args := waitFlag(ts, args)
 	if len(args) != 1 {
-		ts.Fatalf("usage: groupalive PIDFILE")
+		ts.Fatalf("usage: groupalive [-within D] PIDFILE")
 	}
-	checkPIDs(ts, neg, pidsFrom(ts, args[0]), func(pgid int) bool {
+	checkPIDs(ts, neg, wait, pidsFrom(ts, args[0]), func(pgid int) bool {
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		for _, d := range dirs {
 			pid, _ := strconv.Atoi(filepath.Base(d))
@@ -256,7 +347,7 @@ func cmdGroupAlive(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
-func checkPIDs(ts *testscript.TestScript, neg bool, pids []int, live func(int) bool) {
+func checkPIDs(ts *testscript.TestScript, neg bool, wait time.Duration, pids []int, live func(int) bool) {
 	anyLive := func() bool {
 		for _, p := range pids {
 			if live(p) {
@@ -266,8 +357,8 @@ func checkPIDs(ts *testscript.TestScript, neg bool, pids []int, live func(int) b
 		return false
 	}
 	if neg {
-		if !eventually(func() bool { return !anyLive() }) {
-			ts.Fatalf("still running: %v", pids)
+		if !within(wait, func() bool { return !anyLive() }) {
+			ts.Fatalf("still running after %s: %v", wait, pids)
 		}
 		return
 	}

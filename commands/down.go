@@ -41,6 +41,7 @@ func runDown(ctx context.Context, env *Env) error {
 	}
 	st, err := client.Shutdown(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
+		env.noteStale(sess, "there is nothing to stop")
 		env.note("no session is running for %s", env.configShown())
 		return nil
 	}

@@ -57,6 +57,7 @@ func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]strin
 	if !errors.Is(err, engine.ErrNoSession) {
 		return err
 	}
+	env.noteStale(sess, "running this command without a session")
 	cfg, err := env.loadConfig()
 	if err != nil {
 		return err

@@ -45,6 +45,7 @@ func runReload(ctx context.Context, env *Env) error {
 	}
 	res, err := client.Reload(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
+		env.noteStale(sess, "there is nothing to reload")
 		return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
 			Hint: []string{"start one with: mcpctl up (without a session every command reads the config afresh)"}}
 	}

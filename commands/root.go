@@ -73,6 +73,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newStopCmd(env),
 			newRestartCmd(env),
 			newConfigCmd(env),
+			newWatchdogCmd(env),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {

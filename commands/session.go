@@ -23,8 +23,9 @@ const reloadDebounce = 150 * time.Millisecond
 // runSession is the session itself: it listens on the socket, starts every
 // server, reports, and serves until Ctrl-C, SIGTERM or `mcpctl down`. It
 // reloads its config when a config file changes, on `mcpctl reload`, and,
-// when detached, on SIGHUP.
-func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int) error {
+// when detached, on SIGHUP. With a ttl it ends by itself after that long
+// without a request.
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration) error {
 	notify := func(m readyMsg) {}
 	if notifyFD > 0 {
 		// The servers this session starts must not inherit the pipe: its
@@ -56,12 +57,25 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		handler = slog.NewTextHandler(env.ErrOut, nil)
 	}
 	logger := slog.New(handler).With("session", sess.Name)
-	e := engine.New(cfg, env.engineOptions(sess, logger))
+	eopts := env.engineOptions(sess, logger)
+	if wd, err := startWatchdog(); err != nil {
+		logger.Warn("cannot start the watchdog; a kill -9 of this session would leave its servers' children running", "error", err.Error())
+	} else {
+		// Deferred before Serve returns, which stops every server: on a
+		// clean end the watchdog has nothing left to kill.
+		defer wd.close()
+		eopts.OnProcess = wd.report(logger)
+	}
+	e := engine.New(cfg, eopts)
 	info := engine.SessionInfo{
 		Name: sess.Name, PID: os.Getpid(), Socket: sess.Socket, Config: cfg.Path, ConfigFiles: cfg.Paths,
 		Version: engine.Version(), StartedAt: time.Now(),
 	}
 	d := engine.NewDaemon(e, info, logger)
+	if ttl > 0 {
+		d.SetTTL(ttl)
+		info.TTLSeconds = ttl.Seconds()
+	}
 	// A reload reads the same files the session started from; inputs come
 	// from the session's environment, as nobody is there to ask.
 	d.SetConfigLoader(func() (*config.Config, error) {
@@ -131,6 +145,10 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	}
 	logger.Info("session ready")
 	err = <-served
+	if d.IdleEnded() {
+		logger.Info("session ended: no request for its ttl", "ttl", ttl.String())
+		return err
+	}
 	logger.Info("session ended")
 	return err
 }

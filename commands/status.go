@@ -42,12 +42,13 @@ func runStatus(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	client, _, err := env.client()
+	client, sess, err := env.client()
 	if err != nil {
 		return err
 	}
 	st, err := client.Status(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
+		env.noteStale(sess, "its servers are stopped")
 		cfg, err := env.loadConfig()
 		if err != nil {
 			return err

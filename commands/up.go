@@ -23,6 +23,7 @@ import (
 type upOptions struct {
 	foreground bool
 	notifyFD   int
+	ttl        time.Duration
 }
 
 func newUpCmd(env *Env) *cli.Command {
@@ -41,16 +42,26 @@ Inputs the config needs are asked for here, on the terminal.
 The session follows its config files: after an edit it starts added servers,
 stops removed ones and restarts changed ones (see "mcpctl reload").
 
+With --ttl the session stops itself, as "down" would, once that long has
+passed without a request. Any command that reaches the session counts as a
+request (status included), and a request in progress keeps it up for as long
+as it runs: a long call, or an open "watch".
+
   mcpctl up
   mcpctl -c examples/mcp.json up
+  mcpctl up --ttl 30m           # stop after 30 minutes without a request
   mcpctl up --foreground        # stay attached; Ctrl-C stops it`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "foreground", Usage: "run the session in this process instead of the background", Destination: &opts.foreground},
+			&cli.DurationFlag{Name: "ttl", Usage: "stop the session after `DURATION` (e.g. 30s, 5m) without a request", Destination: &opts.ttl},
 			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usagef("up takes no arguments", "start a different config with: mcpctl -c FILE up")
+			}
+			if opts.ttl < 0 || (cmd.IsSet("ttl") && opts.ttl == 0) {
+				return usagef(fmt.Sprintf("--ttl %s: the time to live must be more than 0", opts.ttl), "for a session without a time limit leave --ttl out")
 			}
 			return runUp(ctx, env, opts)
 		},
@@ -80,14 +91,15 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		return err
 	}
 	if opts.notifyFD == 0 {
-		if _, err := client.Status(ctx); err == nil {
+		if st, err := client.Status(ctx); err == nil {
+			noteTTL(env, st, opts.ttl)
 			return alreadyUp(ctx, env, p, client, sess, cfg)
 		}
 	}
 	if opts.foreground {
-		return runSession(ctx, env, p, cfg, sess, opts.notifyFD)
+		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl)
 	}
-	st, err := spawnSession(ctx, env, cfg, sess)
+	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl)
 	if err != nil {
 		return err
 	}
@@ -98,6 +110,14 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
 	}
 	return printUp(p, st)
+}
+
+// noteTTL tells the user that a --ttl given to `up` does not change the
+// session that already runs.
+func noteTTL(env *Env, st *engine.Status, ttl time.Duration) {
+	if ttl > 0 && st.Session != nil && st.Session.TTLSeconds != ttl.Seconds() {
+		env.note("the running session keeps its ttl; to change it: mcpctl down && mcpctl up --ttl %s", ttl)
+	}
 }
 
 // alreadyUp reports a session that another `up` started, once it has
@@ -140,7 +160,7 @@ func printUp(p *output.Printer, st *engine.Status) error {
 // spawnSession starts `mcpctl up --foreground` detached (its own session id,
 // stdin from /dev/null, output to the session log) and waits for its report
 // on a pipe. A nil status with no error means another session runs.
-func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session) (*engine.Status, error) {
+func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration) (*engine.Status, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding mcpctl's own executable: %w", err)
@@ -159,6 +179,9 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	}
 	defer r.Close()
 	args := []string{"up", "--foreground", "--notify-fd=3", "--session", sess.Name}
+	if ttl > 0 {
+		args = append(args, "--ttl", ttl.String())
+	}
 	for _, p := range cfg.Paths {
 		args = append(args, "--config", p)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // A Client talks to a running session over its unix socket. Its zero value
@@ -86,6 +87,12 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
+		if isDialError(err) && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
+			// A socket there that we may not reach is not "no session":
+			// it is another user's, or its modes were changed.
+			return nil, errorf(KindUsage, "", "cannot connect to the session's socket %s: permission denied", c.Socket).
+				hint("the socket or its directory belongs to another user; run mcpctl as that user, or use a session of your own (unset MCPCTL_RUNTIME_DIR, or point it at a directory of yours)").wrap(err)
+		}
 		if isDialError(err) {
 			return nil, &Error{Kind: KindNoSession, Message: fmt.Sprintf("no session is running (socket %s)", c.Socket), err: err}
 		}

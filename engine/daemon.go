@@ -49,6 +49,14 @@ type Daemon struct {
 	stopped  chan struct{}
 	ready    atomic.Bool
 	load     func() (*config.Config, error)
+
+	// ttl, when set, ends the session after that long without a request
+	// (see SetTTL); inflight counts requests in progress, lastActive is
+	// when the last one began or ended (unix nanoseconds).
+	ttl        time.Duration
+	inflight   atomic.Int64
+	lastActive atomic.Int64
+	idled      atomic.Bool
 }
 
 // NewDaemon returns a daemon for e; logger may be nil.
@@ -61,7 +69,11 @@ func NewDaemon(e *Engine, info SessionInfo, logger *slog.Logger) *Daemon {
 
 // SetReady marks the session as done starting its servers; status then
 // says "ready": true.
-func (d *Daemon) SetReady() { d.ready.Store(true) }
+// The TTL (see SetTTL) counts from here.
+func (d *Daemon) SetReady() {
+	d.lastActive.Store(time.Now().UnixNano())
+	d.ready.Store(true)
+}
 
 // SetConfigLoader gives the daemon the way to read its config again, for
 // [Daemon.Reload]; without one it cannot reload.
@@ -81,6 +93,19 @@ func (d *Daemon) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	return d.engine.Reload(ctx, cfg)
 }
+
+// SetTTL makes [Daemon.Serve] end the session, stopping every server, once
+// ttl has passed without a request. A request in progress counts as
+// activity for as long as it runs: a long call, or an open `watch` stream,
+// keeps the session up. The time counts from [Daemon.SetReady]. Set it
+// before Serve; 0 means no limit.
+func (d *Daemon) SetTTL(ttl time.Duration) {
+	d.ttl = ttl
+	d.info.TTLSeconds = ttl.Seconds()
+}
+
+// IdleEnded reports whether the session ended because its TTL passed.
+func (d *Daemon) IdleEnded() bool { return d.idled.Load() }
 
 // ShutdownRequested is closed when a client asked the session to end.
 func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
@@ -108,6 +133,12 @@ func (d *Daemon) Handler() http.Handler {
 		"POST /v1/shutdown":        d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.inflight.Add(1)
+		d.lastActive.Store(time.Now().UnixNano())
+		defer func() {
+			d.lastActive.Store(time.Now().UnixNano())
+			d.inflight.Add(-1)
+		}()
 		w.Header().Set(VersionHeader, Version())
 		h := routes[r.Method+" "+r.URL.Path]
 		if h == nil {
@@ -125,11 +156,31 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var idle <-chan time.Time
+	if d.ttl > 0 {
+		d.lastActive.Store(time.Now().UnixNano())
+		tick := time.NewTicker(min(d.ttl/10+time.Millisecond, time.Second))
+		defer tick.Stop()
+		idle = tick.C
+	}
 	var err error
-	select {
-	case <-ctx.Done():
-	case <-d.stopped:
-	case err = <-errc:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-d.stopped:
+			break wait
+		case err = <-errc:
+			break wait
+		case <-idle:
+			since := time.Since(time.Unix(0, d.lastActive.Load()))
+			if d.ready.Load() && d.inflight.Load() == 0 && since >= d.ttl {
+				d.idled.Store(true)
+				d.log.Info("no request for the session's ttl; stopping", "ttl", d.ttl.String())
+				break wait
+			}
+		}
 	}
 	d.engine.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -79,6 +79,11 @@ type Options struct {
 	// reads. Defaults 1000 and 64 MiB.
 	CacheEntries int
 	CacheBytes   int
+	// OnProcess, when set, is told of each server process group: with
+	// running true right after the process started (pgid is its pid),
+	// and with running false once it has been stopped and reaped. A
+	// session uses it to have a watchdog kill what is left should it die.
+	OnProcess func(pgid int, running bool)
 }
 
 const (

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MCPCTL_TEST_FAKE") == "1" {
 		os.Exit(fakemcp.Main(os.Args[1:]))
 	}
+	if sock := os.Getenv(dialSocketEnv); sock != "" {
+		os.Exit(dialAndReport(sock))
+	}
 	code := m.Run()
 	fakemcp.RemovePlainBinary()
 	os.Exit(code)

@@ -1,25 +1,33 @@
 package engine
 
 import (
+	"fmt"
 	"net"
 
 	"golang.org/x/sys/unix"
 )
 
-func peerUID(c net.Conn) int {
+// peerCredOf asks the kernel who is at the other end of c.
+func peerCredOf(c net.Conn) peerCred {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return -1
+		return peerCred{UID: -1, Err: fmt.Errorf("not a unix socket connection (%T)", c)}
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return -1
+		return peerCred{UID: -1, Err: err}
 	}
-	uid := -1
-	raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-			uid = int(cred.Uid)
+	pc := peerCred{UID: -1}
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err != nil {
+			pc.Err = fmt.Errorf("SO_PEERCRED: %w", err)
+			return
 		}
+		pc.UID, pc.PID = int(cred.Uid), int(cred.Pid)
 	})
-	return uid
+	if cerr != nil {
+		pc.Err = cerr
+	}
+	return pc
 }

@@ -41,11 +41,16 @@ type process struct {
 	exitErr    error
 	exitedAt   time.Time
 	stderrDone chan struct{} // closed when stderr reaches EOF
+
+	onProcess func(pgid int, running bool) // Options.OnProcess, or nil
+	ended     sync.Once                    // onProcess(pgid, false) once
 }
 
 // startProcess starts the server's command. Its stderr goes, line by line,
 // to logPath (when set), to a tail kept for error messages, and to onLine.
-func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine func(string)) (*process, error) {
+// onProcess, when set, is told of the process group as it starts and once
+// stop has ended it.
+func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProcess func(pgid int, running bool), onLine func(string)) (*process, error) {
 	path, err := s.ResolveCommand()
 	if err != nil {
 		return nil, checkError(err)
@@ -114,6 +119,10 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 		tail:       newLineTail(20),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		onProcess:  onProcess,
+	}
+	if onProcess != nil {
+		onProcess(p.pgid, true)
 	}
 	var logFile *os.File
 	if logPath != "" {
@@ -122,10 +131,13 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 		}
 		if logFile != nil {
 			fmt.Fprintf(logFile, "--- mcpctl: %s started server %s (pid %d): %s\n",
-				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Command)
+				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Redact(s.Command))
 		}
 	}
-	go p.drainStderr(errR, logFile, onLine)
+	// What the server prints may quote the secrets its config gave it
+	// (an API key in an error message): none reaches a log, an error or
+	// an event.
+	go p.drainStderr(errR, logFile, s.Redact, onLine)
 	go func() {
 		p.exitErr = cmd.Wait()
 		p.exitedAt = time.Now()
@@ -139,7 +151,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onLine 
 // dropped, so a server cannot grow mcpctl's memory without a newline.
 const maxStderrLine = 64 * 1024
 
-func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string)) {
+func (p *process) drainStderr(r *os.File, logFile *os.File, redact func(string) string, onLine func(string)) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	if logFile != nil {
@@ -150,6 +162,7 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string))
 		line, cut, err := readLine(br, maxStderrLine)
 		if len(line) > 0 || cut {
 			text := string(bytes.TrimRight(line, "\r\n"))
+			text = redact(text)
 			if cut {
 				text += " …(line cut)"
 			}
@@ -238,6 +251,9 @@ func (p *process) stop(grace, timeout time.Duration) {
 		if groupAlive(p.pgid) {
 			signalGroup(p.pgid, syscall.SIGKILL)
 		}
+	}
+	if p.onProcess != nil {
+		p.ended.Do(func() { p.onProcess(p.pgid, false) })
 	}
 	p.stdout.Close()
 	// Let the log get the server's last words, but never wait long: a
@@ -364,9 +380,9 @@ func sizeText(n int64) string {
 
 func startError(s *config.Server, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
-		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Command).wrap(err)
+		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Redact(s.Command)).wrap(err)
 	}
-	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %v", s.Name, s.Command, err).wrap(err)
+	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %s", s.Name, s.Redact(s.Command), s.Redact(err.Error())).wrap(err)
 }
 
 // mergeEnv returns base with overrides applied (later keys win, as exec

@@ -201,7 +201,7 @@ func (s *server) connect(ctx context.Context) error {
 	if s.e.opts.LogDir != "" {
 		logPath = filepath.Join(s.e.opts.LogDir, cfg.Name+".log")
 	}
-	proc, err := startProcess(cfg, logPath, s.log, func(line string) {
+	proc, err := startProcess(cfg, logPath, s.log, s.e.opts.OnProcess, func(line string) {
 		if s.e.bus.wantsStderr() {
 			s.e.bus.publish(Event{Type: EventStderr, Server: cfg.Name, Line: line})
 		}

@@ -176,3 +176,20 @@ func (s *Session) Running() bool {
 	f.Close()
 	return false
 }
+
+// RemoveStale removes the socket file of a session that is gone without
+// removing it (kill -9, a crash): nothing holds the session's lock, yet the
+// file is there. It reports whether it removed one. Holding the lock while
+// it looks keeps it from removing the socket of a session just starting.
+func (s *Session) RemoveStale() bool {
+	st, err := os.Lstat(s.Socket)
+	if err != nil || st.Mode().Type() != os.ModeSocket {
+		return false
+	}
+	lock, err := lockFile(s.Lock)
+	if err != nil {
+		return false
+	}
+	defer lock.Close()
+	return os.Remove(s.Socket) == nil
+}

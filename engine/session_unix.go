@@ -37,9 +37,11 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if peerUID(c) == os.Getuid() {
-			return c, nil
+		owner := os.Getuid()
+		if err := checkPeer(peerCredOf(c), owner); err != nil {
+			go refuse(c, err, owner)
+			continue
 		}
-		c.Close()
+		return c, nil
 	}
 }

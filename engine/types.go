@@ -68,6 +68,9 @@ type SessionInfo struct {
 	StartedAt   time.Time `json:"startedAt"`
 	// Ready is set once the session has started its servers.
 	Ready bool `json:"ready"`
+	// TTLSeconds, when set, is how long the session may go without a
+	// request before it stops itself (mcpctl up --ttl).
+	TTLSeconds float64 `json:"ttlSeconds,omitempty"`
 }
 
 // Status is the state of a session and its servers. Session is nil when no

@@ -39,6 +39,10 @@ type Spec struct {
 	Stdout []string `json:"stdout,omitempty"`
 	// Stderr is printed on stderr at start.
 	Stderr []string `json:"stderr,omitempty"`
+	// StderrEnv prints "NAME=value" on stderr at start for each of these
+	// environment variables, and then "args: ..." with the arguments (a
+	// server that logs its credentials).
+	StderrEnv []string `json:"stderrEnv,omitempty"`
 	// StderrEvery prints "tick N" on stderr at this interval.
 	StderrEvery string `json:"stderrEvery,omitempty"`
 	// Exit, when set, makes the server exit with this code right after
@@ -141,6 +145,10 @@ func run(spec *Spec) int {
 	logEvent(spec, "start")
 	for _, l := range spec.Stderr {
 		fmt.Fprintln(os.Stderr, l)
+	}
+	if len(spec.StderrEnv) > 0 {
+		printEnv(spec.StderrEnv)
+		fmt.Fprintln(os.Stderr, "args:", strings.Join(os.Args[1:], " "))
 	}
 	if spec.Exit != nil {
 		return *spec.Exit
@@ -313,5 +321,12 @@ func (f *fake) logCall(v any) {
 	if fl, err := os.OpenFile(f.spec.CallLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 		fl.Write(append(line, '\n'))
 		fl.Close()
+	}
+}
+
+// printEnv prints NAME=value on stderr for each name.
+func printEnv(names []string) {
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "%s=%s\n", n, os.Getenv(n))
 	}
 }

@@ -29,6 +29,7 @@ type Tool struct {
 	// Side effects, done before the answer, in this order.
 	Stdout     string   `json:"stdout,omitempty"`      // printed on stdout (a JSON log line, say)
 	Stderr     string   `json:"stderr,omitempty"`      // printed on stderr
+	StderrEnv  []string `json:"stderrEnv,omitempty"`   // NAME=value printed on stderr for each
 	Log        string   `json:"log,omitempty"`         // sent as a log message at level info
 	Progress   int      `json:"progress,omitempty"`    // progress notifications sent, Sleep apart
 	AddTools   []string `json:"addTools,omitempty"`    // tools added (list_changed follows)
@@ -133,6 +134,7 @@ func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	if t.Stdout != "" {
 		fmt.Fprintln(os.Stdout, t.Stdout)
 	}
+	printEnv(t.StderrEnv)
 	if t.Stderr != "" {
 		fmt.Fprintln(os.Stderr, t.Stderr)
 	}

@@ -1,0 +1,159 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/urfave/cli/v3"
+)
+
+// The watchdog is a small process a session starts beside itself. The
+// session tells it, on a pipe, of each server process group as it starts
+// ("+PGID") and once it is stopped ("-PGID"). When the pipe reaches EOF the
+// session is gone; if it went without stopping its servers (kill -9, a
+// crash), the watchdog SIGKILLs every group still registered, so nothing
+// the session started survives it: Pdeathsig reaches only each group's
+// leader, not what it started (npx's node).
+const watchdogCmd = "_watchdog"
+
+func newWatchdogCmd(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:   watchdogCmd,
+		Hidden: true,
+		Usage:  "internal: kill the servers of a session that died (started by the session)",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			// A Ctrl-C or a closed terminal is for the session, which
+			// stops its servers itself; the watchdog waits for it to go.
+			signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
+			runWatchdog(env.In, env.ErrOut)
+			return nil
+		},
+	}
+}
+
+// runWatchdog reads "+PGID" and "-PGID" lines until EOF, then kills every
+// group still registered and says so on log.
+func runWatchdog(in io.Reader, log io.Writer) {
+	groups := map[int]bool{}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if len(line) < 2 {
+			continue
+		}
+		pgid, err := strconv.Atoi(line[1:])
+		if err != nil || pgid <= 1 {
+			continue
+		}
+		switch line[0] {
+		case '+':
+			groups[pgid] = true
+		case '-':
+			delete(groups, pgid)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	var killed []int
+	for pgid := range groups {
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			killed = append(killed, pgid)
+		}
+	}
+	slices.Sort(killed)
+	if len(killed) > 0 {
+		fmt.Fprintf(log, "mcpctl watchdog: the session (pid %d) ended without stopping its servers; killed process groups %v\n", os.Getppid(), killed)
+	}
+}
+
+// A watchdog is the session's end of the pipe to its watchdog process.
+type watchdog struct {
+	mu sync.Mutex
+	w  *os.File
+}
+
+// startWatchdog starts the watchdog: this executable again, in a session
+// of its own (a Ctrl-C at the terminal reaches the session, not it), with
+// the read end of a pipe as stdin and nothing else of ours: every other
+// descriptor of this process is close-on-exec. Its stderr is the session's
+// log when that is a file.
+func startWatchdog() (*watchdog, error) {
+	exe := "/proc/self/exe" // works even when the binary was replaced
+	if runtime.GOOS != "linux" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{
+		Path:        exe,
+		Args:        []string{"mcpctl", watchdogCmd},
+		Stdin:       r,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	// Input values stay with the session.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, config.InputEnvPrefix) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if st, err := os.Stderr.Stat(); err == nil && st.Mode().IsRegular() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	// Reap it should it end before this process.
+	go cmd.Wait()
+	return &watchdog{w: w}, nil
+}
+
+// report tells the watchdog of a process group; it is engine.Options.OnProcess.
+func (wd *watchdog) report(logger *slog.Logger) func(pgid int, running bool) {
+	return func(pgid int, running bool) {
+		sign := '-'
+		if running {
+			sign = '+'
+		}
+		wd.mu.Lock()
+		defer wd.mu.Unlock()
+		if wd.w == nil {
+			return
+		}
+		if _, err := fmt.Fprintf(wd.w, "%c%d\n", sign, pgid); err != nil {
+			logger.Warn("the watchdog is gone; a kill -9 of this session would leave its servers' children running", "error", err.Error())
+			wd.w.Close()
+			wd.w = nil
+		}
+	}
+}
+
+// close lets the watchdog go; every group must be unregistered by then.
+func (wd *watchdog) close() {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if wd.w != nil {
+		wd.w.Close()
+		wd.w = nil
+	}
+}
