@@ -155,16 +155,22 @@ func markedProcesses(mark string) []int {
 // procState returns the state letter of a live process, "" for a process
 // that is gone or a zombie (exited; only its parent's bookkeeping is left).
 func procState(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
+	// A killed multi-threaded process shows its leader as a zombie while
+	// its other threads are still exiting, its files (a listening socket,
+	// say) still open: it is gone only when every thread is.
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*/stat")
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" {
+			return f[0]
+		}
 	}
-	i := bytes.LastIndexByte(data, ')')
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-		return ""
-	}
-	return f[0]
+	return ""
 }
 
 func procGroup(pid int) int {

@@ -99,7 +99,8 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
+		return nil, errorf(KindUnavailable, "", "the session stopped answering (was it stopped or killed?): %v", err).
+			hint("see whether it runs with: mcpctl status; start it again with: mcpctl up").wrap(err)
 	}
 	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {
 		c.OnVersionMismatch(v)
