@@ -3,6 +3,7 @@ package fakemcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -17,7 +18,7 @@ type transport struct{ f *fake }
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The SDK reads stdin in a goroutine of its own; to play a server that
 	// stops reading, the gate sits below it.
-	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: nopCloser{os.Stdout}}).Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: stdout}).Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +45,6 @@ func (g *gatedStdin) Read(p []byte) (int, error) {
 
 func (g *gatedStdin) Close() error { return os.Stdin.Close() }
 
-type nopCloser struct{ *os.File }
-
-func (nopCloser) Close() error { return nil }
-
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
@@ -57,6 +54,10 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if c.answer(ctx, req) {
 			continue // answered here; the SDK never sees it
+		}
+		if code := c.f.spec.ExitOnInitialize; code != nil && (req.Method == "initialize" || req.Method == "server/discover") {
+			fmt.Fprintf(os.Stderr, "mcp-fake: exiting during %s\n", req.Method)
+			os.Exit(*code)
 		}
 		switch req.Method {
 		case "initialize":
