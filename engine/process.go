@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A process is one stdio server's operating-system process, in a process
@@ -446,10 +447,10 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 		if t := bytes.TrimSpace(line); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
 		} else if len(t) > 0 {
-			if isJSONRPC(t) {
+			if why := jsonRPCProblem(t); why == "" {
 				j.buf = append(t, '\n')
 			} else {
-				j.skip(t, "not JSON-RPC")
+				j.skip(t, why)
 			}
 		}
 		if err != nil {
@@ -467,30 +468,37 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// isJSONRPC reports whether line is a JSON-RPC 2.0 message or a batch of
-// them: a log line such as {"level":"info"} is valid JSON, but not that.
-func isJSONRPC(line []byte) bool {
+// jsonRPCProblem says why line is not a JSON-RPC 2.0 message or a batch
+// of them, or returns "" when it is one: a log line such as
+// {"level":"info"} is valid JSON, but not that. A line that claims to be
+// JSON-RPC but does not decode as a message (a method that is not a
+// string, an id that is an object) is refused here too: passed on, it
+// would end the SDK's connection and so the server's session.
+func jsonRPCProblem(line []byte) string {
+	var msgs []json.RawMessage
 	switch line[0] {
 	case '{':
-		var m struct {
-			Version string `json:"jsonrpc"`
-		}
-		return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
+		msgs = []json.RawMessage{line}
 	case '[':
-		var batch []struct {
-			Version string `json:"jsonrpc"`
+		if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
+			return "not JSON-RPC"
 		}
-		if json.Unmarshal(line, &batch) != nil || len(batch) == 0 {
-			return false
-		}
-		for _, m := range batch {
-			if m.Version != "2.0" {
-				return false
-			}
-		}
-		return true
+	default:
+		return "not JSON-RPC"
 	}
-	return false
+	for _, m := range msgs {
+		if _, err := jsonrpc.DecodeMessage(m); err != nil {
+			// Only on the unhappy path: was it meant as JSON-RPC at all?
+			var v struct {
+				Version string `json:"jsonrpc"`
+			}
+			if json.Unmarshal(m, &v) != nil || v.Version != "2.0" {
+				return "not JSON-RPC"
+			}
+			return "invalid JSON-RPC: " + err.Error()
+		}
+	}
+	return ""
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }
