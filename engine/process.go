@@ -172,17 +172,32 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, onLine func(string))
 // readLine reads one line of at most max bytes (newline excluded). The rest
 // of a longer line is read and dropped, and cut is set.
 func readLine(br *bufio.Reader, max int) (line []byte, cut bool, err error) {
+	line, _, cut, err = readLineTail(br, max, 0)
+	return line, cut, err
+}
+
+// readLineTail is readLine that also returns up to tailMax bytes from the
+// end of what it dropped of a cut line.
+func readLineTail(br *bufio.Reader, max, tailMax int) (line, tail []byte, cut bool, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
-		switch {
-		case len(line)+len(frag) <= max+1:
-			line = append(line, frag...)
-		case !cut:
-			line = append(line, frag[:max-len(line)]...)
-			cut = true
+		if !cut {
+			n := len(frag)
+			// max bytes fit, and a newline after them.
+			if room := max - len(line); n > room && !(n == room+1 && frag[room] == '\n') {
+				n, cut = room, true
+			}
+			line = append(line, frag[:n]...)
+			frag = frag[n:]
+		}
+		if cut && tailMax > 0 {
+			tail = append(tail, bytes.TrimSuffix(frag, []byte("\n"))...)
+			if len(tail) > tailMax {
+				tail = append(tail[:0], tail[len(tail)-tailMax:]...)
+			}
 		}
 		if err != bufio.ErrBufferFull {
-			return bytes.TrimSuffix(line, []byte("\n")), cut, err
+			return bytes.TrimSuffix(line, []byte("\n")), tail, cut, err
 		}
 	}
 }
@@ -443,9 +458,15 @@ func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 
 func (j *jsonLines) Read(p []byte) (int, error) {
 	for len(j.buf) == 0 {
-		line, cut, err := readLine(j.r, maxMessage)
+		line, tail, cut, err := readLineTail(j.r, maxMessage, 256)
 		if t := bytes.TrimSpace(line); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
+			// The request it answers would otherwise wait out its timeout,
+			// and say the server did not answer.
+			if id := cutResponseID(t, tail); id != nil {
+				j.buf = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped"}}`+"\n",
+					id, jsonrpc.CodeInternalError, maxMessage>>20)
+			}
 		} else if len(t) > 0 {
 			if why := jsonRPCProblem(t); why == "" {
 				j.buf = append(t, '\n')
@@ -499,6 +520,64 @@ func jsonRPCProblem(line []byte) string {
 		}
 	}
 	return ""
+}
+
+// cutResponseID returns the id of the response whose line was cut after
+// head (tail is the end of what was dropped), or nil when it was not a
+// response or its id cannot be found. The Go and Python SDKs write the id
+// before the result, the TypeScript one after it.
+func cutResponseID(head, tail []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		var v json.RawMessage
+		switch key {
+		case "method":
+			return nil // a request or notification: nobody waits for it
+		case "result", "error":
+			if id != nil {
+				return id
+			}
+			// The id, if any, comes after this (cut) value: the tail ends
+			// with it.
+			i := bytes.LastIndex(tail, []byte(`"id":`))
+			if i < 0 {
+				return nil
+			}
+			dec := json.NewDecoder(bytes.NewReader(tail[i+5:]))
+			if dec.Decode(&v) != nil || !validID(v) {
+				return nil
+			}
+			rest := bytes.TrimSpace(tail[i+5+int(dec.InputOffset()):])
+			if string(rest) != "}" && string(rest) != `,"jsonrpc":"2.0"}` {
+				return nil
+			}
+			return v
+		}
+		if dec.Decode(&v) != nil {
+			return nil
+		}
+		if key == "id" {
+			if !validID(v) {
+				return nil
+			}
+			id = v
+		}
+	}
+}
+
+// validID reports whether v is a JSON-RPC id: a number or a string.
+func validID(v json.RawMessage) bool {
+	_, err := jsonrpc.DecodeMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, v))
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') && err == nil
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }
