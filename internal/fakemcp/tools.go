@@ -53,7 +53,7 @@ type Tool struct {
 	Error       string          `json:"error,omitempty"`       // an isError result with this text
 	RPCError    *jsonrpc.Error  `json:"rpcError,omitempty"`    // a JSON-RPC error response
 	Sleep       string          `json:"sleep,omitempty"`       // sleep (honouring cancellation), then echo
-	ResultBytes int             `json:"resultBytes,omitempty"` // a text of this many bytes ("xxx…")
+	ResultBytes int             `json:"resultBytes,omitempty"` // a text of this many bytes ("xxx…"), written raw
 	Hang        bool            `json:"hang,omitempty"`        // never answer, ignoring cancellation
 	Crash       *int            `json:"crash,omitempty"`       // exit with this code mid-call
 	StopReading bool            `json:"stopReading,omitempty"` // stop reading stdin for good; never answer
@@ -94,8 +94,6 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
 		case t.Hang:
 			select {}
-		case t.ResultBytes > 0:
-			return text(strings.Repeat("x", t.ResultBytes)), nil
 		case t.StopReading:
 			close(f.stopReading)
 			select {}
