@@ -210,6 +210,18 @@ func (s *server) rawList(cp *capture, method, list, key string, keys []string) [
 	return out
 }
 
+// queuedRefresh holds a refreshKey while a refresh of that list is queued
+// and not yet begun: a list_changed that arrives then is covered by it, so
+// a storm of notifications costs a refresh or two, not one each (and
+// listings, which wait for refreshes, are not held up by thousands).
+var queuedRefresh sync.Map
+
+type refreshKey struct {
+	s    *server
+	cs   *mcp.ClientSession // a restarted server's new connection queues anew
+	list string
+}
+
 // listChanged refreshes one list after the server said it changed, then
 // tells watchers what came and went. It returns at once: it is called on
 // the connection's read loop.
@@ -225,6 +237,10 @@ func (s *server) listChanged(list string) {
 		s.e.cache.invalidate(s.cfg().Name, "prompts/get")
 	case listResources:
 		s.e.cache.invalidate(s.cfg().Name, "resources/read")
+	}
+	key := refreshKey{s, cs, list}
+	if _, queued := queuedRefresh.LoadOrStore(key, true); queued {
+		return
 	}
 	s.mu.Lock()
 	if s.refreshing == 0 {
@@ -246,6 +262,9 @@ func (s *server) listChanged(list string) {
 		// so two lists changing at once do not undo each other.
 		s.refreshMu.Lock()
 		defer s.refreshMu.Unlock()
+		// From here on a new notification may say more than this
+		// refresh will see: it queues another.
+		queuedRefresh.Delete(key)
 		s.mu.Lock()
 		prev := s.snap
 		s.mu.Unlock()

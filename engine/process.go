@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A process is one stdio server's operating-system process, in a process
@@ -184,17 +185,32 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, redact func(string) 
 // readLine reads one line of at most max bytes (newline excluded). The rest
 // of a longer line is read and dropped, and cut is set.
 func readLine(br *bufio.Reader, max int) (line []byte, cut bool, err error) {
+	line, _, cut, err = readLineTail(br, max, 0)
+	return line, cut, err
+}
+
+// readLineTail is readLine that also returns up to tailMax bytes from the
+// end of what it dropped of a cut line.
+func readLineTail(br *bufio.Reader, max, tailMax int) (line, tail []byte, cut bool, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
-		switch {
-		case len(line)+len(frag) <= max+1:
-			line = append(line, frag...)
-		case !cut:
-			line = append(line, frag[:max-len(line)]...)
-			cut = true
+		if !cut {
+			n := len(frag)
+			// max bytes fit, and a newline after them.
+			if room := max - len(line); n > room && !(n == room+1 && frag[room] == '\n') {
+				n, cut = room, true
+			}
+			line = append(line, frag[:n]...)
+			frag = frag[n:]
+		}
+		if cut && tailMax > 0 {
+			tail = append(tail, bytes.TrimSuffix(frag, []byte("\n"))...)
+			if len(tail) > tailMax {
+				tail = append(tail[:0], tail[len(tail)-tailMax:]...)
+			}
 		}
 		if err != bufio.ErrBufferFull {
-			return bytes.TrimSuffix(line, []byte("\n")), cut, err
+			return bytes.TrimSuffix(line, []byte("\n")), tail, cut, err
 		}
 	}
 }
@@ -458,14 +474,20 @@ func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 
 func (j *jsonLines) Read(p []byte) (int, error) {
 	for len(j.buf) == 0 {
-		line, cut, err := readLine(j.r, maxMessage)
+		line, tail, cut, err := readLineTail(j.r, maxMessage, 256)
 		if t := bytes.TrimSpace(line); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
+			// The request it answers would otherwise wait out its timeout,
+			// and say the server did not answer.
+			if id := cutResponseID(t, tail); id != nil {
+				j.buf = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped"}}`+"\n",
+					id, jsonrpc.CodeInternalError, maxMessage>>20)
+			}
 		} else if len(t) > 0 {
-			if isJSONRPC(t) {
+			if why := jsonRPCProblem(t); why == "" {
 				j.buf = append(t, '\n')
 			} else {
-				j.skip(t, "not JSON-RPC")
+				j.skip(t, why)
 			}
 		}
 		if err != nil {
@@ -483,30 +505,95 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// isJSONRPC reports whether line is a JSON-RPC 2.0 message or a batch of
-// them: a log line such as {"level":"info"} is valid JSON, but not that.
-func isJSONRPC(line []byte) bool {
+// jsonRPCProblem says why line is not a JSON-RPC 2.0 message or a batch
+// of them, or returns "" when it is one: a log line such as
+// {"level":"info"} is valid JSON, but not that. A line that claims to be
+// JSON-RPC but does not decode as a message (a method that is not a
+// string, an id that is an object) is refused here too: passed on, it
+// would end the SDK's connection and so the server's session.
+func jsonRPCProblem(line []byte) string {
+	var msgs []json.RawMessage
 	switch line[0] {
 	case '{':
-		var m struct {
-			Version string `json:"jsonrpc"`
-		}
-		return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
+		msgs = []json.RawMessage{line}
 	case '[':
-		var batch []struct {
-			Version string `json:"jsonrpc"`
+		if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
+			return "not JSON-RPC"
 		}
-		if json.Unmarshal(line, &batch) != nil || len(batch) == 0 {
-			return false
-		}
-		for _, m := range batch {
-			if m.Version != "2.0" {
-				return false
-			}
-		}
-		return true
+	default:
+		return "not JSON-RPC"
 	}
-	return false
+	for _, m := range msgs {
+		if _, err := jsonrpc.DecodeMessage(m); err != nil {
+			// Only on the unhappy path: was it meant as JSON-RPC at all?
+			var v struct {
+				Version string `json:"jsonrpc"`
+			}
+			if json.Unmarshal(m, &v) != nil || v.Version != "2.0" {
+				return "not JSON-RPC"
+			}
+			return "invalid JSON-RPC: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// cutResponseID returns the id of the response whose line was cut after
+// head (tail is the end of what was dropped), or nil when it was not a
+// response or its id cannot be found. The Go and Python SDKs write the id
+// before the result, the TypeScript one after it.
+func cutResponseID(head, tail []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		var v json.RawMessage
+		switch key {
+		case "method":
+			return nil // a request or notification: nobody waits for it
+		case "result", "error":
+			if id != nil {
+				return id
+			}
+			// The id, if any, comes after this (cut) value: the tail ends
+			// with it.
+			i := bytes.LastIndex(tail, []byte(`"id":`))
+			if i < 0 {
+				return nil
+			}
+			dec := json.NewDecoder(bytes.NewReader(tail[i+5:]))
+			if dec.Decode(&v) != nil || !validID(v) {
+				return nil
+			}
+			rest := bytes.TrimSpace(tail[i+5+int(dec.InputOffset()):])
+			if string(rest) != "}" && string(rest) != `,"jsonrpc":"2.0"}` {
+				return nil
+			}
+			return v
+		}
+		if dec.Decode(&v) != nil {
+			return nil
+		}
+		if key == "id" {
+			if !validID(v) {
+				return nil
+			}
+			id = v
+		}
+	}
+}
+
+// validID reports whether v is a JSON-RPC id: a number or a string.
+func validID(v json.RawMessage) bool {
+	_, err := jsonrpc.DecodeMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, v))
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') && err == nil
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }

@@ -1,8 +1,10 @@
 package fakemcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -17,7 +19,7 @@ type transport struct{ f *fake }
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The SDK reads stdin in a goroutine of its own; to play a server that
 	// stops reading, the gate sits below it.
-	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: nopCloser{os.Stdout}}).Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: stdout}).Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +46,6 @@ func (g *gatedStdin) Read(p []byte) (int, error) {
 
 func (g *gatedStdin) Close() error { return os.Stdin.Close() }
 
-type nopCloser struct{ *os.File }
-
-func (nopCloser) Close() error { return nil }
-
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
@@ -57,6 +55,10 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if c.answer(ctx, req) {
 			continue // answered here; the SDK never sees it
+		}
+		if code := c.f.spec.ExitOnInitialize; code != nil && (req.Method == "initialize" || req.Method == "server/discover") {
+			fmt.Fprintf(os.Stderr, "mcp-fake: exiting during %s\n", req.Method)
+			os.Exit(*code)
 		}
 		switch req.Method {
 		case "initialize":
@@ -68,7 +70,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				Name string `json:"name"`
 			}
 			json.Unmarshal(req.Params, &p)
-			if t, ok := c.f.tool(p.Name); ok && (t.Result != nil || t.RPCError != nil) {
+			if t, ok := c.f.tool(p.Name); ok && (t.Result != nil || t.RPCError != nil || t.ResultBytes > 0) {
 				c.f.mu.Lock()
 				c.f.raw[req.ID] = t
 				c.f.mu.Unlock()
@@ -117,6 +119,16 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	isInit := f.initID.IsValid() && resp.ID == f.initID
 	f.mu.Unlock()
 	switch {
+	case found && t.ResultBytes > 0:
+		// Written here, not by the SDK: encoding megabytes of text costs
+		// seconds under the race detector.
+		id, _ := json.Marshal(resp.ID.Raw())
+		msg := make([]byte, 0, t.ResultBytes+100)
+		msg = fmt.Appendf(msg, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+		msg = append(msg, bytes.Repeat([]byte("x"), t.ResultBytes)...)
+		msg = append(msg, "\"}]}}\n"...)
+		_, err := stdout.Write(msg)
+		return err
 	case found && t.RPCError != nil:
 		resp = &jsonrpc.Response{ID: resp.ID, Error: t.RPCError}
 	case found:

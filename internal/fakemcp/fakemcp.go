@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,6 +63,20 @@ type Spec struct {
 	// ChildPIDFile, when set, starts a long-running child process (as npx
 	// starts node) and writes its pid there.
 	ChildPIDFile string `json:"childPidFile,omitempty"`
+	// DescendantsPIDFile, when set, starts a child shell that starts a
+	// grandchild; both ignore SIGTERM and stdin EOF and hold the server's
+	// stdout and stderr, as a wrapper's children do. Their two pids are
+	// written there, one a line.
+	DescendantsPIDFile string `json:"descendantsPidFile,omitempty"`
+	// CrashOnCall, when N > 0, makes the Nth tools/call (counting every
+	// call to every tool, from 1) exit the process with code 9 instead of
+	// answering.
+	CrashOnCall int `json:"crashOnCall,omitempty"`
+	// ExitOnInitialize, when set, makes the server exit with this code as
+	// soon as it has read the handshake request it would answer
+	// (server/discover, or initialize when ProtocolVersion refuses
+	// discovery), before answering it.
+	ExitOnInitialize *int `json:"exitOnInitialize,omitempty"`
 	// PIDFile, when set, receives the server's own pid.
 	PIDFile string `json:"pidFile,omitempty"`
 	// EventLog, when set, gets "NAME start" appended when the process
@@ -167,12 +182,23 @@ func run(spec *Spec) int {
 		}
 		os.WriteFile(spec.ChildPIDFile, []byte(strconv.Itoa(child.Process.Pid)), 0o644)
 	}
+	if spec.DescendantsPIDFile != "" {
+		// The ignored SIGTERM is inherited by the grandchild; sleep never
+		// reads stdin, so EOF on it means nothing to either.
+		script := `trap '' TERM; sleep 3600 & echo $$ > "$1.tmp"; echo $! >> "$1.tmp"; mv "$1.tmp" "$1"; wait`
+		child := exec.Command("sh", "-c", script, "sh", spec.DescendantsPIDFile)
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "mcp-fake: descendants:", err)
+			return 1
+		}
+	}
 	if spec.StartDelay != "" {
 		d, _ := time.ParseDuration(spec.StartDelay)
 		time.Sleep(d)
 	}
 	for _, l := range spec.Stdout {
-		fmt.Fprintln(os.Stdout, l)
+		fmt.Fprintln(stdout, l)
 	}
 	if d, err := time.ParseDuration(spec.StderrEvery); err == nil && d > 0 {
 		go func() {
@@ -205,7 +231,28 @@ type fake struct {
 	tasks       map[string]*fakeTask
 	taskSeq     int
 	held        [][]byte // memory a tool allocated
+	calls       atomic.Int64
 }
+
+// stdout is the one writer of the server's stdout: the SDK's transport and
+// the raw lines tools print both go through it, so a raw line never lands
+// inside a message (the SDK writes each message with one Write).
+var stdout = &lockedWriter{w: os.Stdout}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *os.File
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close is a no-op: stdout stays open for raw lines after the transport
+// closes.
+func (l *lockedWriter) Close() error { return nil }
 
 func (f *fake) newServer() *mcp.Server {
 	spec := f.spec

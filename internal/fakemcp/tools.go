@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,14 +39,24 @@ type Tool struct {
 	Touch      string   `json:"touch,omitempty"`       // resources/updated sent for this URI
 	Sample     string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
 	Allocate   int      `json:"allocate,omitempty"`    // MiB allocated, written to and held for good
-	Spin       bool     `json:"spin,omitempty"`        // burn CPU until the call is cancelled
+	// Raw lines are written to stdout as they are, RawRepeat times (once
+	// when 0), between the SDK's messages: garbage, a response to an id
+	// nobody asked, a storm of notifications.
+	Raw       []string `json:"raw,omitempty"`
+	RawRepeat int      `json:"rawRepeat,omitempty"`
+	// StderrMiB MiB of 100-byte lines are written to stderr, then one
+	// line of 1 MiB: a flood.
+	StderrMiB int  `json:"stderrMiB,omitempty"`
+	Spin      bool `json:"spin,omitempty"` // burn CPU until the call is cancelled
 
 	// What a call answers; the first one set wins.
-	Result   json.RawMessage `json:"result,omitempty"`   // sent as the raw result
-	Error    string          `json:"error,omitempty"`    // an isError result with this text
-	RPCError *jsonrpc.Error  `json:"rpcError,omitempty"` // a JSON-RPC error response
-	Sleep    string          `json:"sleep,omitempty"`    // sleep (honouring cancellation), then echo
-	Crash    *int            `json:"crash,omitempty"`    // exit with this code mid-call
+	Result      json.RawMessage `json:"result,omitempty"`      // sent as the raw result
+	Error       string          `json:"error,omitempty"`       // an isError result with this text
+	RPCError    *jsonrpc.Error  `json:"rpcError,omitempty"`    // a JSON-RPC error response
+	Sleep       string          `json:"sleep,omitempty"`       // sleep (honouring cancellation), then echo
+	ResultBytes int             `json:"resultBytes,omitempty"` // a text of this many bytes ("xxx…"), written raw
+	Hang        bool            `json:"hang,omitempty"`        // never answer, ignoring cancellation
+	Crash       *int            `json:"crash,omitempty"`       // exit with this code mid-call
 	// CrashUnless names a file: the call crashes (exit 9) unless it
 	// exists, and creates it; so it crashes once, and the server's next run
 	// answers.
@@ -67,6 +78,10 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			args = json.RawMessage("{}")
 		}
 		f.logCall(map[string]any{"tool": t.Name, "arguments": args})
+		if n := f.calls.Add(1); int(n) == f.spec.CrashOnCall {
+			fmt.Fprintf(os.Stderr, "mcp-fake: crashing on call %d (%s)\n", n, t.Name)
+			os.Exit(9)
+		}
 		if err := f.sideEffects(ctx, t, req); err != nil {
 			f.logCall(map[string]any{"tool": t.Name, "cancelled": true})
 			return nil, err
@@ -82,6 +97,8 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			}
 			out, _ := json.Marshal(res)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+		case t.Hang:
+			select {}
 		case t.StopReading:
 			close(f.stopReading)
 			select {}
@@ -132,7 +149,7 @@ func text(s string) *mcp.CallToolResult {
 // call is cancelled.
 func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest) error {
 	if t.Stdout != "" {
-		fmt.Fprintln(os.Stdout, t.Stdout)
+		fmt.Fprintln(stdout, t.Stdout)
 	}
 	printEnv(t.StderrEnv)
 	if t.Stderr != "" {
@@ -161,6 +178,20 @@ func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest
 		f.mu.Lock()
 		f.held = append(f.held, chunk)
 		f.mu.Unlock()
+	}
+	for range max(t.RawRepeat, 1) {
+		for _, l := range t.Raw {
+			fmt.Fprintln(stdout, l)
+		}
+	}
+	if t.StderrMiB > 0 {
+		// Big writes, so the flood is as fast as the pipe drains.
+		line := strings.Repeat("f", 99) + "\n"
+		chunk := []byte(strings.Repeat(line, 1<<20/100))
+		for range t.StderrMiB {
+			os.Stderr.Write(chunk)
+		}
+		os.Stderr.Write([]byte(strings.Repeat("y", 1<<20) + "\n"))
 	}
 	for t.Spin && ctx.Err() == nil {
 	}

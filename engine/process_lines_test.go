@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+func TestReadLineTail(t *testing.T) {
+	for _, c := range []struct {
+		in         string
+		max, tmax  int
+		line, tail string
+		cut        bool
+	}{
+		{"abc\nrest", 3, 2, "abc", "", false},
+		{"abcd\nrest", 3, 2, "abc", "d", true},
+		{"abcdefgh\nrest", 3, 2, "abc", "gh", true},
+		{"abcdefgh", 3, 0, "abc", "", true},
+		{"ab", 3, 2, "ab", "", false},
+	} {
+		// A small buffer, so lines span several reads.
+		br := bufio.NewReaderSize(strings.NewReader(c.in), 16)
+		line, tail, cut, _ := readLineTail(br, c.max, c.tmax)
+		if string(line) != c.line || string(tail) != c.tail || cut != c.cut {
+			t.Errorf("%q: got %q %q %v, want %q %q %v", c.in, line, tail, cut, c.line, c.tail, c.cut)
+		}
+	}
+}
+
+// A response cut for length still finds its id, so its request fails at
+// once instead of waiting out its timeout.
+func TestCutResponseID(t *testing.T) {
+	long := `{"t":"` + strings.Repeat("x", 100) + `"}`
+	for _, c := range []struct{ name, msg, want string }{
+		{"id first (Go, Python)", `{"jsonrpc":"2.0","id":"a-1","result":` + long + `}`, `"a-1"`},
+		{"id last (TypeScript)", `{"result":` + long + `,"jsonrpc":"2.0","id":7}`, `7`},
+		{"error", `{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":` + `"` + strings.Repeat("y", 100) + `"}}`, `8`},
+		{"request", `{"jsonrpc":"2.0","id":3,"method":"x","params":` + long + `}`, ``},
+		{"notification", `{"jsonrpc":"2.0","method":"x","params":` + long + `}`, ``},
+		{"no id", `{"jsonrpc":"2.0","result":` + long + `}`, ``},
+		{"id inside the result", `{"jsonrpc":"2.0","result":{"t":"` + strings.Repeat("x", 100) + `","id":5}}`, ``},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"result":` + long + `}`, ``},
+	} {
+		br := bufio.NewReaderSize(strings.NewReader(c.msg+"\n"), 16)
+		line, tail, cut, _ := readLineTail(br, 40, 64)
+		if !cut {
+			t.Fatalf("%s: not cut", c.name)
+		}
+		if got := string(cutResponseID(line, tail)); got != c.want {
+			t.Errorf("%s: id %q, want %q", c.name, got, c.want)
+		}
+	}
+}
