@@ -210,15 +210,10 @@ func (s *server) rawList(cp *capture, method, list, key string, keys []string) [
 	return out
 }
 
-// queuedRefresh holds a refreshKey while a refresh of that list is queued
-// and not yet begun: a list_changed that arrives then is covered by it, so
-// a storm of notifications costs a refresh or two, not one each (and
-// listings, which wait for refreshes, are not held up by thousands).
-var queuedRefresh sync.Map
-
+// A refreshKey names a list of one connection to a server (a restarted
+// server's new connection queues anew).
 type refreshKey struct {
-	s    *server
-	cs   *mcp.ClientSession // a restarted server's new connection queues anew
+	cs   *mcp.ClientSession
 	list string
 }
 
@@ -238,11 +233,20 @@ func (s *server) listChanged(list string) {
 	case listResources:
 		s.e.cache.invalidate(s.cfg().Name, "resources/read")
 	}
-	key := refreshKey{s, cs, list}
-	if _, queued := queuedRefresh.LoadOrStore(key, true); queued {
+	// While a refresh of this list is queued and not yet begun, a
+	// list_changed is covered by it: a storm of notifications costs a
+	// refresh or two, not one each (and listings, which wait for
+	// refreshes, are not held up by thousands).
+	key := refreshKey{cs, list}
+	s.mu.Lock()
+	if s.queued[key] {
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
+	if s.queued == nil {
+		s.queued = map[refreshKey]bool{}
+	}
+	s.queued[key] = true
 	if s.refreshing == 0 {
 		s.settled = make(chan struct{})
 	}
@@ -264,8 +268,8 @@ func (s *server) listChanged(list string) {
 		defer s.refreshMu.Unlock()
 		// From here on a new notification may say more than this
 		// refresh will see: it queues another.
-		queuedRefresh.Delete(key)
 		s.mu.Lock()
+		delete(s.queued, key)
 		prev := s.snap
 		s.mu.Unlock()
 		if prev == nil {

@@ -52,6 +52,7 @@ type server struct {
 	// change the server announced is not answered with the old list.
 	refreshing int
 	settled    chan struct{}
+	queued     map[refreshKey]bool // refreshes queued, not yet begun
 
 	subsMu sync.Mutex
 	subs   map[string]int // subscribed resource URI → subscribers
