@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,8 +37,26 @@ type cleanup struct{ m *testing.M }
 
 func (c cleanup) Run() int {
 	defer fakemcp.RemovePlainBinary()
-	return c.m.Run()
+	code := c.m.Run()
+	// After the whole suite, no process any script started may be left:
+	// not a session, not a server, not what a server started.
+	marksMu.Lock()
+	defer marksMu.Unlock()
+	for _, mark := range marks {
+		for _, pid := range markedProcesses(mark) {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			fmt.Fprintf(os.Stderr, "process left after the suite: %d %s\n", pid, strings.ReplaceAll(string(cmd), "\x00", " "))
+			code = 1
+		}
+	}
+	return code
 }
+
+// marks are the marks of every script run, for the check after the suite.
+var (
+	marksMu sync.Mutex
+	marks   []string
+)
 
 // TestScript runs every behaviour in testdata/script against the fake
 // server: one behaviour per file.
@@ -66,6 +85,7 @@ func scriptParams(dir string) testscript.Params {
 			"mksock":     cmdMksock,
 			"plainfake":  cmdPlainFake,
 			"kill9":      cmdKill9,
+			"sigterm":    cmdSigterm,
 			"watchdog":   cmdWatchdog,
 		},
 	}
@@ -105,17 +125,26 @@ func setupScript(env *testscript.Env) error {
 	rand.Read(mark)
 	env.Setenv(markKey, hex.EncodeToString(mark))
 	markValue := env.Getenv(markKey)
+	marksMu.Lock()
+	marks = append(marks, markValue)
+	marksMu.Unlock()
 	env.Defer(func() {
-		// Stop sessions the script left up the proper way first, then
-		// kill whatever still carries the mark.
+		// Stop sessions the script left up the proper way first; whatever
+		// still carries the mark after that was left behind: a failure.
 		socks, _ := filepath.Glob(filepath.Join(rt, "mcpctl", "*.sock"))
 		for _, s := range socks {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			(&engine.Client{Socket: s}).Shutdown(ctx)
 			cancel()
 		}
-		for _, pid := range markedProcesses(markValue) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if !eventually(func() bool { return len(markedProcesses(markValue)) == 0 }) {
+			var desc []string
+			for _, pid := range markedProcesses(markValue) {
+				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				desc = append(desc, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			env.T().Fatal("processes left behind after the script (killed now):\n" + strings.Join(desc, "\n"))
 		}
 		os.RemoveAll(rt)
 		// A detached session writes a race report (go test -race) only to
@@ -331,6 +360,16 @@ func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	for _, pid := range pidsFrom(ts, args[0]) {
 		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	}
+}
+
+// sigterm PIDFILE sends SIGTERM to the processes whose pids FILE holds.
+func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: sigterm PIDFILE")
+	}
+	for _, pid := range pidsFrom(ts, args[0]) {
+		ts.Check(syscall.Kill(pid, syscall.SIGTERM))
 	}
 }
 

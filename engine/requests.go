@@ -127,6 +127,9 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			e.Message = fmt.Sprintf("server %s %s during %s", name, h.proc.exitReason(), what)
 		}
 		e.Stderr = h.proc.stderrTail(10)
+		if h.s.cfg().Restart == "on-failure" {
+			return e.hint("server %s restarts by itself (restart: on-failure); try again, or add --retry 1", name).wrap(err)
+		}
 		return e.hint("start it again with: mcpctl restart %s", name).wrap(err)
 	case errors.As(err, &werr):
 		return protocolError(name, method, werr)
