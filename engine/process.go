@@ -468,6 +468,11 @@ type jsonLines struct {
 	eof atomic.Bool
 }
 
+// droppedMarker is the data of the error mcpctl answers in place of a
+// message too long to read, so the error does not blame the server for
+// words it did not send.
+const droppedMarker = "mcpctl: dropped an answer too long to read"
+
 func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
 }
@@ -480,8 +485,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
 			if id := cutResponseID(t, tail); id != nil {
-				j.buf = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped"}}`+"\n",
-					id, jsonrpc.CodeInternalError, maxMessage>>20)
+				j.buf = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`+"\n",
+					id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker)
 			}
 		} else if len(t) > 0 {
 			if why := jsonRPCProblem(t); why == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -139,6 +140,10 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 
 func protocolError(server, method string, err error) *Error {
 	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && string(werr.Data) == strconv.Quote(droppedMarker) {
+		return errorf(KindProtocol, server, "server %s answered %s with one message longer than %d MiB, the most mcpctl reads; the answer was dropped", server, method, maxMessage>>20).
+			hint("ask for less at once (a smaller page, a narrower read)").wrap(err)
+	}
 	if errors.As(err, &werr) {
 		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, werr.Message).wrap(err)
 	}
