@@ -79,9 +79,12 @@ type Input struct {
 type Server struct {
 	Name string
 	// Type is stdio, http, sse or ws.
-	Type    string
-	Command string
-	Args    []string
+	Type string
+	// TypeImplied: no type was written; a url makes it http, which falls
+	// back to sse when the server refuses streamable HTTP.
+	TypeImplied bool
+	Command     string
+	Args        []string
 	// Env is added to mcpctl's own environment when the server starts:
 	// envFile's values first, then env's.
 	Env     map[string]string

@@ -463,7 +463,7 @@ func (r *fieldReader) checkTransport() {
 		case s.Command != "":
 			s.Type = "stdio"
 		case s.URL != "":
-			s.Type = "http"
+			s.Type, s.TypeImplied = "http", true
 		default:
 			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing",
 				`give "command" for a local server, or "url" for a remote one`)

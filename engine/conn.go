@@ -147,24 +147,7 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		if ttl, ok := ctx.Value(taskKey{}).(int64); ok && req.Method == "tools/call" {
-			req = withParam(req, "task", map[string]int64{"ttl": ttl})
-			msg = req
-		}
-		if level, _ := c.logLevel.Load().(string); level != "" && req.Method != "initialize" && req.Method != "server/discover" {
-			msg = withMeta(req, "io.modelcontextprotocol/logLevel", level)
-		}
-		if cp, ok := ctx.Value(captureKey{}).(*capture); ok {
-			cp.mu.Lock()
-			cp.ids = append(cp.ids, req.ID)
-			cp.mu.Unlock()
-			c.mu.Lock()
-			c.pending[req.ID] = pendingCall{method: req.Method, cap: cp}
-			c.mu.Unlock()
-		}
-	}
-	c.traced("send", msg)
+	msg = c.outgoing(ctx, msg)
 	if c.abortWrite == nil || ctx.Done() == nil {
 		return c.Connection.Write(ctx, msg)
 	}
@@ -183,6 +166,32 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	mu.Unlock()
 	stop()
 	return err
+}
+
+// outgoing is what the connection does to a message before it is sent:
+// it adds what the SDK's types cannot carry (a task, a log level), notes
+// the request for capture when ctx asks for it, and traces it. The HTTP
+// transports, which must not be wrapped, call it from their round tripper.
+func (c *captureConn) outgoing(ctx context.Context, msg jsonrpc.Message) jsonrpc.Message {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if ttl, ok := ctx.Value(taskKey{}).(int64); ok && req.Method == "tools/call" {
+			req = withParam(req, "task", map[string]int64{"ttl": ttl})
+			msg = req
+		}
+		if level, _ := c.logLevel.Load().(string); level != "" && req.Method != "initialize" && req.Method != "server/discover" {
+			msg = withMeta(req, "io.modelcontextprotocol/logLevel", level)
+		}
+		if cp, ok := ctx.Value(captureKey{}).(*capture); ok {
+			cp.mu.Lock()
+			cp.ids = append(cp.ids, req.ID)
+			cp.mu.Unlock()
+			c.mu.Lock()
+			c.pending[req.ID] = pendingCall{method: req.Method, cap: cp}
+			c.mu.Unlock()
+		}
+	}
+	c.traced("send", msg)
+	return msg
 }
 
 // withParam returns req with params[key] set.
@@ -219,6 +228,13 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		return msg, err
 	}
+	c.incoming(msg)
+	return msg, nil
+}
+
+// incoming is what the connection notes of a message as it arrives: its
+// trace, progress for its caller, and the raw result of a captured request.
+func (c *captureConn) incoming(msg jsonrpc.Message) {
 	c.traced("recv", msg)
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
@@ -233,7 +249,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.onProgress(p.Token, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 			}
 		}
-		return msg, nil
+		return
 	}
 	c.mu.Lock()
 	pc, found := c.pending[resp.ID]
@@ -244,7 +260,6 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		pc.cap.results = append(pc.cap.results, rawResult{method: pc.method, result: append(json.RawMessage(nil), resp.Result...), err: resp.Error})
 		pc.cap.mu.Unlock()
 	}
-	return msg, nil
 }
 
 // A connTransport hands the SDK a connection mcpctl already made.

@@ -198,7 +198,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != h.proc || (s.state != StateReady && s.state != StateDegraded) {
+	if s.cs != h.cs || (s.state != StateReady && s.state != StateDegraded) {
 		return // a request to an earlier run of the server
 	}
 	if err == nil {
@@ -227,7 +227,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	s.endLife()
 	s.failLocked(e)
 	go func() {
-		proc.stdin.Close()
+		proc.closeStdin()
 		cs.Close()
 		proc.stop(0, s.shutdownTimeout())
 	}()

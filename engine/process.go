@@ -218,6 +218,9 @@ func readLineTail(br *bufio.Reader, max, tailMax int) (line, tail []byte, cut bo
 // stderrTail returns the last n stderr lines. When the process has exited
 // it first lets the reader reach EOF, so its last words are included.
 func (p *process) stderrTail(n int) []string {
+	if p == nil {
+		return nil // a remote server
+	}
 	if p.exited() {
 		waitDone(p.stderrDone, 500*time.Millisecond)
 	}
@@ -228,6 +231,9 @@ func (p *process) stderrTail(n int) []string {
 // how it ended: up to 5s once it has closed its stdout (it is on its way
 // out; npx's parents can take a while on a busy machine), else brief.
 func (p *process) awaitExit(brief time.Duration) {
+	if p == nil {
+		return
+	}
 	if p.lines != nil && p.lines.eof.Load() {
 		brief = 5 * time.Second
 	}
@@ -236,6 +242,9 @@ func (p *process) awaitExit(brief time.Duration) {
 
 // exited reports whether the leader process has been reaped.
 func (p *process) exited() bool {
+	if p == nil {
+		return false
+	}
 	select {
 	case <-p.done:
 		return true
@@ -249,6 +258,9 @@ func (p *process) exited() bool {
 // The leader is always reaped; the rest of the group is signalled until
 // none of it is left (they are reparented, so init reaps them).
 func (p *process) stop(grace, timeout time.Duration) {
+	if p == nil {
+		return
+	}
 	p.stdin.Close()
 	if !waitDone(p.done, grace) {
 		signalGroup(p.pgid, syscall.SIGTERM)
@@ -281,6 +293,13 @@ func (p *process) stop(grace, timeout time.Duration) {
 // later one, fail at once. A write blocks when the server stops reading; a
 // write cut short leaves half a message on the pipe, so the connection is
 // over after this.
+// closeStdin closes the server's stdin: the MCP way to ask it to exit.
+func (p *process) closeStdin() {
+	if p != nil {
+		p.stdin.Close()
+	}
+}
+
 func (p *process) abortWrites() { p.stdin.SetWriteDeadline(time.Now()) }
 
 func waitDone(ch <-chan struct{}, d time.Duration) bool {

@@ -198,56 +198,81 @@ func (s *server) start(ctx context.Context) error {
 
 func (s *server) connect(ctx context.Context) error {
 	cfg := s.cfg()
-	logPath := ""
-	if s.e.opts.LogDir != "" {
-		logPath = filepath.Join(s.e.opts.LogDir, cfg.Name+".log")
-	}
-	proc, err := startProcess(cfg, logPath, s.log, s.e.opts.OnProcess, func(line string) {
-		if s.e.bus.wantsStderr() {
-			s.e.bus.publish(Event{Type: EventStderr, Server: cfg.Name, Line: line})
-		}
-	})
-	if err != nil {
-		return err
-	}
-	stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
-		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
-	})
-	proc.lines = stdout
-	// jsonLines bounds lines itself.
-	inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
-	if err != nil {
-		proc.stop(0, s.shutdownTimeout())
-		return err
-	}
-	conn := newCaptureConn(inner)
-	conn.abortWrite = proc.abortWrites
+	conn := newCaptureConn(nil)
 	conn.onProgress = func(token any, p Progress) { s.e.progress(cfg.Name, token, p) }
+	// life ends when this run of the server does; in-flight calls end with it.
+	life, endLife := context.WithCancel(context.Background())
+	var proc *process
+	if cfg.IsStdio() {
+		logPath := ""
+		if s.e.opts.LogDir != "" {
+			logPath = filepath.Join(s.e.opts.LogDir, cfg.Name+".log")
+		}
+		var err error
+		proc, err = startProcess(cfg, logPath, s.log, s.e.opts.OnProcess, func(line string) {
+			if s.e.bus.wantsStderr() {
+				s.e.bus.publish(Event{Type: EventStderr, Server: cfg.Name, Line: line})
+			}
+		})
+		if err != nil {
+			endLife()
+			return err
+		}
+		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
+			s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
+		})
+		proc.lines = stdout
+		// jsonLines bounds lines itself.
+		inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
+		if err != nil {
+			endLife()
+			proc.stop(0, s.shutdownTimeout())
+			return err
+		}
+		conn.Connection = inner
+		conn.abortWrite = proc.abortWrites
+	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {
 		if f, err := os.OpenFile(filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 			conn.trace = f
-			go func() { <-proc.done; f.Close() }()
+			go func() { <-life.Done(); f.Close() }()
 		}
 	}
 	client := s.newClient()
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	cctx, cp := withCapture(sctx)
 	var sessOpts *mcp.ClientSessionOptions
 	if cfg.ProtocolVersion != "" {
 		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion}
 	}
-	cs, err := client.Connect(cctx, connTransport{conn}, sessOpts)
+	var cs *mcp.ClientSession
+	var cp *capture
+	var err error
+	if proc != nil {
+		var cctx context.Context
+		cctx, cp = withCapture(sctx)
+		cs, err = client.Connect(cctx, connTransport{conn}, sessOpts)
+	} else {
+		// The SSE transport ties its event stream to the connect context:
+		// give it the connection's life, and let the startup timeout end
+		// that life if the handshake overruns.
+		overrun := context.AfterFunc(sctx, endLife)
+		defer overrun()
+		var cctx context.Context
+		cctx, cp = withCapture(life)
+		cs, err = s.connectRemote(cctx, client, conn, sessOpts)
+	}
 	conn.release(cp)
 	var snap *snapshot
 	if err == nil {
 		snap, err = s.list(sctx, cs, conn, &snapshot{})
 	}
 	if err != nil {
-		proc.stdin.Close()
+		proc.closeStdin()
 		if cs != nil {
 			cs.Close()
 		}
+		endLife()
 		// Let an exiting process finish, so the error can say how it ended.
 		proc.awaitExit(500 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err)
@@ -258,7 +283,6 @@ func (s *server) connect(ctx context.Context) error {
 	if !ok {
 		init, _ = cp.last("server/discover")
 	}
-	life, endLife := context.WithCancel(context.Background())
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = proc, cs, conn
 	s.life, s.endLife = life, endLife
@@ -283,7 +307,15 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		return ctx.Err()
 	}
 	var e *Error
+	var already *Error
 	switch {
+	case proc == nil && sctx.Err() == context.DeadlineExceeded:
+		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().URL, s.cfg().StartupTimeout)
+		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
+	case proc == nil && errors.As(err, &already):
+		return err
+	case proc == nil:
+		return remoteFailure(s.cfg(), err)
 	case proc.exited():
 		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
@@ -304,15 +336,19 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	connDone := make(chan error, 1)
 	go func() { connDone <- cs.Wait() }()
 	var connErr error
+	var procDone <-chan struct{} // nil for a remote server: never
+	if proc != nil {
+		procDone = proc.done
+	}
 	select {
-	case <-proc.done:
+	case <-procDone:
 	case connErr = <-connDone:
 		// Give a dying process a moment, so the error says how it ended.
 		proc.awaitExit(200 * time.Millisecond)
 	}
 	stderr := proc.stderrTail(10)
 	s.mu.Lock()
-	if s.proc != proc || s.state == StateStopping || s.state == StateStopped {
+	if s.cs != cs || s.state == StateStopping || s.state == StateStopped {
 		s.mu.Unlock()
 		return
 	}
@@ -327,7 +363,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	s.endLife()
 	s.failLocked(e)
 	s.mu.Unlock()
-	proc.stdin.Close()
+	proc.closeStdin()
 	cs.Close()
 	proc.stop(0, s.shutdownTimeout())
 }
@@ -367,7 +403,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		<-ch
 		return
 	}
-	if s.state == StateStopped || s.proc == nil {
+	if s.state == StateStopped || s.cs == nil {
 		if s.state != StateUnavailable || s.lc.held {
 			s.setStateNote(StateStopped, nil, why)
 		}
@@ -383,7 +419,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	// Closing stdin first is the order the MCP spec asks for, and it wakes
 	// a write blocked on a server that stopped reading; the SDK's Close
 	// waits for such writes.
-	proc.stdin.Close()
+	proc.closeStdin()
 	cs.Close()
 	proc.stop(s.e.opts.ShutdownGrace, s.shutdownTimeout())
 

@@ -377,3 +377,13 @@ func printEnv(names []string) {
 		fmt.Fprintf(os.Stderr, "%s=%s\n", n, os.Getenv(n))
 	}
 }
+
+// NewServer returns the fake as an SDK server, for tests that serve it over
+// HTTP or WebSocket in-process. Faults that act on the process (stdout
+// lines, crashes, exits) act on the test's own process: use them only on
+// stdio.
+func NewServer(spec Spec) *mcp.Server {
+	f := &fake{spec: &spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
+	f.srv = f.newServer()
+	return f.srv
+}

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK's HTTP transports must not be wrapped: the streamable one keeps
+// its session state through a hook only its own connection has. So for
+// remote servers mcpctl sees the messages where they cross HTTP instead,
+// in a round tripper that does for them what captureConn does on stdio:
+// adds what the SDK's types cannot carry, keeps raw results, routes
+// progress, and adds the configured headers.
+type captureRoundTripper struct {
+	base    http.RoundTripper
+	conn    *captureConn
+	headers map[string]string
+	// refused is the status of the last answer in the 4xx range: a server
+	// that refuses streamable HTTP may speak the older SSE transport.
+	refused atomic.Int32
+}
+
+func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if req.Method == http.MethodPost && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			if data, err := jsonrpc.EncodeMessage(t.conn.outgoing(req.Context(), msg)); err == nil {
+				body = data
+			}
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if resp.StatusCode/100 == 4 {
+		t.refused.Store(int32(resp.StatusCode))
+	}
+	if resp.StatusCode/100 != 2 {
+		return resp, nil
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		resp.Body = &sseTee{ReadCloser: resp.Body, onData: t.received}
+	case strings.HasPrefix(ct, "application/json"):
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		t.received(body)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return resp, nil
+}
+
+// received notes one message (or a batch) that arrived over HTTP.
+func (t *captureRoundTripper) received(data []byte) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		return // batches are the SDK's to refuse
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		t.conn.incoming(msg)
+	}
+}
+
+// An sseTee passes a server-sent event stream through as it is read, and
+// hands the data of each event to onData once the event is complete.
+type sseTee struct {
+	io.ReadCloser
+	onData  func([]byte)
+	partial []byte // an unfinished line
+	data    []byte // the data lines of the event so far
+}
+
+func (s *sseTee) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	s.feed(p[:n])
+	if err != nil && len(s.data) > 0 {
+		s.onData(s.data)
+		s.data = nil
+	}
+	return n, err
+}
+
+func (s *sseTee) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(s.partial)+len(b) <= maxMessage {
+				s.partial = append(s.partial, b...)
+			}
+			return
+		}
+		line := append(s.partial, b[:i]...)
+		s.partial = nil
+		b = b[i+1:]
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case len(line) == 0:
+			if len(s.data) > 0 {
+				s.onData(s.data)
+				s.data = nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if len(s.data) > 0 {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, v...)
+		}
+	}
+}
+
+// remoteTransport is the SDK transport for a server reached over HTTP:
+// streamable HTTP for type http, the legacy HTTP+SSE transport for type
+// sse.
+func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error) {
+	switch typ {
+	case "http":
+		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil
+	case "sse":
+		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: client}, nil
+	}
+	return nil, fmt.Errorf("type %s is not supported yet", typ)
+}
+
+// connectRemote connects to a server over HTTP. ctx must live as long as
+// the connection: the SSE transport ties its event stream to it. A server
+// whose type was implied by its url and that refuses streamable HTTP with a
+// 4xx is tried with the legacy SSE transport, as the MCP spec's backwards
+// compatibility section says.
+func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	cfg := s.cfg()
+	rt := &captureRoundTripper{base: http.DefaultTransport, conn: conn, headers: cfg.Headers}
+	hc := &http.Client{Transport: rt}
+	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := client.Connect(ctx, t, opts)
+	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
+		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
+		t, _ = remoteTransport("sse", cfg.URL, hc)
+		cs, err = client.Connect(ctx, t, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// remoteFailure explains a failed connection to a remote server.
+func remoteFailure(cfg *config.Server, err error) *Error {
+	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %v", cfg.Name, cfg.URL, redactURLError(cfg, err))
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		e.hint("raise startupTimeout of server %s (%s) if it is just slow", cfg.Name, cfg.Source)
+	default:
+		e.hint("check that the server runs at %s (%s)", cfg.URL, cfg.Source)
+	}
+	return e.wrap(err)
+}
+
+// redactURLError keeps secrets that came from the environment (a token in
+// the URL, say) out of an error message.
+func redactURLError(cfg *config.Server, err error) string {
+	return cfg.Redact(err.Error())
+}

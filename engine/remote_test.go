@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var remoteSpec = fakemcp.Spec{
+	Name: "remote",
+	Tools: []fakemcp.Tool{
+		{Name: "echo"},
+		{Name: "steps", Progress: 3, Sleep: "150ms"},
+		{Name: "grow", AddTools: []string{"added"}},
+		{Name: "odd"},
+	},
+	Prompts:   []fakemcp.Prompt{{Name: "greet", Text: "hello"}},
+	Resources: []fakemcp.Resource{{URI: "mem://doc", Name: "doc", Text: "the doc"}},
+}
+
+// serveRemote serves the fake over HTTP on 127.0.0.1: streamable HTTP
+// ("http") or the legacy HTTP+SSE transport ("sse"). Each request's
+// Authorization header is recorded.
+func serveRemote(t *testing.T, kind string) (url string, auth func() []string) {
+	t.Helper()
+	srv := fakemcp.NewServer(remoteSpec)
+	var h http.Handler
+	switch kind {
+	case "http":
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	case "sse":
+		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		h.ServeHTTP(&addField{ResponseWriter: w}, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// addField adds a field no SDK type has to the tool "odd" as it is listed,
+// on the wire, to show that what the SDK drops still reaches mcpctl's
+// output.
+type addField struct{ http.ResponseWriter }
+
+func (a *addField) WriteHeader(code int) {
+	a.Header().Del("Content-Length")
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *addField) Write(p []byte) (int, error) {
+	out := bytes.ReplaceAll(p, []byte(`"name":"odd"`), []byte(`"name":"odd","x-custom":{"kept":true}`))
+	if _, err := a.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (a *addField) Flush() { a.ResponseWriter.(http.Flusher).Flush() }
+
+func remoteServer(name, typ, url string) *config.Server {
+	return &config.Server{
+		Name: name, Type: typ, URL: url, Headers: map[string]string{"Authorization": "Bearer s3cret-token"},
+		StartupTimeout: 10 * time.Second, CacheTTL: config.DefaultCacheTTL, Source: "test:1:1",
+	}
+}
+
+// The whole surface over streamable HTTP and over SSE: tools, calls with
+// progress, prompts, resources, list_changed, headers on every request.
+func TestRemoteServers(t *testing.T) {
+	for _, typ := range []string{"http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			url, auth := serveRemote(t, typ)
+			e := newEngine(t, remoteServer("r", typ, url))
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			tools, err := e.Tools("r")
+			if err != nil || len(tools) != 4 {
+				t.Fatalf("tools: %v %v", tools, err)
+			}
+			// What the SDK's types drop is kept: the raw tool as listed.
+			if odd, _ := e.Tools("r.odd"); len(odd) != 1 || !strings.Contains(string(odd[0].Raw()), `"x-custom":{"kept":true}`) {
+				t.Errorf("raw tool: %s", odd[0].Raw())
+			}
+			res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"msg=hi"}})
+			if err != nil || !strings.Contains(string(res.Result), `{\"msg\":\"hi\"}`) {
+				t.Fatalf("call: %v %v", res, err)
+			}
+			var progress []Progress
+			var pmu sync.Mutex
+			_, err = e.CallTool(ctx(t), &CallRequest{Name: "r.steps", OnProgress: func(p Progress) {
+				pmu.Lock()
+				progress = append(progress, p)
+				pmu.Unlock()
+			}})
+			pmu.Lock()
+			if err != nil || len(progress) != 3 || progress[2].Message != "step 3 of 3" {
+				t.Errorf("progress: %+v %v", progress, err)
+			}
+			pmu.Unlock()
+			p, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "r.greet"})
+			if err != nil || !strings.Contains(string(p.Result), "hello") {
+				t.Errorf("prompt: %v %v", p, err)
+			}
+			doc, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "mem://doc"})
+			if err != nil || !strings.Contains(string(doc.Result), "the doc") {
+				t.Errorf("resource: %v %v", doc, err)
+			}
+			sub := e.Events(EventFilter{Types: []string{EventListChanged}})
+			defer sub.Close()
+			if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.grow"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case ev := <-sub.C:
+				if len(ev.Added) != 1 || ev.Added[0] != "r.added" {
+					t.Errorf("list_changed event: %+v", ev)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no list_changed event")
+			}
+			for _, a := range auth() {
+				if a != "Bearer s3cret-token" {
+					t.Errorf("a request went without the configured header: %q", a)
+				}
+			}
+			if st := e.Status()[0]; st.State != StateReady || st.ServerInfo.Name != "remote" {
+				t.Errorf("status: %+v", st)
+			}
+		})
+	}
+}
+
+// A url with no type tries streamable HTTP, then the SSE transport when the
+// server refuses it.
+func TestRemoteFallsBackToSSE(t *testing.T) {
+	url, _ := serveRemote(t, "sse")
+	s := remoteServer("r", "http", url)
+	s.TypeImplied = true
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatalf("start with fallback: %v", err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	// Written as http, it is not tried as sse.
+	e2 := newEngine(t, remoteServer("r", "http", url))
+	if err := e2.Start(ctx(t)); err == nil {
+		t.Fatal("streamable HTTP to an SSE server started")
+	}
+}
+
+// A server that is not there fails the start with its url and a hint;
+// a remote server that goes away makes it unavailable.
+func TestRemoteUnavailable(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close()
+	e := newEngine(t, remoteServer("gone", "http", url))
+	err := e.Start(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "server gone ("+url+"): cannot connect") {
+		t.Fatalf("start: %v", err)
+	}
+	if h := strings.Join(asError(err).Hint, "\n"); !strings.Contains(h, "check that the server runs at "+url) {
+		t.Errorf("hint: %s", h)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the token leaked into the error: %v", err)
+	}
+}
+
+func TestRemoteStop(t *testing.T) {
+	url, _ := serveRemote(t, "http")
+	e := newEngine(t, remoteServer("r", "http", url))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.Stop("r")
+	if st := e.Status()[0]; st.State != StateStopped {
+		t.Errorf("after stop: %+v", st)
+	}
+	if err := e.Start(context.Background(), "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
