@@ -86,6 +86,8 @@ func scriptParams(dir string) testscript.Params {
 			"plainfake":  cmdPlainFake,
 			"kill9":      cmdKill9,
 			"sigterm":    cmdSigterm,
+			"freeport":   cmdFreePort,
+			"waitport":   cmdWaitPort,
 			"watchdog":   cmdWatchdog,
 		},
 	}
@@ -360,6 +362,34 @@ func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	for _, pid := range pidsFrom(ts, args[0]) {
 		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	}
+}
+
+// freeport VAR sets VAR to a TCP port on 127.0.0.1 that is free now.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// waitport PORT waits until something listens on 127.0.0.1:PORT.
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitport PORT")
+	}
+	if !eventually(func() bool {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[0], time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		ts.Fatalf("nothing listens on port %s", args[0])
 	}
 }
 

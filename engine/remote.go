@@ -174,18 +174,14 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 
 // remoteFailure explains a failed connection to a remote server.
 func remoteFailure(cfg *config.Server, err error) *Error {
-	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %v", cfg.Name, cfg.URL, redactURLError(cfg, err))
+	url := cfg.Redact(cfg.URL)
+	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %s", cfg.Name, url, cfg.Redact(err.Error()))
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", cfg.Name, cfg.Source)
 	default:
-		e.hint("check that the server runs at %s (%s)", cfg.URL, cfg.Source)
+		e.hint("check that the server runs at %s (%s)", url, cfg.Source)
 	}
-	return e.wrap(err)
-}
-
-// redactURLError keeps secrets that came from the environment (a token in
-// the URL, say) out of an error message.
-func redactURLError(cfg *config.Server, err error) string {
-	return cfg.Redact(err.Error())
+	// Not wrapped: the cause's text holds the url as it is, secrets and all.
+	return e
 }

@@ -310,7 +310,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	var already *Error
 	switch {
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
-		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().URL, s.cfg().StartupTimeout)
+		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
 	case proc == nil && errors.As(err, &already):
 		return err
