@@ -76,6 +76,9 @@ type capture struct {
 	mu      sync.Mutex
 	results []rawResult
 	ids     []jsonrpc.ID
+	// sessionMissing: an HTTP server answered one of the requests with
+	// 404 for its session: it did not take the request.
+	sessionMissing bool
 }
 
 // A rawResult is one response as the server sent it.

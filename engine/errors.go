@@ -49,6 +49,9 @@ type Error struct {
 	// transient: trying again may work (a server killed by a signal
 	// during its start).
 	transient bool
+	// unsent: the request never reached the server, so sending it again
+	// is safe, whatever it does.
+	unsent bool
 }
 
 func (e *Error) Error() string {

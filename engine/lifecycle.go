@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Restart backoff: the first restart waits restartBackoff, each next one
@@ -44,6 +45,12 @@ type lifecycle struct {
 	restartAt    time.Time
 	restartDone  chan struct{} // closed when that restart attempt is over
 	gaveUp       bool          // maxRestarts used up: the circuit is open
+	// retired: a reload removed or replaced the server; it never starts
+	// again.
+	retired bool
+	// bgStop is closed when a stop begun in the background (after too
+	// many failures) is over; stops by hand and Close wait for it.
+	bgStop chan struct{}
 }
 
 // backoff is the wait before restart n (0-based).
@@ -226,7 +233,10 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	s.proc, s.cs, s.conn = nil, nil, nil
 	s.endLife()
 	s.failLocked(e)
+	stopped := make(chan struct{})
+	s.lc.bgStop = stopped
 	go func() {
+		defer close(stopped)
 		proc.closeStdin()
 		cs.Close()
 		proc.stop(0, s.shutdownTimeout())
@@ -263,13 +273,15 @@ func countsAsFailure(err error) bool {
 // its restart after a backoff, until maxRestarts are used up.
 func (s *server) failLocked(e *Error) {
 	c := s.cfg()
-	if c.Restart != "on-failure" || s.lc.held || s.e.closed.Load() {
+	if c.Restart != "on-failure" || s.lc.held || s.lc.retired || s.e.closed.Load() {
 		s.setState(StateUnavailable, e)
 		return
 	}
 	if !s.readyAt.IsZero() && time.Since(s.readyAt) > steadyRun {
 		s.lc.restarts = 0
 	}
+	// Once per run: a restart that fails to start must not reset it again.
+	s.readyAt = time.Time{}
 	if s.lc.restarts >= c.MaxRestarts {
 		s.lc.gaveUp = true
 		e.Message += fmt.Sprintf(" (gave up after %d restarts)", s.lc.restarts)
@@ -279,10 +291,17 @@ func (s *server) failLocked(e *Error) {
 	}
 	delay := backoff(s.lc.restarts)
 	s.lc.restarts++
-	s.lc.restartAt = time.Now().Add(delay)
-	s.lc.restartDone = make(chan struct{})
 	s.setStateNote(StateUnavailable, e, fmt.Sprintf("restart %d of %d in %s", s.lc.restarts, c.MaxRestarts, delay))
-	done := s.lc.restartDone
+	s.scheduleRestartLocked(delay)
+}
+
+// scheduleRestartLocked starts the server again after delay. Requests that
+// come meanwhile wait for it (see acquire).
+func (s *server) scheduleRestartLocked(delay time.Duration) {
+	s.cancelRestartLocked()
+	s.lc.restartAt = time.Now().Add(delay)
+	done := make(chan struct{})
+	s.lc.restartDone = done
 	s.lc.restartTimer = time.AfterFunc(delay, func() { s.restartNow(done) })
 }
 
@@ -298,12 +317,12 @@ func (s *server) restartNow(done chan struct{}) {
 	err := s.start(context.Background())
 	s.mu.Lock()
 	if s.lc.restartDone == done {
+		// Not cancelled meanwhile (which closes it): wake the waiters,
+		// and go on with the policy if the start failed.
 		s.lc.restartDone = nil
-	}
-	close(done)
-	if err != nil && s.state == StateUnavailable {
+		close(done)
 		var ee *Error
-		if errors.As(err, &ee) {
+		if err != nil && s.state == StateUnavailable && errors.As(err, &ee) {
 			s.failLocked(ee)
 		}
 	}
@@ -361,6 +380,15 @@ func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func()
 	delay := restartBackoff
 	for n := 1; ; n++ {
 		err := try()
+		var ee *Error
+		if errors.As(err, &ee) && ee.unsent && n == 1 {
+			// It never reached the server: sending it again once is safe,
+			// and at once, as the connection is renewed already.
+			e.log.Info("sending a request again that the server did not take", "server", s.cfg().Name, "error", err.Error())
+			if err = try(); err == nil {
+				return nil
+			}
+		}
 		if err == nil || n >= *tries || ctx.Err() != nil || !e.transient(err, s) {
 			if err != nil && n > 1 {
 				var ee *Error
@@ -491,4 +519,22 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 		return err
 	}
 	return e.Start(ctx, names...)
+}
+
+// renew connects afresh to a remote server that no longer knows the
+// session of cs (it restarted, or timed the session out): no failure of
+// the server, so no restart is counted, and it happens at once. Requests
+// meanwhile wait for it.
+func (s *server) renew(cs *mcp.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != cs || s.e.closed.Load() || (s.state != StateReady && s.state != StateDegraded) {
+		return // renewed already, or stopping
+	}
+	s.cs, s.conn = nil, nil
+	s.endLife()
+	e := errorf(KindUnavailable, s.cfg().Name, "server %s no longer knows mcpctl's session", s.cfg().Name)
+	s.setStateNote(StateUnavailable, e, "connecting afresh")
+	s.scheduleRestartLocked(0)
+	go cs.Close()
 }

@@ -76,6 +76,12 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	e.cfg, e.servers, e.order = cfg, servers, order
 	e.configErr = nil
 	e.mu.Unlock()
+	for _, s := range stop {
+		// Retired before stopped, so no restart or retry starts it again.
+		s.mu.Lock()
+		s.lc.retired = true
+		s.mu.Unlock()
+	}
 
 	e.stopAll(stop)
 	for _, s := range stop {

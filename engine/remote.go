@@ -57,6 +57,13 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if resp.StatusCode/100 == 4 {
 		t.refused.Store(int32(resp.StatusCode))
 	}
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
+		if cp, ok := req.Context().Value(captureKey{}).(*capture); ok {
+			cp.mu.Lock()
+			cp.sessionMissing = true
+			cp.mu.Unlock()
+		}
+	}
 	if resp.StatusCode/100 != 2 {
 		return resp, nil
 	}

@@ -206,3 +206,37 @@ func TestRemoteStop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A streamable HTTP server that forgets the session (it restarted) gets a
+// fresh connection, and the call that met the 404 is sent again: the
+// server never ran it.
+func TestRemoteSessionForgotten(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	var mu sync.Mutex
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cur := h
+		mu.Unlock()
+		cur.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close) // after the engine's Close: its streams hold the server open
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	// A new handler knows no session: the old one gets 404.
+	mu.Lock()
+	h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	mu.Unlock()
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"n=2"}})
+	if err != nil || !strings.Contains(string(res.Result), `\"n\":\"2\"`) {
+		t.Fatalf("call after the server forgot the session: %v %v", res, err)
+	}
+	if st := waitState(t, e, "r", StateReady); st.Restarts != 0 {
+		t.Errorf("a forgotten session counted as a restart: %+v", st)
+	}
+}

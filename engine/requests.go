@@ -86,6 +86,11 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		// own cache, or over another stream (2026-07-28 servers).
 		result, _ = json.Marshal(typed)
 	} else {
+		cp.mu.Lock()
+		if cp.sessionMissing {
+			sendErr = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, sendErr)
+		}
+		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
@@ -101,6 +106,14 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 	}
 	if err == nil {
 		err = errors.New("no answer")
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// The server did not take the request: it no longer knows the
+		// session (it restarted, or timed the session out).
+		h.s.renew(h.cs)
+		e := errorf(KindUnavailable, name, "server %s no longer knows mcpctl's session (it may have restarted); %s was not run", name, what)
+		e.unsent = true
+		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
 	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")

@@ -132,9 +132,14 @@ func (s *server) start(ctx context.Context) error {
 		s.mu.Unlock()
 		return errorf(KindUnavailable, s.cfg().Name, "server %s is stopping", s.cfg().Name)
 	}
-	if s.e.closed.Load() {
+	if s.e.closed.Load() || s.lc.retired {
 		s.mu.Unlock()
-		return errorf(KindUnavailable, s.cfg().Name, "server %s: the engine is closed", s.cfg().Name)
+		return errorf(KindUnavailable, s.cfg().Name, "server %s: the engine is closed, or the config no longer has it", s.cfg().Name)
+	}
+	if s.lc.held {
+		err := s.unavailableLocked()
+		s.mu.Unlock()
+		return err
 	}
 	if s.lc.restartTimer != nil {
 		// Started by hand before the policy's restart came due.
@@ -189,7 +194,11 @@ func (s *server) start(ctx context.Context) error {
 	s.startup = time.Since(t0)
 	s.readyAt = time.Now()
 	s.setState(StateReady, nil)
-	s.armIdleLocked()
+	if s.cfg().Activation != "transient" {
+		// A transient server stops when its request releases it; stopping
+		// it now could beat that request to it.
+		s.armIdleLocked()
+	}
 	if iv := s.cfg().HealthInterval; iv > 0 {
 		go s.healthCheck(&handle{s: s, cs: s.cs, conn: s.conn, life: s.life, proc: s.proc, snap: s.snap}, iv)
 	}
@@ -265,7 +274,10 @@ func (s *server) connect(ctx context.Context) error {
 	conn.release(cp)
 	var snap *snapshot
 	if err == nil {
+		// A refresh of the last connection may still be running.
+		s.refreshMu.Lock()
 		snap, err = s.list(sctx, cs, conn, &snapshot{})
+		s.refreshMu.Unlock()
 	}
 	if err != nil {
 		proc.closeStdin()
@@ -346,6 +358,10 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 		// Give a dying process a moment, so the error says how it ended.
 		proc.awaitExit(200 * time.Millisecond)
 	}
+	if proc == nil && errors.Is(connErr, mcp.ErrSessionMissing) {
+		s.renew(cs)
+		return
+	}
 	stderr := proc.stderrTail(10)
 	s.mu.Lock()
 	if s.cs != cs || s.state == StateStopping || s.state == StateStopped {
@@ -395,6 +411,8 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		s.mu.Unlock()
 		<-ch
 		s.mu.Lock()
+		// The interrupted start may have scheduled a restart.
+		s.cancelRestartLocked()
 	}
 	if s.state == StateStopping {
 		// Another stop is under way; its end is this one's.
@@ -407,7 +425,11 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		if s.state != StateUnavailable || s.lc.held {
 			s.setStateNote(StateStopped, nil, why)
 		}
+		bg := s.lc.bgStop
 		s.mu.Unlock()
+		if bg != nil {
+			<-bg // a stop begun after too many failures
+		}
 		return
 	}
 	s.setStateNote(StateStopping, nil, why)
