@@ -471,3 +471,14 @@ func TestDroppedConnectionIsAnError(t *testing.T) {
 		t.Fatalf("want a dropped-connection error, got %v", err)
 	}
 }
+
+// TestHandlerNoServer: getServer returning nil answers 404, which the
+// client quotes.
+func TestHandlerNoServer(t *testing.T) {
+	ts := httptest.NewServer(Handler(func(*http.Request) *mcp.Server { return nil }))
+	defer ts.Close()
+	_, err := (&ClientTransport{URL: ts.URL}).Connect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "no MCP server here") {
+		t.Fatalf("want a 404 naming the reason, got %v", err)
+	}
+}
