@@ -403,8 +403,6 @@ func precheck(targets []*server) error {
 // such a config is refused, never silently half-run.
 func unsupported(c *config.Server) string {
 	switch {
-	case c.Type == "ws":
-		return "type " + c.Type
 	case len(c.Roots) > 0:
 		return "roots"
 	}

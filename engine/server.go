@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/wsmcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -257,11 +258,18 @@ func (s *server) connect(ctx context.Context) error {
 	var cs *mcp.ClientSession
 	var cp *capture
 	var err error
-	if proc != nil {
+	if cfg.Type == "ws" {
+		// A WebSocket connection is mcpctl's own: it is wrapped as stdio
+		// is. Dialling with sctx bounds the handshake only.
+		var inner mcp.Connection
+		inner, err = (&wsmcp.ClientTransport{URL: cfg.URL, Header: httpHeader(cfg.Headers), Logger: s.log}).Connect(sctx)
+		conn.Connection = inner
+	}
+	if proc != nil || (cfg.Type == "ws" && err == nil) {
 		var cctx context.Context
 		cctx, cp = withCapture(sctx)
 		cs, err = client.Connect(cctx, connTransport{conn}, sessOpts)
-	} else {
+	} else if cfg.Type != "ws" {
 		// The SSE transport ties its event stream to the connect context:
 		// give it the connection's life, and let the startup timeout end
 		// that life if the handshake overruns.
@@ -271,7 +279,9 @@ func (s *server) connect(ctx context.Context) error {
 		cctx, cp = withCapture(life)
 		cs, err = s.connectRemote(cctx, client, conn, sessOpts)
 	}
-	conn.release(cp)
+	if cp != nil {
+		conn.release(cp)
+	}
 	var snap *snapshot
 	if err == nil {
 		// A refresh of the last connection may still be running.
