@@ -87,6 +87,7 @@ func scriptParams(dir string) testscript.Params {
 			"kill9":      cmdKill9,
 			"sigterm":    cmdSigterm,
 			"freeport":   cmdFreePort,
+			"envfile":    cmdEnvFile,
 			"waitport":   cmdWaitPort,
 			"watchdog":   cmdWatchdog,
 		},
@@ -363,6 +364,14 @@ func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
 	for _, pid := range pidsFrom(ts, args[0]) {
 		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
 	}
+}
+
+// envfile VAR FILE sets VAR to FILE's content, trimmed.
+func cmdEnvFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: envfile VAR FILE")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }
 
 // freeport VAR sets VAR to a TCP port on 127.0.0.1 that is free now.

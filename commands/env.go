@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -30,6 +31,7 @@ type Env struct {
 	// Global flags.
 	configFlags []string
 	sessionFlag string
+	headerFlags []string // --header NAME=VALUE, for remote servers this command starts
 	format      output.Format
 
 	printer  *output.Printer
@@ -123,7 +125,26 @@ func (env *Env) loadConfig() (*config.Config, error) {
 	if env.canAsk() {
 		opts.Ask = env.askInput
 	}
-	return config.LoadFiles(paths, opts)
+	cfg, err := config.LoadFiles(paths, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range env.headerFlags {
+		name, value, ok := strings.Cut(h, "=")
+		if !ok {
+			name, value, ok = strings.Cut(h, ":")
+		}
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" {
+			return nil, usagef(fmt.Sprintf("--header %q is not NAME=VALUE", config.Redacted), `e.g. --header "Authorization=Bearer $TOKEN"`)
+		}
+		for _, s := range cfg.Servers {
+			if !s.IsStdio() {
+				s.AddHeader(name, value)
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // session names the session of the config files (or --session).

@@ -53,6 +53,14 @@ func (s *Server) Check() []*CheckError {
 			errs = append(errs, ce)
 		}
 	}
+	for _, f := range []struct{ field, path string }{{"caFile", s.CAFile}, {"clientCert", s.ClientCert}, {"clientKey", s.ClientKey}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			add(f.field, fmt.Sprintf("%s %s does not exist", f.field, f.path), "fix the path; relative paths are relative to the project directory")
+		}
+	}
 	if s.Limits.Any() {
 		switch {
 		case runtime.GOOS != "linux":

@@ -93,6 +93,10 @@ type Server struct {
 	Cwd     string
 	URL     string
 	Headers map[string]string
+	// CAFile, ClientCert and ClientKey (absolute paths, or "") are TLS
+	// settings of a remote server: roots trusted besides the system's, and
+	// a client certificate.
+	CAFile, ClientCert, ClientKey string
 
 	StartupTimeout  time.Duration
 	RequestTimeout  time.Duration
@@ -396,4 +400,14 @@ func displayPath(abs, wd string) string {
 		return rel
 	}
 	return abs
+}
+
+// AddHeader sets a header of a remote server from outside the config (a
+// --header flag); its value is a secret, as header values are.
+func (s *Server) AddHeader(name, value string) {
+	if s.Headers == nil {
+		s.Headers = map[string]string{}
+	}
+	s.Headers[name] = value
+	s.secrets = append(s.secrets, value)
 }

@@ -379,6 +379,22 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		s.Env[k] = v
 	}
 	s.Headers = r.stringMap("headers")
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"caFile", &s.CAFile}, {"clientCert", &s.ClientCert}, {"clientKey", &s.ClientKey}} {
+		if v, p, ok := r.get(f.name); ok {
+			r.note(f.name, p)
+			*f.dst = r.path(r.str(f.name, p, v))
+		}
+	}
+	if (s.ClientCert == "") != (s.ClientKey == "") {
+		field := "clientKey"
+		if s.ClientCert == "" {
+			field = "clientCert"
+		}
+		d.errorAt(append(append([]string(nil), sp...), field), false, "required with "+map[string]string{"clientKey": "clientCert", "clientCert": "clientKey"}[field]+", but missing", "a client certificate needs both its certificate and its key file")
+	}
 
 	if t, ok := r.durationAlias("startupTimeout", "timeout"); ok {
 		s.StartupTimeout = t

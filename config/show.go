@@ -21,6 +21,9 @@ type ResolvedServer struct {
 	Cwd              string            `json:"cwd,omitempty"`
 	URL              string            `json:"url,omitempty"`
 	Headers          map[string]string `json:"headers,omitempty"`
+	CAFile           string            `json:"caFile,omitempty"`
+	ClientCert       string            `json:"clientCert,omitempty"`
+	ClientKey        string            `json:"clientKey,omitempty"`
 	StartupTimeout   string            `json:"startupTimeout"`
 	RequestTimeout   string            `json:"requestTimeout"`
 	ShutdownTimeout  string            `json:"shutdownTimeout"`
@@ -74,6 +77,7 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 	}
 	r := &ResolvedServer{
 		Type: s.Type, Command: hide(s.Command), EnvFile: s.EnvFile, URL: hide(s.URL),
+		CAFile: s.CAFile, ClientCert: s.ClientCert, ClientKey: s.ClientKey,
 		StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
 		ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
 		DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,

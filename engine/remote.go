@@ -3,10 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 
@@ -161,7 +164,11 @@ func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error
 // compatibility section says.
 func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	cfg := s.cfg()
-	rt := &captureRoundTripper{base: http.DefaultTransport, conn: conn, headers: cfg.Headers}
+	base, err := httpTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers}
 	hc := &http.Client{Transport: rt}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
 	if err != nil {
@@ -199,4 +206,38 @@ func httpHeader(m map[string]string) http.Header {
 		h.Set(k, v)
 	}
 	return h
+}
+
+// httpTransport is how mcpctl reaches a remote server: Go's default
+// transport (proxies from the environment, the system's roots) with the
+// server's own TLS settings.
+func httpTransport(cfg *config.Server) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.CAFile == "" && cfg.ClientCert == "" {
+		return t, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, errorf(KindUsage, cfg.Name, "server %s: cannot read caFile: %v", cfg.Name, err).hint("fix caFile (%s)", cfg.Where("caFile"))
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, errorf(KindUsage, cfg.Name, "server %s: caFile %s holds no PEM certificate", cfg.Name, cfg.CAFile).hint("fix caFile (%s)", cfg.Where("caFile"))
+		}
+		tc.RootCAs = roots
+	}
+	if cfg.ClientCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.ClientCert, cfg.ClientKey)
+		if err != nil {
+			return nil, errorf(KindUsage, cfg.Name, "server %s: cannot load the client certificate: %v", cfg.Name, err).hint("fix clientCert and clientKey (%s)", cfg.Where("clientCert"))
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	t.TLSClientConfig = tc
+	return t, nil
 }

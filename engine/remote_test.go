@@ -3,8 +3,18 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -250,4 +260,80 @@ func TestRemoteSessionForgotten(t *testing.T) {
 	if st := waitState(t, e, "r", StateReady); st.Restarts != 0 {
 		t.Errorf("a forgotten session counted as a restart: %+v", st)
 	}
+}
+
+// TLS: a server whose certificate the system does not trust is refused
+// unless caFile names it; one that asks for a client certificate gets the
+// configured one.
+func TestRemoteTLS(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	clientPEM, keyPEM, clientCert := selfSigned(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCert)
+	ts := httptest.NewUnstartedServer(h)
+	ts.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600)
+
+	e := newEngine(t, remoteServer("untrusted", "http", ts.URL))
+	if err := e.Start(ctx(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a server with an unknown certificate: %v", err)
+	}
+	trusted := remoteServer("trusted", "http", ts.URL)
+	trusted.CAFile = ca
+	e2 := newEngine(t, trusted)
+	if err := e2.Start(ctx(t)); err != nil {
+		t.Fatalf("with caFile: %v", err)
+	}
+
+	// Mutual TLS.
+	ts2 := httptest.NewUnstartedServer(h)
+	ts2.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	ts2.StartTLS()
+	t.Cleanup(ts2.Close)
+	ca2 := filepath.Join(dir, "ca2.pem")
+	os.WriteFile(ca2, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts2.Certificate().Raw}), 0o600)
+	noCert := remoteServer("nocert", "http", ts2.URL)
+	noCert.CAFile = ca2
+	if err := newEngine(t, noCert).Start(ctx(t)); err == nil {
+		t.Fatal("a server that requires a client certificate accepted none")
+	}
+	withCert := remoteServer("mtls", "http", ts2.URL)
+	withCert.CAFile = ca2
+	withCert.ClientCert, withCert.ClientKey = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")
+	os.WriteFile(withCert.ClientCert, clientPEM, 0o600)
+	os.WriteFile(withCert.ClientKey, keyPEM, 0o600)
+	e3 := newEngine(t, withCert)
+	if err := e3.Start(ctx(t)); err != nil {
+		t.Fatalf("with a client certificate: %v", err)
+	}
+	if _, err := e3.CallTool(ctx(t), &CallRequest{Name: "mtls.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// selfSigned makes a client certificate and its key, PEM-encoded.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mcpctl-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ = x509.ParseCertificate(der)
+	kder, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), cert
 }

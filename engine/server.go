@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -262,8 +263,11 @@ func (s *server) connect(ctx context.Context) error {
 		// A WebSocket connection is mcpctl's own: it is wrapped as stdio
 		// is. Dialling with sctx bounds the handshake only.
 		var inner mcp.Connection
-		inner, err = (&wsmcp.ClientTransport{URL: cfg.URL, Header: httpHeader(cfg.Headers), Logger: s.log}).Connect(sctx)
-		conn.Connection = inner
+		var base *http.Transport
+		if base, err = httpTransport(cfg); err == nil {
+			inner, err = (&wsmcp.ClientTransport{URL: cfg.URL, Header: httpHeader(cfg.Headers), HTTPClient: &http.Client{Transport: base}, Logger: s.log}).Connect(sctx)
+			conn.Connection = inner
+		}
 	}
 	if proc != nil || (cfg.Type == "ws" && err == nil) {
 		var cctx context.Context

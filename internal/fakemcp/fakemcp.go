@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -133,8 +135,15 @@ type Template struct {
 // arguments are ignored (a tool with Env reports them). It returns the
 // process exit code.
 func Main(args []string) int {
+	httpAddr := ""
+	if len(args) >= 2 && args[0] == "-http" {
+		// -http URLFILE: serve streamable HTTP on a free port of
+		// 127.0.0.1 instead of stdio, and write the server's URL to
+		// URLFILE once it listens.
+		httpAddr, args = args[1], args[2:]
+	}
 	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "usage: mcp-fake SPEC.json [ARG]...")
+		fmt.Fprintln(os.Stderr, "usage: mcp-fake [-http URLFILE] SPEC.json [ARG]...")
 		return 2
 	}
 	data, err := os.ReadFile(args[0])
@@ -147,7 +156,27 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "mcp-fake: bad spec:", err)
 		return 2
 	}
+	if httpAddr != "" {
+		return serveHTTP(spec, httpAddr)
+	}
 	return run(&spec)
+}
+
+func serveHTTP(spec Spec, urlFile string) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-fake:", err)
+		return 1
+	}
+	srv := NewServer(spec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	url := "http://" + ln.Addr().String() + "/mcp"
+	if err := os.WriteFile(urlFile+".tmp", []byte(url), 0o644); err != nil || os.Rename(urlFile+".tmp", urlFile) != nil {
+		fmt.Fprintln(os.Stderr, "mcp-fake: cannot write", urlFile)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "mcp-fake: serving streamable HTTP at", url)
+	return map[bool]int{true: 0, false: 1}[http.Serve(ln, h) == nil]
 }
 
 func run(spec *Spec) int {

@@ -66,6 +66,9 @@ type Tool struct {
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
+	// Headers answers with these HTTP request headers as the server got
+	// them: {"Name": "value"} (HTTP only).
+	Headers []string `json:"headers,omitempty"`
 	// Limits answers with the process's own resource limits (soft):
 	// {"nofile": N, "cpu": seconds, "data": bytes}.
 	Limits bool `json:"limits,omitempty"`
@@ -115,6 +118,15 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 				os.Exit(9)
 			}
 			return text("survived"), nil
+		case t.Headers != nil:
+			vals := map[string]string{}
+			for _, n := range t.Headers {
+				if req.Extra != nil {
+					vals[n] = req.Extra.Header.Get(n)
+				}
+			}
+			out, _ := json.Marshal(vals)
+			return text(string(out)), nil
 		case t.Env != nil:
 			cwd, _ := os.Getwd()
 			vals := map[string]string{}
