@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,6 +90,7 @@ func scriptParams(dir string) testscript.Params {
 			"sigterm":    cmdSigterm,
 			"freeport":   cmdFreePort,
 			"envfile":    cmdEnvFile,
+			"browse":     cmdBrowse,
 			"waitport":   cmdWaitPort,
 			"watchdog":   cmdWatchdog,
 		},
@@ -363,6 +366,26 @@ func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	for _, pid := range pidsFrom(ts, args[0]) {
 		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	}
+}
+
+// browse FILE plays the user's browser: it GETs the first http URL in
+// FILE, following redirects (to mcpctl's loopback listener, say).
+func cmdBrowse(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: browse FILE")
+	}
+	url := regexp.MustCompile(`http://\S+`).FindString(ts.ReadFile(args[0]))
+	if url == "" {
+		ts.Fatalf("no URL in %s", args[0])
+	}
+	resp, err := http.Get(url)
+	ts.Check(err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ts.Logf("browsed %s: %s %s", url, resp.Status, body)
+	if resp.StatusCode != http.StatusOK {
+		ts.Fatalf("the browser got %s", resp.Status)
 	}
 }
 

@@ -163,7 +163,8 @@ func (env *Env) session() (*engine.Session, error) {
 // engineOptions are the options of every engine this CLI starts, in a
 // session or for one command.
 func (env *Env) engineOptions(sess *engine.Session, logger *slog.Logger) *engine.Options {
-	return &engine.Options{Logger: logger, LogDir: sess.ServerLogDir(), Trace: env.getenv("MCPCTL_TRACE") == "1"}
+	return &engine.Options{Logger: logger, LogDir: sess.ServerLogDir(), Trace: env.getenv("MCPCTL_TRACE") == "1",
+		Auth: &engine.AuthOptions{Dir: engine.TokenDir(env.getenv)}}
 }
 
 // client returns a client for the session; it does not check that one runs.

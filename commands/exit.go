@@ -19,6 +19,7 @@ const (
 	exitTimeout     = 4   // a server did not answer in time
 	exitProtocol    = 5   // a server answered with a protocol error
 	exitNoSession   = 6   // no session runs where one is required
+	exitAuth        = 7   // a server needs authorization: mcpctl auth login
 	exitInterrupted = 130 // interrupted (Ctrl-C)
 )
 
@@ -28,6 +29,7 @@ var exitOfKind = map[engine.Kind]int{
 	engine.KindTimeout:     exitTimeout,
 	engine.KindProtocol:    exitProtocol,
 	engine.KindNoSession:   exitNoSession,
+	engine.KindAuth:        exitAuth,
 	engine.KindInternal:    exitToolError,
 }
 

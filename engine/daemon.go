@@ -319,6 +319,7 @@ var statusOfKind = map[Kind]int{
 	KindTimeout:     http.StatusGatewayTimeout,
 	KindProtocol:    http.StatusBadGateway,
 	KindInternal:    http.StatusInternalServerError,
+	KindAuth:        http.StatusUnauthorized,
 }
 
 func writeError(w http.ResponseWriter, err error) {

@@ -75,6 +75,9 @@ type Options struct {
 	// Elicitation answers elicitation/create requests from servers; when
 	// nil, servers are not offered elicitation.
 	Elicitation RequestHandler
+	// Auth, when set, lets remote servers that ask for OAuth be
+	// authorized with tokens kept in Auth.Dir.
+	Auth *AuthOptions
 	// CacheEntries and CacheBytes bound the cache of prompts and resource
 	// reads. Defaults 1000 and 64 MiB.
 	CacheEntries int

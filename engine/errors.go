@@ -23,6 +23,9 @@ const (
 	// KindProtocol: a server answered with a JSON-RPC error or broke the
 	// protocol.
 	KindProtocol Kind = "protocol"
+	// KindAuth: a server needs authorization the user must give
+	// (mcpctl auth login).
+	KindAuth Kind = "auth"
 	// KindNoSession: no session answers on the socket.
 	KindNoSession Kind = "no_session"
 	// KindInternal: a bug or an environment problem in mcpctl itself.

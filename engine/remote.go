@@ -174,6 +174,15 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 	if err != nil {
 		return nil, err
 	}
+	if st, ok := t.(*mcp.StreamableClientTransport); ok && s.e.opts.Auth != nil && s.e.opts.Auth.Dir != "" {
+		h, cleanup, err := s.oauthHandler(&http.Client{Transport: base})
+		if err != nil {
+			return nil, err
+		}
+		// The loopback redirect listener lives as long as the connection.
+		context.AfterFunc(ctx, cleanup)
+		st.OAuthHandler = h
+	}
 	cs, err := client.Connect(ctx, t, opts)
 	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())

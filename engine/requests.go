@@ -107,6 +107,10 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 	if err == nil {
 		err = errors.New("no answer")
 	}
+	var ae *Error
+	if errors.As(err, &ae) && ae.Kind == KindAuth {
+		return ae
+	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The server did not take the request: it no longer knows the
 		// session (it restarted, or timed the session out).

@@ -339,7 +339,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
 	case proc == nil && errors.As(err, &already):
-		return err
+		return already
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
 	case proc.exited():

@@ -193,3 +193,18 @@ func (s *Session) RemoveStale() bool {
 	defer lock.Close()
 	return os.Remove(s.Socket) == nil
 }
+
+// TokenDir is where OAuth tokens are kept: $MCPCTL_TOKEN_DIR, else
+// $XDG_CONFIG_HOME/mcpctl/tokens, else ~/.config/mcpctl/tokens.
+func TokenDir(getenv func(string) string) string {
+	if d := getenv("MCPCTL_TOKEN_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "mcpctl", "tokens")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".config", "mcpctl", "tokens")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d-tokens", os.Getuid()))
+}

@@ -135,12 +135,16 @@ type Template struct {
 // arguments are ignored (a tool with Env reports them). It returns the
 // process exit code.
 func Main(args []string) int {
-	httpAddr := ""
+	httpAddr, oauth := "", false
 	if len(args) >= 2 && args[0] == "-http" {
 		// -http URLFILE: serve streamable HTTP on a free port of
 		// 127.0.0.1 instead of stdio, and write the server's URL to
-		// URLFILE once it listens.
+		// URLFILE once it listens. -oauth after it puts the server behind
+		// the test authorization server (see NewAuthServer).
 		httpAddr, args = args[1], args[2:]
+		if len(args) > 0 && args[0] == "-oauth" {
+			oauth, args = true, args[1:]
+		}
 	}
 	if len(args) < 1 {
 		fmt.Fprintln(os.Stderr, "usage: mcp-fake [-http URLFILE] SPEC.json [ARG]...")
@@ -157,19 +161,24 @@ func Main(args []string) int {
 		return 2
 	}
 	if httpAddr != "" {
-		return serveHTTP(spec, httpAddr)
+		return serveHTTP(spec, httpAddr, oauth)
 	}
 	return run(&spec)
 }
 
-func serveHTTP(spec Spec, urlFile string) int {
+func serveHTTP(spec Spec, urlFile string, oauth bool) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-fake:", err)
 		return 1
 	}
 	srv := NewServer(spec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if oauth {
+		as := NewAuthServer(h, time.Hour)
+		as.URL = "http://" + ln.Addr().String()
+		h = as
+	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	if err := os.WriteFile(urlFile+".tmp", []byte(url), 0o644); err != nil || os.Rename(urlFile+".tmp", urlFile) != nil {
 		fmt.Fprintln(os.Stderr, "mcp-fake: cannot write", urlFile)

@@ -1,0 +1,195 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+func newAuthCmd(env *Env) *cli.Command {
+	var noBrowser bool
+	return &cli.Command{
+		Name:  "auth",
+		Usage: "Authorize with remote servers that ask for OAuth",
+		Description: `Remote servers (type http) that answer 401 with OAuth metadata need a token.
+"mcpctl auth login SERVER" gets one: the authorization code flow with PKCE and
+dynamic client registration, in a browser (or at a URL printed with
+--no-browser), redirected to a loopback port of mcpctl. Tokens are kept per
+server in $XDG_CONFIG_HOME/mcpctl/tokens (mode 0600; $MCPCTL_TOKEN_DIR
+overrides) and refreshed when they expire, safely when two mcpctl refresh at
+once. Every other command, and the session, only uses saved tokens: without a
+valid one it fails at once with exit 7 and the login command to run.
+
+  mcpctl auth login github
+  mcpctl auth status
+  mcpctl auth logout github`,
+		Commands: []*cli.Command{
+			{
+				Name: "login", Usage: "Authorize with a server and save its token", ArgsUsage: "SERVER",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "no-browser", Usage: "print the URL to open instead of opening a browser", Destination: &noBrowser}},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if cmd.Args().Len() != 1 {
+						return usagef("auth login needs one server name", "e.g. mcpctl auth login github")
+					}
+					return runAuthLogin(ctx, env, cmd.Args().First(), noBrowser)
+				},
+			},
+			{
+				Name: "status", Usage: "Show which remote servers have a saved token",
+				Action: func(ctx context.Context, cmd *cli.Command) error { return runAuthStatus(env) },
+			},
+			{
+				Name: "logout", Usage: "Forget a server's saved token", ArgsUsage: "SERVER",
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if cmd.Args().Len() != 1 {
+						return usagef("auth logout needs one server name", "e.g. mcpctl auth logout github")
+					}
+					return runAuthLogout(env, cmd.Args().First())
+				},
+			},
+		},
+	}
+}
+
+// remoteServer finds a server that can be authorized.
+func remoteServer(cfg *config.Config, name string) (*config.Server, error) {
+	s := cfg.Server(name)
+	if s == nil {
+		return nil, &engine.Error{Kind: engine.KindUsage, Message: "unknown server " + name, Hint: []string{"known servers: " + strings.Join(cfg.Names(), ", ")}}
+	}
+	if s.Type != "http" {
+		return nil, &engine.Error{Kind: engine.KindUsage, Server: name, Message: fmt.Sprintf("server %s is of type %s: OAuth is for streamable HTTP servers (type http)", name, s.Type)}
+	}
+	return s, nil
+}
+
+func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) error {
+	cfg, err := env.loadConfig()
+	if err != nil {
+		return err
+	}
+	s, err := remoteServer(cfg, name)
+	if err != nil {
+		return err
+	}
+	dir := engine.TokenDir(env.getenv)
+	// A login always asks anew; the old token goes once the new one is saved.
+	os.Remove(engine.TokenPath(dir, s.URL))
+	// The user needs time in the browser.
+	s.StartupTimeout = max(s.StartupTimeout, 5*time.Minute)
+	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}
+	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Browse: func(ctx context.Context, server, url string) error {
+		fmt.Fprintf(env.ErrOut, "Open this URL to authorize mcpctl with server %s:\n\n  %s\n\n", server, url)
+		if !noBrowser {
+			openBrowser(url)
+		}
+		fmt.Fprintln(env.ErrOut, "Waiting for the authorization (Ctrl-C to give up)...")
+		return nil
+	}}})
+	defer e.Close()
+	if err := e.Start(ctx, name); err != nil {
+		return err
+	}
+	env.note("server %s authorized; token saved in %s", name, engine.TokenPath(dir, s.URL))
+	return nil
+}
+
+// openBrowser tries the platform's opener; the printed URL is the fallback.
+func openBrowser(url string) {
+	opener := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		opener = "open"
+	}
+	if path, err := exec.LookPath(opener); err == nil {
+		cmd := exec.Command(path, url)
+		if cmd.Start() == nil {
+			go cmd.Wait()
+		}
+	}
+}
+
+// An authStatus is one remote server's token, as auth status shows it.
+type authStatus struct {
+	Server      string     `json:"server"`
+	URL         string     `json:"url"`
+	Authorized  bool       `json:"authorized"`
+	Expires     *time.Time `json:"expires,omitempty"`
+	Refreshable bool       `json:"refreshable,omitempty"`
+	TokenFile   string     `json:"tokenFile,omitempty"`
+}
+
+func runAuthStatus(env *Env) error {
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	cfg, err := env.loadConfig()
+	if err != nil {
+		return err
+	}
+	dir := engine.TokenDir(env.getenv)
+	out := []authStatus{}
+	for _, s := range cfg.Servers {
+		if s.Type != "http" {
+			continue
+		}
+		st := authStatus{Server: s.Name, URL: s.Redact(s.URL)}
+		if saved, err := engine.LoadToken(dir, s.URL); err == nil && saved != nil {
+			st.Authorized, st.TokenFile = true, engine.TokenPath(dir, s.URL)
+			st.Refreshable = saved.Token.RefreshToken != ""
+			if !saved.Token.Expiry.IsZero() {
+				t := saved.Token.Expiry
+				st.Expires = &t
+			}
+		}
+		out = append(out, st)
+	}
+	return p.Print(out, func(w io.Writer) error {
+		rows := make([][]string, len(out))
+		for i, st := range out {
+			state, exp := "no token", "-"
+			if st.Authorized {
+				state = "authorized"
+				if st.Refreshable {
+					state += " (refreshable)"
+				}
+			}
+			if st.Expires != nil {
+				exp = st.Expires.Local().Format(time.DateTime)
+			}
+			rows[i] = []string{st.Server, st.URL, state, exp}
+		}
+		return output.Table(w, []string{"server", "url", "token", "expires"}, rows)
+	})
+}
+
+func runAuthLogout(env *Env, name string) error {
+	cfg, err := env.loadConfig()
+	if err != nil {
+		return err
+	}
+	s, err := remoteServer(cfg, name)
+	if err != nil {
+		return err
+	}
+	path := engine.TokenPath(engine.TokenDir(env.getenv), s.URL)
+	if err := os.Remove(path); os.IsNotExist(err) {
+		env.note("server %s had no saved token", name)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	os.Remove(path + ".lock")
+	env.note("forgot the token of server %s", name)
+	return nil
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+	"golang.org/x/sys/unix"
+)
+
+// AuthOptions let an engine authorize with remote servers that ask for
+// OAuth 2.1 (they answer 401 with protected resource metadata).
+type AuthOptions struct {
+	// Dir holds the tokens: one file per server URL, mode 0600, in a
+	// directory of mode 0700.
+	Dir string
+	// Browse, when set, shows the user where to authorize (opens a browser,
+	// or prints the URL) and the engine waits for the redirect on a
+	// loopback port. Without it a server that needs authorization fails at
+	// once with a [KindAuth] error: nothing ever waits for a browser.
+	Browse func(ctx context.Context, server, url string) error
+}
+
+// A savedToken is what a token file holds: the token and what refreshing
+// it needs.
+type savedToken struct {
+	URL          string        `json:"url"`
+	ClientID     string        `json:"clientId"`
+	ClientSecret string        `json:"clientSecret,omitempty"`
+	AuthURL      string        `json:"authUrl"`
+	TokenURL     string        `json:"tokenUrl"`
+	AuthStyle    int           `json:"authStyle,omitempty"`
+	Scopes       []string      `json:"scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+	Saved        time.Time     `json:"saved"`
+}
+
+func (t *savedToken) config() *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: t.ClientID, ClientSecret: t.ClientSecret, Scopes: t.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: t.AuthURL, TokenURL: t.TokenURL, AuthStyle: oauth2.AuthStyle(t.AuthStyle)},
+	}
+}
+
+// A tokenStore is the token file of one server URL. Reads, refreshes and
+// writes happen under an exclusive lock on the file, so two mcpctl
+// processes never refresh the same token at once (a refresh token may be
+// good for one use only).
+type tokenStore struct {
+	dir, path, url string
+	client         *http.Client
+}
+
+func newTokenStore(dir, url string, client *http.Client) *tokenStore {
+	sum := sha256.Sum256([]byte(url))
+	return &tokenStore{dir: dir, path: filepath.Join(dir, hex.EncodeToString(sum[:8])+".json"), url: url, client: client}
+}
+
+// TokenPath is the file that holds the token of a server URL.
+func TokenPath(dir, url string) string { return newTokenStore(dir, url, nil).path }
+
+// locked runs fn with the store's lock held.
+func (s *tokenStore) locked(fn func() error) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return err
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return fn()
+}
+
+// LoadToken reads the token saved for a server URL; nil when there is none.
+func LoadToken(dir, url string) (*savedToken, error) { return newTokenStore(dir, url, nil).load() }
+
+func (s *tokenStore) load() (*savedToken, error) {
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var t savedToken
+	if err := json.Unmarshal(data, &t); err != nil || t.Token == nil {
+		return nil, fmt.Errorf("token file %s is damaged; run: mcpctl auth login", s.path)
+	}
+	return &t, nil
+}
+
+func (s *tokenStore) save(t *savedToken) error {
+	t.URL, t.Saved = s.url, time.Now()
+	data, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.path)
+}
+
+// A storedSource hands out the saved token, refreshing it (and saving the
+// new one) when it has expired.
+type storedSource struct {
+	store  *tokenStore
+	server string
+	mu     sync.Mutex
+	last   *oauth2.Token
+}
+
+func (ss *storedSource) Token() (*oauth2.Token, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.last.Valid() {
+		return ss.last, nil
+	}
+	var tok *oauth2.Token
+	err := ss.store.locked(func() error {
+		saved, err := ss.store.load()
+		if err != nil {
+			return err
+		}
+		if saved == nil {
+			return errors.New("no token saved")
+		}
+		if saved.Token.Valid() {
+			tok = saved.Token // another process refreshed it
+			return nil
+		}
+		if saved.Token.RefreshToken == "" {
+			return errors.New("the token expired and there is no refresh token")
+		}
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, ss.store.client)
+		fresh, err := saved.config().TokenSource(ctx, saved.Token).Token()
+		if err != nil {
+			return fmt.Errorf("refreshing the token: %w", err)
+		}
+		saved.Token = fresh
+		tok = fresh
+		return ss.store.save(saved)
+	})
+	if err != nil {
+		return nil, authNeeded(ss.server, err.Error())
+	}
+	ss.last = tok
+	return tok, nil
+}
+
+// A gate is the OAuth handler of an engine that cannot ask the user: it
+// offers the saved token, and when the server refuses it (or there is
+// none), it fails at once, before any discovery or registration.
+type gate struct {
+	server string
+	source oauth2.TokenSource // nil: no token saved
+}
+
+func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
+
+func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
+	if g.source == nil {
+		return authNeeded(g.server, "it answered 401 and no token is saved")
+	}
+	return authNeeded(g.server, "it refused the saved token")
+}
+
+// oauthHandler is the SDK's authorization code handler (PKCE, metadata
+// discovery, dynamic client registration) with mcpctl's token store and
+// its way of reaching the user.
+func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), error) {
+	cfg := s.cfg()
+	opts := s.e.opts.Auth
+	store := newTokenStore(opts.Dir, cfg.URL, client)
+	if opts.Browse == nil {
+		g := &gate{server: cfg.Name}
+		if saved, err := store.load(); err == nil && saved != nil {
+			g.source = &storedSource{store: store, server: cfg.Name}
+		}
+		return g, func() {}, nil
+	}
+	cleanup := func() {}
+	redirect := "http://127.0.0.1/callback"
+	var codes chan *auth.AuthorizationResult
+	if opts.Browse != nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		redirect = fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
+		codes = make(chan *auth.AuthorizationResult, 1)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if q.Get("code") == "" {
+				http.Error(w, "mcpctl: no authorization code in this redirect: "+q.Get("error")+" "+q.Get("error_description"), http.StatusBadRequest)
+				return
+			}
+			select {
+			case codes <- &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}:
+			default:
+			}
+			fmt.Fprintln(w, "mcpctl: authorized; you can close this window.")
+		}), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		cleanup = func() { srv.Close() }
+	}
+	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		if err := opts.Browse(ctx, cfg.Name, args.URL); err != nil {
+			return nil, err
+		}
+		select {
+		case res := <-codes:
+			return res, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	hc := &auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName: "mcpctl", RedirectURIs: []string{redirect}, TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		}},
+		RedirectURL:              redirect,
+		AuthorizationCodeFetcher: fetch,
+		RequestRefreshToken:      true,
+		Client:                   client,
+		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			saved := &savedToken{ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, AuthURL: oc.Endpoint.AuthURL,
+				TokenURL: oc.Endpoint.TokenURL, AuthStyle: int(oc.Endpoint.AuthStyle), Scopes: oc.Scopes, Token: tok}
+			if err := store.locked(func() error { return store.save(saved) }); err != nil {
+				return nil, fmt.Errorf("saving the token: %w", err)
+			}
+			s.log.Info("authorized", "tokenFile", store.path)
+			return &storedSource{store: store, server: cfg.Name, last: tok}, nil
+		},
+	}
+	if saved, err := store.load(); err == nil && saved != nil {
+		hc.InitialTokenSource = &storedSource{store: store, server: cfg.Name}
+	}
+	h, err := auth.NewAuthorizationCodeHandler(hc)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return h, cleanup, nil
+}
+
+// authNeeded is the error of a server that needs authorization the engine
+// cannot get without the user.
+func authNeeded(server, why string) *Error {
+	msg := fmt.Sprintf("server %s needs authorization", server)
+	if why != "" {
+		msg += ": " + why
+	}
+	return errorf(KindAuth, server, "%s", msg).hint("authorize once with: mcpctl auth login %s", server)
+}

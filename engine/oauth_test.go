@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// authServer serves the fake behind fakemcp's test authorization server.
+type authServer struct {
+	*httptest.Server
+	*fakemcp.AuthServer
+}
+
+func newAuthServer(t *testing.T, ttl time.Duration) *authServer {
+	srv := fakemcp.NewServer(remoteSpec)
+	as := fakemcp.NewAuthServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), ttl)
+	ts := httptest.NewServer(as)
+	as.URL = ts.URL
+	t.Cleanup(ts.Close)
+	return &authServer{ts, as}
+}
+
+func (a *authServer) counts() (int, int) { return a.AuthServer.Counts() }
+
+func authEngine(t *testing.T, url, dir string, browse func(context.Context, string, string) error) *Engine {
+	s := remoteServer("secure", "http", url)
+	s.Headers = nil
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second, Auth: &AuthOptions{Dir: dir, Browse: browse}})
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// A login through the browser (here: a client that follows the redirects
+// to the loopback listener), a later run with the stored token, a refresh,
+// and a run with no token that fails at once asking for a login.
+func TestOAuth(t *testing.T) {
+	a := newAuthServer(t, time.Minute)
+	dir := t.TempDir() + "/tokens"
+	url := a.Server.URL + "/mcp"
+	var shown []string
+	browse := func(ctx context.Context, server, authURL string) error {
+		shown = append(shown, server)
+		go func() {
+			if resp, err := http.Get(authURL); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil
+	}
+	e := authEngine(t, url, dir, browse)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if len(shown) != 1 || shown[0] != "secure" {
+		t.Errorf("browser shown for %v", shown)
+	}
+	path := TokenPath(dir, url)
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", st, err)
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("token dir mode %v", st.Mode().Perm())
+	}
+
+	// Later, without a browser: the stored token is used.
+	e2 := authEngine(t, url, dir, nil)
+	if err := e2.Start(ctx(t)); err != nil {
+		t.Fatalf("with the stored token: %v", err)
+	}
+	if _, err := e2.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	e2.Close()
+	if n, _ := a.counts(); n != 1 {
+		t.Errorf("authorized %d times, want once", n)
+	}
+
+	// After it expires, the refresh token gets a new one, saved.
+	saved, _ := LoadToken(dir, url)
+	saved.Token.Expiry = time.Now().Add(-time.Minute)
+	data, _ := json.Marshal(saved)
+	os.WriteFile(path, data, 0o600)
+	e3 := authEngine(t, url, dir, nil)
+	if err := e3.Start(ctx(t)); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+	e3.Close()
+	if _, refreshed := a.counts(); refreshed != 1 {
+		t.Errorf("refreshed %d times, want once", refreshed)
+	}
+	saved, _ = LoadToken(dir, url)
+	if saved == nil || !saved.Token.Valid() {
+		t.Errorf("the refreshed token was not saved: %+v", saved)
+	}
+
+	// Two at once after it expired again: one refreshes, the other uses
+	// what it saved (the refresh token is good for one use only).
+	saved.Token.Expiry = time.Now().Add(-time.Minute)
+	data, _ = json.Marshal(saved)
+	os.WriteFile(path, data, 0o600)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := authEngine(t, url, dir, nil)
+			errs <- e.Start(ctx(t))
+			e.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent start after expiry: %v", err)
+		}
+	}
+	if _, refreshed := a.counts(); refreshed != 2 {
+		t.Errorf("refreshed %d times in all, want 2", refreshed)
+	}
+
+	// No token and nobody to ask: fail at once, saying what to run.
+	t0 := time.Now()
+	e4 := authEngine(t, url, t.TempDir(), nil)
+	err := e4.Start(ctx(t))
+	if KindOf(err) != KindAuth || !strings.Contains(strings.Join(asError(err).Hint, "\n"), "mcpctl auth login secure") {
+		t.Fatalf("without a token: %v (%s)", err, KindOf(err))
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("failing took %s", d)
+	}
+	if strings.Contains(err.Error(), "access-") || strings.Contains(err.Error(), "refresh-") {
+		t.Errorf("a token in the error: %v", err)
+	}
+}
