@@ -36,7 +36,8 @@ valid one it fails at once with exit 7 and the login command to run.
 		Commands: []*cli.Command{
 			{
 				Name: "login", Usage: "Authorize with a server and save its token", ArgsUsage: "SERVER",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "no-browser", Usage: "print the URL to open instead of opening a browser", Destination: &noBrowser}},
+				Description: "Runs the authorization in a browser (or at a URL printed with --no-browser)\nand saves the token; see mcpctl auth --help.\n\n  mcpctl auth login github\n  mcpctl auth login github --no-browser",
+				Flags:       []cli.Flag{&cli.BoolFlag{Name: "no-browser", Usage: "print the URL to open instead of opening a browser", Destination: &noBrowser}},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					if cmd.Args().Len() != 1 {
 						return usagef("auth login needs one server name", "e.g. mcpctl auth login github")
@@ -46,10 +47,12 @@ valid one it fails at once with exit 7 and the login command to run.
 			},
 			{
 				Name: "status", Usage: "Show which remote servers have a saved token",
-				Action: func(ctx context.Context, cmd *cli.Command) error { return runAuthStatus(env) },
+				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
+				Action:      func(ctx context.Context, cmd *cli.Command) error { return runAuthStatus(env) },
 			},
 			{
 				Name: "logout", Usage: "Forget a server's saved token", ArgsUsage: "SERVER",
+				Description: "Deletes the saved token of the server; the next command that needs it\nfails with exit 7 until mcpctl auth login.\n\n  mcpctl auth logout github",
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					if cmd.Args().Len() != 1 {
 						return usagef("auth logout needs one server name", "e.g. mcpctl auth logout github")
