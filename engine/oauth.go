@@ -31,6 +31,17 @@ type AuthOptions struct {
 	// loopback port. Without it a server that needs authorization fails at
 	// once with a [KindAuth] error: nothing ever waits for a browser.
 	Browse func(ctx context.Context, server, url string) error
+	// Fetch, for programs that play the browser themselves (tests, the
+	// conformance client), replaces Browse and the loopback listener: it
+	// gets the authorization URL and returns the code from the redirect to
+	// RedirectURL.
+	Fetch       auth.AuthorizationCodeFetcher
+	RedirectURL string
+	// ClientIDMetadataURL is a client ID metadata document to register
+	// with, before dynamic registration; Client is a client registered
+	// beforehand.
+	ClientIDMetadataURL string
+	Client              *oauthex.ClientCredentials
 }
 
 // A savedToken is what a token file holds: the token and what refreshing
@@ -190,7 +201,7 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 	cfg := s.cfg()
 	opts := s.e.opts.Auth
 	store := newTokenStore(opts.Dir, cfg.URL, client)
-	if opts.Browse == nil {
+	if opts.Browse == nil && opts.Fetch == nil {
 		g := &gate{server: cfg.Name}
 		if saved, err := store.load(); err == nil && saved != nil {
 			g.source = &storedSource{store: store, server: cfg.Name}
@@ -200,7 +211,9 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 	cleanup := func() {}
 	redirect := "http://127.0.0.1/callback"
 	var codes chan *auth.AuthorizationResult
-	if opts.Browse != nil {
+	if opts.Fetch != nil {
+		redirect = opts.RedirectURL
+	} else {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, nil, err
@@ -223,6 +236,9 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 		cleanup = func() { srv.Close() }
 	}
 	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		if opts.Fetch != nil {
+			return opts.Fetch(ctx, args)
+		}
 		if err := opts.Browse(ctx, cfg.Name, args.URL); err != nil {
 			return nil, err
 		}
@@ -252,6 +268,10 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 			return &storedSource{store: store, server: cfg.Name, last: tok}, nil
 		},
 	}
+	if opts.ClientIDMetadataURL != "" {
+		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientIDMetadataURL}
+	}
+	hc.PreregisteredClient = opts.Client
 	if saved, err := store.load(); err == nil && saved != nil {
 		hc.InitialTokenSource = &storedSource{store: store, server: cfg.Name}
 	}

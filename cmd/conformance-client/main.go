@@ -7,9 +7,10 @@
 // CallTool, Resources, ReadResource, Prompts, GetPrompt, and the
 // Elicitation handler of engine.Options.
 //
-// It mirrors the Go SDK's conformance/everything-client. What the engine
-// does not do (OAuth) is not faked: those scenarios connect like any other
-// and fail where the server asks for authorization.
+// It mirrors the Go SDK's conformance/everything-client. Auth scenarios go
+// through the engine's OAuth (engine.AuthOptions, tokens in a temporary
+// directory), with this program playing the browser: it reads the code
+// from the authorization server's redirect.
 //
 //	scripts/conformance        # builds this and runs the runner on it
 package main
@@ -19,12 +20,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // serverName is the name the server under test has in the config, so its
@@ -33,8 +38,8 @@ const serverName = "server"
 
 type scenario func(ctx context.Context, e *engine.Engine, cc map[string]any) error
 
-// scenarios by name; a name not here runs connect: start and list tools
-// (which is also what every auth scenario gets: the engine has no OAuth).
+// scenarios by name; a name not here runs connect: start and list tools.
+// Auth scenarios list tools and call test-tool.
 var scenarios = map[string]scenario{
 	"initialize":                          listTools,
 	"tools_call":                          callTools("add_numbers", `{"a":5,"b":3}`),
@@ -63,6 +68,11 @@ func elicitation(name string) engine.RequestHandler {
 }
 
 func main() {
+	run()
+	os.Exit(exit)
+}
+
+func run() {
 	log.SetFlags(0)
 	log.SetPrefix("conformance-client: ")
 	if len(os.Args) < 2 {
@@ -79,12 +89,14 @@ func main() {
 			log.Fatalf("MCP_CONFORMANCE_CONTEXT: %v", err)
 		}
 	}
-	run, ok := scenarios[name]
-	if !ok {
-		if !strings.HasPrefix(name, "auth/") {
-			log.Printf("scenario %s is not known here; connecting and listing tools", name)
-		}
-		run = listTools
+	do, ok := scenarios[name]
+	isAuth := strings.HasPrefix(name, "auth/")
+	switch {
+	case isAuth:
+		do = callTools("test-tool", `{}`)
+	case !ok:
+		log.Printf("scenario %s is not known here; connecting and listing tools", name)
+		do = listTools
 	}
 
 	cfg, err := serverConfig(url, cc)
@@ -95,17 +107,59 @@ func main() {
 	if name == "elicitation-sep1034-client-defaults" || name == "sep-2322-client-request-state" {
 		opts.Elicitation = elicitation(name)
 	}
+	if isAuth {
+		dir, err := os.MkdirTemp("", "conformance-tokens")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		opts.Auth = &engine.AuthOptions{
+			Dir: dir, Fetch: fetchCode, RedirectURL: "http://localhost:3000/callback",
+			ClientIDMetadataURL: "https://conformance-test.local/client-metadata.json",
+		}
+		id, _ := cc["client_id"].(string)
+		secret, _ := cc["client_secret"].(string)
+		if id != "" && secret != "" {
+			opts.Auth.Client = &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second) // the runner's limit is 30s
 	defer cancel()
 	e := engine.New(cfg, opts)
 	err = e.Start(ctx)
 	if err == nil {
-		err = run(ctx, e, cc)
+		err = do(ctx, e, cc)
 	}
 	e.Close()
 	if err != nil {
-		log.Fatalf("scenario %s: %v", name, err)
+		log.Printf("scenario %s: %v", name, err)
+		exit = 1
 	}
+}
+
+// exit is main's exit code, set where deferred clean-ups must still run.
+var exit int
+
+// fetchCode plays the browser: the conformance authorization server
+// redirects at once to the redirect URL with the code, which is read from
+// the Location header instead of followed.
+func fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	loc, err := neturl.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode/100 != 3 {
+		return nil, fmt.Errorf("the authorization endpoint answered %s, not a redirect", resp.Status)
+	}
+	q := loc.Query()
+	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 }
 
 // serverConfig is the config of one remote server at url, through
