@@ -63,9 +63,12 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 }
 
 // Same reports whether o runs exactly as s does: what a reload keeps
-// running. Where the server is written does not count.
+// running. Where the server is written, and its roots, do not count.
 func (s *Server) Same(o *Server) bool {
-	return s.Name == o.Name && reflect.DeepEqual(s.resolved(true), o.resolved(true))
+	// Roots change without a restart: the server is told.
+	a, b := s.resolved(true), o.resolved(true)
+	a.Roots, b.Roots = nil, nil
+	return s.Name == o.Name && reflect.DeepEqual(a, b)
 }
 
 func (s *Server) resolved(showSecrets bool) *ResolvedServer {

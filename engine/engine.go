@@ -381,7 +381,7 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 
 // precheck refuses a start that cannot succeed, before anything runs: a
 // command that is not found, a cwd that does not exist, limits that cannot
-// be applied, and what this version of mcpctl does not do yet.
+// be applied, TLS files that are missing.
 func precheck(targets []*server) error {
 	var errs []*Error
 	for _, s := range targets {
@@ -391,25 +391,11 @@ func precheck(targets []*server) error {
 		for _, ce := range s.cfg().Check() {
 			errs = append(errs, checkError(ce).(*Error))
 		}
-		if msg := unsupported(s.cfg()); msg != "" {
-			errs = append(errs, errorf(KindUsage, s.cfg().Name, "server %s: %s is not supported yet (%s)", s.cfg().Name, msg, s.cfg().Source).
-				hint("remove it from server %s for now", s.cfg().Name))
-		}
 	}
 	if len(errs) > 0 {
 		return combine(errs)
 	}
 	return nil
-}
-
-// unsupported names a setting this version of mcpctl does not honour yet;
-// such a config is refused, never silently half-run.
-func unsupported(c *config.Server) string {
-	switch {
-	case len(c.Roots) > 0:
-		return "roots"
-	}
-	return ""
 }
 
 // combine reports several start failures as one error, one line each.

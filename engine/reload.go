@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/mcpctl/mcpctl/config"
 )
@@ -36,6 +37,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	}
 	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
+	var rootsChanged []func()
 
 	e.mu.Lock()
 	old := e.servers
@@ -50,9 +52,13 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			res.Added = append(res.Added, sc.Name)
 			start = append(start, s)
 		case prev.cfg().Same(sc):
-			// Only where it is written may differ: keep it running, with
-			// its new place for messages.
+			// Only where it is written, or its roots, may differ: keep it
+			// running, with its new place for messages and its new roots.
+			old := prev.cfg()
 			prev.conf.Store(sc)
+			if !slices.Equal(old.Roots, sc.Roots) {
+				rootsChanged = append(rootsChanged, func() { prev.setRoots(old, sc) })
+			}
 			res.Unchanged = append(res.Unchanged, sc.Name)
 			if st := prev.currentState(); prev.autoStarts() && !prev.isHeld() && (st == StateUnavailable || st == StateStopped) {
 				res.Started = append(res.Started, sc.Name)
@@ -87,6 +93,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	for _, s := range stop {
 		name := s.cfg().Name
 		e.cache.drop(func(ce *cacheEntry) bool { return ce.server == name })
+	}
+	for _, change := range rootsChanged {
+		change()
 	}
 	res.Failed = e.startEach(ctx, start)
 	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "failed", len(res.Failed))

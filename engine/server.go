@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,6 +56,7 @@ type server struct {
 	refreshing int
 	settled    chan struct{}
 	queued     map[refreshKey]bool // refreshes queued, not yet begun
+	client     *mcp.Client         // of the current run, for its roots
 
 	subsMu sync.Mutex
 	subs   map[string]int // subscribed resource URI → subscribers
@@ -310,7 +312,7 @@ func (s *server) connect(ctx context.Context) error {
 		init, _ = cp.last("server/discover")
 	}
 	s.mu.Lock()
-	s.proc, s.cs, s.conn = proc, cs, conn
+	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
 	s.life, s.endLife = life, endLife
 	s.snap = snap
 	s.initRaw = init.result
@@ -539,8 +541,10 @@ func (s *server) unavailableLocked() *Error {
 func (s *server) newClient() *mcp.Client {
 	name := s.cfg().Name
 	opts := &mcp.ClientOptions{
-		Logger:       s.e.sdkLog.With("server", name),
-		Capabilities: &mcp.ClientCapabilities{},
+		Logger: s.e.sdkLog.With("server", name),
+		// Roots are offered (the config's, else the project directory),
+		// and a reload that changes them says so: listChanged.
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
 		// A 2026-07-28 server asks for sampling and elicitation with input
 		// requests in a result; the SDK answers them with the handlers
 		// below. Without handlers, the input_required result is reported
@@ -574,7 +578,39 @@ func (s *server) newClient() *mcp.Client {
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpctl", Version: Version()}, opts)
 	registerTaskMethods(c)
+	c.AddRoots(s.roots(s.cfg())...)
 	return c
+}
+
+// roots are the roots offered to a server: its config's roots, else the
+// project directory.
+func (s *server) roots(cfg *config.Server) []*mcp.Root {
+	dirs := cfg.Roots
+	if len(dirs) == 0 && s.e.Config().Dir != "" {
+		dirs = []string{s.e.Config().Dir}
+	}
+	out := make([]*mcp.Root, len(dirs))
+	for i, d := range dirs {
+		out[i] = &mcp.Root{URI: (&url.URL{Scheme: "file", Path: d}).String(), Name: filepath.Base(d)}
+	}
+	return out
+}
+
+// setRoots changes the roots a running server is offered; the SDK tells it
+// with notifications/roots/list_changed.
+func (s *server) setRoots(old, now *config.Server) {
+	s.mu.Lock()
+	c := s.client
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var uris []string
+	for _, r := range s.roots(old) {
+		uris = append(uris, r.URI)
+	}
+	c.RemoveRoots(uris...)
+	c.AddRoots(s.roots(now)...)
 }
 
 // relay hands a server-initiated request to a handler as JSON and reads its

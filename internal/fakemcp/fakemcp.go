@@ -328,6 +328,9 @@ func (f *fake) newServer() *mcp.Server {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 		}
 	}
+	opts.RootsListChangedHandler = func(context.Context, *mcp.RootsListChangedRequest) {
+		f.logCall(map[string]any{"rootsChanged": true})
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, opts)
 	for _, t := range spec.Tools {
 		f.addTool(srv, t)

@@ -66,6 +66,9 @@ type Tool struct {
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
+	// Roots answers with the URIs of the client's roots, asked for with
+	// roots/list.
+	Roots bool `json:"roots,omitempty"`
 	// Headers answers with these HTTP request headers as the server got
 	// them: {"Name": "value"} (HTTP only).
 	Headers []string `json:"headers,omitempty"`
@@ -118,6 +121,17 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 				os.Exit(9)
 			}
 			return text("survived"), nil
+		case t.Roots:
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			uris := []string{}
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			out, _ := json.Marshal(uris)
+			return text(string(out)), nil
 		case t.Headers != nil:
 			vals := map[string]string{}
 			for _, n := range t.Headers {
