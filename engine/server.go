@@ -582,11 +582,19 @@ func (s *server) newClient() *mcp.Client {
 	return c
 }
 
-// roots are the roots offered to a server: its config's roots, else the
-// project directory.
+// roots are the roots offered to a server: its config's roots, else its
+// working directory (the project directory unless cwd says otherwise), and
+// for a remote server the project directory. Servers such as
+// server-filesystem work in the roots they are offered instead of the
+// directories their arguments name, so the default must be where the
+// server was put to work.
 func (s *server) roots(cfg *config.Server) []*mcp.Root {
 	dirs := cfg.Roots
-	if len(dirs) == 0 && s.e.Config().Dir != "" {
+	switch {
+	case len(dirs) > 0:
+	case cfg.IsStdio() && cfg.Cwd != "":
+		dirs = []string{cfg.Cwd}
+	case s.e.Config().Dir != "":
 		dirs = []string{s.e.Config().Dir}
 	}
 	out := make([]*mcp.Root, len(dirs))
