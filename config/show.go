@@ -63,11 +63,15 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 }
 
 // Same reports whether o runs exactly as s does: what a reload keeps
-// running. Where the server is written, and its roots, do not count.
+// running. Where the server is written does not count, nor a change of
+// roots that keeps some.
 func (s *Server) Same(o *Server) bool {
-	// Roots change without a restart: the server is told.
+	// Roots change without a restart (the server is told), unless they
+	// come or go: offering roots at all is settled at the handshake.
 	a, b := s.resolved(true), o.resolved(true)
-	a.Roots, b.Roots = nil, nil
+	if len(a.Roots) > 0 && len(b.Roots) > 0 {
+		a.Roots, b.Roots = nil, nil
+	}
 	return s.Name == o.Name && reflect.DeepEqual(a, b)
 }
 

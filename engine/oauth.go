@@ -130,6 +130,9 @@ func (s *tokenStore) save(t *savedToken) error {
 	return os.Rename(tmp, s.path)
 }
 
+// refreshTimeout bounds one token refresh. (A variable for tests.)
+var refreshTimeout = 30 * time.Second
+
 // A storedSource hands out the saved token, refreshing it (and saving the
 // new one) when it has expired.
 type storedSource struct {
@@ -161,7 +164,11 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		if saved.Token.RefreshToken == "" {
 			return errors.New("the token expired and there is no refresh token")
 		}
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, ss.store.client)
+		// Bounded: the SDK asks for the token holding its connection's
+		// lock, and this holds the file lock other processes wait on.
+		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+		defer cancel()
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, ss.store.client)
 		fresh, err := saved.config().TokenSource(ctx, saved.Token).Token()
 		if err != nil {
 			return fmt.Errorf("refreshing the token: %w", err)

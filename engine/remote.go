@@ -108,6 +108,9 @@ type sseTee struct {
 func (s *sseTee) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	s.feed(p[:n])
+	if err != nil && len(s.partial) > 0 {
+		s.feed([]byte{'\n'}) // a last line with no newline ends at EOF
+	}
 	if err != nil && len(s.data) > 0 {
 		s.onData(s.data)
 		s.data = nil
@@ -150,9 +153,9 @@ func (s *sseTee) feed(b []byte) {
 func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error) {
 	switch typ {
 	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil
+		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client, MaxEventSize: maxMessage}, nil
 	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: client}, nil
+		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: client, MaxEventSize: maxMessage}, nil
 	}
 	return nil, fmt.Errorf("type %s is not supported yet", typ)
 }
@@ -184,6 +187,10 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 		st.OAuthHandler = h
 	}
 	cs, err := client.Connect(ctx, t, opts)
+	var ae *Error
+	if errors.As(err, &ae) && ae.Kind == KindAuth {
+		return nil, ae // a 401 is about a token, not about the transport
+	}
 	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
 		t, _ = remoteTransport("sse", cfg.URL, hc)

@@ -541,10 +541,8 @@ func (s *server) unavailableLocked() *Error {
 func (s *server) newClient() *mcp.Client {
 	name := s.cfg().Name
 	opts := &mcp.ClientOptions{
-		Logger: s.e.sdkLog.With("server", name),
-		// Roots are offered (the config's, else the project directory),
-		// and a reload that changes them says so: listChanged.
-		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}},
+		Logger:       s.e.sdkLog.With("server", name),
+		Capabilities: &mcp.ClientCapabilities{},
 		// A 2026-07-28 server asks for sampling and elicitation with input
 		// requests in a result; the SDK answers them with the handlers
 		// below. Without handlers, the input_required result is reported
@@ -564,6 +562,13 @@ func (s *server) newClient() *mcp.Client {
 			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: req.Params.Logger, Data: data})
 		},
 	}
+	if len(s.cfg().Roots) > 0 {
+		// Roots are offered only when the config names them: servers such
+		// as server-filesystem work in the roots they are offered instead
+		// of the directories their arguments name. A reload that changes
+		// them says so: listChanged.
+		opts.Capabilities.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
+	}
 	if h := s.e.opts.Sampling; h != nil {
 		opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			var res mcp.CreateMessageResult
@@ -582,23 +587,10 @@ func (s *server) newClient() *mcp.Client {
 	return c
 }
 
-// roots are the roots offered to a server: its config's roots, else its
-// working directory (the project directory unless cwd says otherwise), and
-// for a remote server the project directory. Servers such as
-// server-filesystem work in the roots they are offered instead of the
-// directories their arguments name, so the default must be where the
-// server was put to work.
+// roots are the roots offered to a server: its config's, as file:// URIs.
 func (s *server) roots(cfg *config.Server) []*mcp.Root {
-	dirs := cfg.Roots
-	switch {
-	case len(dirs) > 0:
-	case cfg.IsStdio() && cfg.Cwd != "":
-		dirs = []string{cfg.Cwd}
-	case s.e.Config().Dir != "":
-		dirs = []string{s.e.Config().Dir}
-	}
-	out := make([]*mcp.Root, len(dirs))
-	for i, d := range dirs {
+	out := make([]*mcp.Root, len(cfg.Roots))
+	for i, d := range cfg.Roots {
 		out[i] = &mcp.Root{URI: (&url.URL{Scheme: "file", Path: d}).String(), Name: filepath.Base(d)}
 	}
 	return out
