@@ -45,9 +45,8 @@ func (c cleanup) Run() int {
 	marksMu.Lock()
 	defer marksMu.Unlock()
 	for _, mark := range marks {
-		for _, pid := range markedProcesses(mark) {
-			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			fmt.Fprintf(os.Stderr, "process left after the suite: %d %s\n", pid, strings.ReplaceAll(string(cmd), "\x00", " "))
+		for _, d := range describe(markedProcesses(mark)) {
+			fmt.Fprintf(os.Stderr, "process left after the suite: %s\n", d)
 			code = 1
 		}
 	}
@@ -86,8 +85,8 @@ func scriptParams(dir string) testscript.Params {
 			"waitgrep":   cmdWaitGrep,
 			"mksock":     cmdMksock,
 			"plainfake":  cmdPlainFake,
-			"kill9":      cmdKill9,
-			"sigterm":    cmdSigterm,
+			"kill9":      cmdSignal("kill9", syscall.SIGKILL),
+			"sigterm":    cmdSignal("sigterm", syscall.SIGTERM),
 			"freeport":   cmdFreePort,
 			"envfile":    cmdEnvFile,
 			"browse":     cmdBrowse,
@@ -144,10 +143,9 @@ func setupScript(env *testscript.Env) error {
 			cancel()
 		}
 		if !eventually(func() bool { return len(markedProcesses(markValue)) == 0 }) {
-			var desc []string
-			for _, pid := range markedProcesses(markValue) {
-				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				desc = append(desc, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
+			left := markedProcesses(markValue)
+			desc := describe(left)
+			for _, pid := range left {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 			env.T().Fatal("processes left behind after the script (killed now):\n" + strings.Join(desc, "\n"))
@@ -252,13 +250,18 @@ func cmdLeaked(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	if !eventually(func() bool { return len(markedProcesses(mark)) == 0 }) {
-		var desc []string
-		for _, pid := range markedProcesses(mark) {
-			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			desc = append(desc, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
-		}
-		ts.Fatalf("processes left behind:\n%s", strings.Join(desc, "\n"))
+		ts.Fatalf("processes left behind:\n%s", strings.Join(describe(markedProcesses(mark)), "\n"))
 	}
+}
+
+// describe names processes by pid and command line.
+func describe(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return out
 }
 
 func pidsFrom(ts *testscript.TestScript, file string) []int {
@@ -359,16 +362,6 @@ func procParent(pid int) int {
 	return p
 }
 
-// kill9 PIDFILE sends SIGKILL to the process whose pid PIDFILE holds.
-func cmdKill9(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 || neg {
-		ts.Fatalf("usage: kill9 PIDFILE")
-	}
-	for _, pid := range pidsFrom(ts, args[0]) {
-		ts.Check(syscall.Kill(pid, syscall.SIGKILL))
-	}
-}
-
 // browse FILE plays the user's browser: it GETs the first http URL in
 // FILE, following redirects (to mcpctl's loopback listener, say).
 func cmdBrowse(ts *testscript.TestScript, neg bool, args []string) {
@@ -425,13 +418,16 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// sigterm PIDFILE sends SIGTERM to the processes whose pids FILE holds.
-func cmdSigterm(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 || neg {
-		ts.Fatalf("usage: sigterm PIDFILE")
-	}
-	for _, pid := range pidsFrom(ts, args[0]) {
-		ts.Check(syscall.Kill(pid, syscall.SIGTERM))
+// kill9 FILE and sigterm FILE send SIGKILL or SIGTERM to the processes
+// whose pids FILE holds.
+func cmdSignal(name string, sig syscall.Signal) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: %s PIDFILE", name)
+		}
+		for _, pid := range pidsFrom(ts, args[0]) {
+			ts.Check(syscall.Kill(pid, sig))
+		}
 	}
 }
 

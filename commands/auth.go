@@ -48,7 +48,12 @@ valid one it fails at once with exit 7 and the login command to run.
 			{
 				Name: "status", Usage: "Show which remote servers have a saved token",
 				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
-				Action:      func(ctx context.Context, cmd *cli.Command) error { return runAuthStatus(env) },
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if err := noArgs(cmd); err != nil {
+						return err
+					}
+					return runAuthStatus(env)
+				},
 			},
 			{
 				Name: "logout", Usage: "Forget a server's saved token", ArgsUsage: "SERVER",

@@ -46,13 +46,6 @@ from mcp.toml ([servers.NAME]) and from Codex's config.toml
 	}
 }
 
-func noArgs(cmd *cli.Command) error {
-	if cmd.Args().Len() > 0 {
-		return usagef(cmd.FullName()+" takes no arguments", "see: "+cmd.FullName()+" --help")
-	}
-	return nil
-}
-
 // A validation is what `config validate` reports.
 type validation struct {
 	Valid   bool          `json:"valid"`

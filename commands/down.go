@@ -22,8 +22,8 @@ socket. With no session running it says so and exits 0.
   mcpctl down
   mcpctl -c examples/mcp.json down`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usagef("down takes no arguments")
+			if err := noArgs(cmd); err != nil {
+				return err
 			}
 			return runDown(ctx, env)
 		},

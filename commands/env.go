@@ -190,3 +190,11 @@ func (env *Env) noteStale(sess *engine.Session, goingOn string) {
 		env.note("hint: %s; start the session again with: mcpctl up", goingOn)
 	}
 }
+
+// noSession is the error of a command that acts on a session when none
+// runs. A socket a dead session left is removed, and said so, first.
+func (env *Env) noSession(sess *engine.Session, what, hint string) error {
+	env.noteStale(sess, what)
+	return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
+		Hint: []string{"start one with: mcpctl up (" + hint + ")"}}
+}

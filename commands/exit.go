@@ -7,6 +7,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
 )
 
 // Exit codes. This table is the contract with scripts; the README and the
@@ -102,4 +103,12 @@ func errorInfo(err error) output.ErrorInfo {
 		codes("timeout", exitTimeout)
 	}
 	return info
+}
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(cmd *cli.Command) error {
+	if cmd.Args().Len() > 0 {
+		return usagef(cmd.FullName()+" takes no arguments", "see: "+cmd.FullName()+" --help")
+	}
+	return nil
 }

@@ -26,8 +26,8 @@ reported in "failed" (exit 3); the others are applied.
   mcpctl reload
   mcpctl reload --jq .restarted`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usagef("reload takes no arguments")
+			if err := noArgs(cmd); err != nil {
+				return err
 			}
 			return runReload(ctx, env)
 		},
@@ -45,9 +45,7 @@ func runReload(ctx context.Context, env *Env) error {
 	}
 	res, err := client.Reload(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
-		env.noteStale(sess, "there is nothing to reload")
-		return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
-			Hint: []string{"start one with: mcpctl up (without a session every command reads the config afresh)"}}
+		return env.noSession(sess, "there is nothing to reload", "without a session every command reads the config afresh")
 	}
 	if err != nil {
 		return err

@@ -59,14 +59,13 @@ func runServerAct(ctx context.Context, env *Env, act string, names []string) err
 	if err != nil {
 		return err
 	}
-	client, _, err := env.client()
+	client, sess, err := env.client()
 	if err != nil {
 		return err
 	}
 	servers, err := client.Servers(ctx, act, names...)
 	if errors.Is(err, engine.ErrNoSession) {
-		return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
-			Hint: []string{"start one with: mcpctl up (commands without a session start the servers they need by themselves)"}}
+		return env.noSession(sess, "there is no server to "+act, "commands without a session start the servers they need by themselves")
 	}
 	if err != nil {
 		return err

@@ -29,8 +29,8 @@ says what is wrong.
   mcpctl status
   mcpctl status --jq '.servers[] | select(.state != "ready") | .name'`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() > 0 {
-				return usagef("status takes no arguments")
+			if err := noArgs(cmd); err != nil {
+				return err
 			}
 			return runStatus(ctx, env)
 		},

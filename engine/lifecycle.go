@@ -237,9 +237,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	s.lc.bgStop = stopped
 	go func() {
 		defer close(stopped)
-		proc.closeStdin()
-		cs.Close()
-		proc.stop(0, s.shutdownTimeout())
+		s.shutdown(proc, cs, 0)
 	}()
 }
 

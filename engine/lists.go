@@ -330,17 +330,19 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	return nil, false, s.unavailableLocked()
 }
 
-// known makes sure a server that starts on use has been listed once: a
-// lazy or transient server is started (and a transient one stopped again)
-// the first time its lists are asked for.
-func (s *server) known() {
+// unknown reports whether a server that starts on use has never been
+// listed: a lazy or transient server not yet started.
+func (s *server) unknown() bool {
 	s.mu.Lock()
-	need := s.snap == nil && s.state == StateStopped && s.startsOnUseLocked()
-	s.mu.Unlock()
-	if need {
-		if h, err := s.acquire(context.Background()); err == nil {
-			h.release()
-		}
+	defer s.mu.Unlock()
+	return s.snap == nil && s.state == StateStopped && s.startsOnUseLocked()
+}
+
+// known starts such a server (and a transient one stops again) so that
+// its lists are known.
+func (s *server) known() {
+	if h, err := s.acquire(context.Background()); err == nil {
+		h.release()
 	}
 }
 
@@ -366,7 +368,9 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		if err != nil {
 			return err
 		}
-		s.known()
+		if s.unknown() {
+			s.known()
+		}
 		sn, isStale, err := s.offer()
 		if err != nil {
 			return err
@@ -377,8 +381,10 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 	servers := e.all()
 	var wg sync.WaitGroup
 	for _, s := range servers {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.known() }()
+		if s.unknown() {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.known() }()
+		}
 	}
 	wg.Wait()
 	for _, s := range servers {

@@ -33,6 +33,17 @@ func newAuthServer(t *testing.T, ttl time.Duration) *authServer {
 
 func (a *authServer) counts() (int, int) { return a.AuthServer.Counts() }
 
+// browser plays the user's browser: it follows the authorization URL's
+// redirects to mcpctl's loopback listener.
+func browser(_ context.Context, _, authURL string) error {
+	go func() {
+		if resp, err := http.Get(authURL); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	return nil
+}
+
 func authEngine(t *testing.T, url, dir string, browse func(context.Context, string, string) error) *Engine {
 	s := remoteServer("secure", "http", url)
 	s.Headers = nil
@@ -49,16 +60,10 @@ func TestOAuth(t *testing.T) {
 	dir := t.TempDir() + "/tokens"
 	url := a.Server.URL + "/mcp"
 	var shown []string
-	browse := func(ctx context.Context, server, authURL string) error {
+	e := authEngine(t, url, dir, func(ctx context.Context, server, authURL string) error {
 		shown = append(shown, server)
-		go func() {
-			if resp, err := http.Get(authURL); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}
-	e := authEngine(t, url, dir, browse)
+		return browser(ctx, server, authURL)
+	})
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatalf("login: %v", err)
 	}

@@ -45,8 +45,11 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 			return nil, err
 		}
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-			if data, err := jsonrpc.EncodeMessage(t.conn.outgoing(req.Context(), msg)); err == nil {
-				body = data
+			// Encoded again only when outgoing added to it (a task, a log level).
+			if out := t.conn.outgoing(req.Context(), msg); out != msg {
+				if data, err := jsonrpc.EncodeMessage(out); err == nil {
+					body = data
+				}
 			}
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))

@@ -68,15 +68,7 @@ func TestRefreshIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	url := a.Server.URL + "/mcp"
 	// Get a token through the browser flow.
-	browse := func(ctx context.Context, server, authURL string) error {
-		go func() {
-			if resp, err := http.Get(authURL); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}
-	e := authEngine(t, url, dir, browse)
+	e := authEngine(t, url, dir, browser)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	return res, err
 }
 
-func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (*CallResult, error) {
+func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (res *CallResult, err error) {
 	srvName := s.cfg().Name
 	h, err := s.acquire(ctx)
 	if err != nil {
@@ -203,9 +203,12 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 	if tool == nil {
 		return nil, unknownTool(h.snap, srvName, toolName)
 	}
-	if req.Retry == 0 && tool.Idempotent() {
-		*tries = retryTries
-	}
+	defer func() {
+		// Asked only when it matters: after a failure.
+		if err != nil && req.Retry == 0 && tool.Idempotent() {
+			*tries = retryTries
+		}
+	}()
 	args, err := buildArguments(tool, req.Arguments, req.Pairs)
 	if err != nil {
 		return nil, err

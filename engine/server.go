@@ -395,9 +395,17 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	s.endLife()
 	s.failLocked(e)
 	s.mu.Unlock()
+	s.shutdown(proc, cs, 0)
+}
+
+// shutdown ends one run of the server: its connection, then its process
+// (for a stdio server) as [process.stop] describes. Closing stdin first is
+// the order the MCP spec asks for, and it wakes a write blocked on a
+// server that stopped reading; the SDK's Close waits for such writes.
+func (s *server) shutdown(proc *process, cs *mcp.ClientSession, grace time.Duration) {
 	proc.closeStdin()
 	cs.Close()
-	proc.stop(0, s.shutdownTimeout())
+	proc.stop(grace, s.shutdownTimeout())
 }
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
@@ -454,12 +462,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	s.endLife()
 	s.mu.Unlock()
 
-	// Closing stdin first is the order the MCP spec asks for, and it wakes
-	// a write blocked on a server that stopped reading; the SDK's Close
-	// waits for such writes.
-	proc.closeStdin()
-	cs.Close()
-	proc.stop(s.e.opts.ShutdownGrace, s.shutdownTimeout())
+	s.shutdown(proc, cs, s.e.opts.ShutdownGrace)
 
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil

@@ -102,12 +102,10 @@ func dedupe(s []string) []string {
 // (calling it twice with the same arguments does no more than once).
 func (t *Tool) Idempotent() bool {
 	var a struct {
-		Annotations struct {
-			IdempotentHint bool `json:"idempotentHint"`
-		} `json:"annotations"`
+		IdempotentHint bool `json:"idempotentHint"`
 	}
-	json.Unmarshal(t.raw, &a)
-	return a.Annotations.IdempotentHint
+	json.Unmarshal(t.Field("annotations"), &a)
+	return a.IdempotentHint
 }
 
 // TaskSupport returns the tool's execution.taskSupport: "required",
