@@ -106,17 +106,22 @@ type sseTee struct {
 	onData  func([]byte)
 	partial []byte // an unfinished line
 	data    []byte // the data lines of the event so far
+	// long: the line, or the event, under way is over maxMessage and is
+	// dropped whole (the SDK refuses such an event too).
+	longLine, longEvent bool
 }
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	s.feed(p[:n])
-	if err != nil && len(s.partial) > 0 {
+	if err != nil && (len(s.partial) > 0 || s.longLine) {
 		s.feed([]byte{'\n'}) // a last line with no newline ends at EOF
 	}
-	if err != nil && len(s.data) > 0 {
+	if err != nil && len(s.data) > 0 && !s.longEvent {
 		s.onData(s.data)
-		s.data = nil
+	}
+	if err != nil {
+		s.data, s.longEvent = nil, false
 	}
 	return n, err
 }
@@ -125,23 +130,30 @@ func (s *sseTee) feed(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			if len(s.partial)+len(b) <= maxMessage {
+			if s.longLine || len(s.partial)+len(b) > maxMessage {
+				s.longLine, s.partial = true, nil
+			} else {
 				s.partial = append(s.partial, b...)
 			}
 			return
 		}
 		line := append(s.partial, b[:i]...)
-		s.partial = nil
+		long := s.longLine || len(line) > maxMessage
+		s.partial, s.longLine = nil, false
 		b = b[i+1:]
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
-		case len(line) == 0:
-			if len(s.data) > 0 {
+		case len(line) == 0 && !long:
+			if len(s.data) > 0 && !s.longEvent {
 				s.onData(s.data)
-				s.data = nil
 			}
-		case bytes.HasPrefix(line, []byte("data:")):
+			s.data, s.longEvent = nil, false
+		case long || bytes.HasPrefix(line, []byte("data:")):
 			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if long || len(s.data)+len(v) > maxMessage {
+				s.longEvent, s.data = true, nil
+				continue
+			}
 			if len(s.data) > 0 {
 				s.data = append(s.data, '\n')
 			}

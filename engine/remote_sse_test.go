@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// R4: the SDK dispatches an event whose last line has no newline at EOF;
-// the tee drops that line.
+// The SDK dispatches an event whose last line has no newline at EOF; so
+// must the tee.
 func TestSSETeeLastLineAtEOF(t *testing.T) {
 	var got []string
 	body := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
@@ -32,3 +32,30 @@ func TestSSETeeSplitEvents(t *testing.T) {
 type oneByte struct{ r io.Reader }
 
 func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
+
+// An event longer than mcpctl reads in one message is dropped whole, not
+// cut into a broken one, and the next event comes through intact.
+func TestSSETeeDropsOverlongEvent(t *testing.T) {
+	var got []string
+	long := io.LimitReader(xs{}, maxMessage+1)
+	body := io.MultiReader(strings.NewReader("data: "), long, strings.NewReader("\ndata: tail\n\ndata: {\"ok\":1}\n\n"))
+	tee := &sseTee{ReadCloser: io.NopCloser(body), onData: func(b []byte) { got = append(got, string(b)) }}
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != `{"ok":1}` {
+		for i, g := range got {
+			t.Logf("event %d: %d bytes, starting %q", i, len(g), g[:min(40, len(g))])
+		}
+		t.Fatalf("%d events, want only the one after the overlong event", len(got))
+	}
+}
+
+type xs struct{}
+
+func (xs) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
