@@ -24,7 +24,19 @@ type host interface {
 }
 
 // localHost adapts an in-process engine to host.
-type localHost struct{ *engine.Engine }
+type localHost struct {
+	*engine.Engine
+	// early holds the events since before the servers started, for a
+	// watch that must not miss their first lines.
+	early *engine.Subscription
+}
+
+func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(engine.Event) error) error {
+	if h.early != nil {
+		return h.Engine.WatchFrom(ctx, h.early, req, fn)
+	}
+	return h.Engine.Watch(ctx, req, fn)
+}
 
 func (h localHost) Tools(_ context.Context, filter string) ([]*engine.Tool, error) {
 	return h.Engine.Tools(filter)
@@ -49,6 +61,13 @@ func (h localHost) Inspect(_ context.Context, server string) ([]*engine.Inspecti
 // Falling back is safe: a session that is not there fails at dial time,
 // before anything was sent.
 func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]string, error), fn func(host) error) error {
+	return env.withHostEvents(ctx, need, nil, fn)
+}
+
+// withHostEvents is withHost that, without a session, subscribes to the
+// events early chooses before starting the servers, so that a watch sees
+// them from their first line.
+func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([]string, error), early *engine.EventFilter, fn func(host) error) error {
 	client, sess, err := env.client()
 	if err != nil {
 		return err
@@ -68,10 +87,15 @@ func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]strin
 	}
 	e := engine.New(cfg, env.engineOptions(sess, slog.New(slog.DiscardHandler)))
 	defer e.Close()
+	h := localHost{Engine: e}
+	if early != nil {
+		h.early = e.Events(*early)
+		defer h.early.Close()
+	}
 	if err := e.Start(ctx, names...); err != nil {
 		return err
 	}
-	return fn(localHost{e})
+	return fn(h)
 }
 
 // serverOf returns a need function for one server.name or server name

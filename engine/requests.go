@@ -610,7 +610,14 @@ type WatchRequest struct {
 // then returns). It first holds the subscriptions and sets the log level,
 // then calls fn with an [EventReady] event, then with each event.
 func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
-	sub := e.Events(req.Filter)
+	return e.WatchFrom(ctx, e.Events(req.Filter), req, fn)
+}
+
+// WatchFrom is [Engine.Watch] on a subscription taken earlier, so that a
+// watch can begin with events from before it was set up, such as those of
+// the servers' start (subscribe, [Engine.Start], then WatchFrom).
+// req.Filter is not applied again. WatchFrom closes sub.
+func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchRequest, fn func(Event) error) error {
 	defer sub.Close()
 	for _, uri := range req.Subscribe {
 		release, err := e.SubscribeResource(ctx, uri, req.SubscribeServer)
