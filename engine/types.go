@@ -107,7 +107,22 @@ type CallRequest struct {
 	// OnProgress, when set, receives the call's progress notifications
 	// and, for a task, its status.
 	OnProgress func(Progress) `json:"-"`
+	// Sampling and Elicitation, when set, answer the sampling/createMessage
+	// and elicitation/create requests the server sends while it serves
+	// this call, before the engine's own hooks are asked. Through a
+	// session they are asked over the call's stream.
+	Sampling    RequestHandler `json:"-"`
+	Elicitation RequestHandler `json:"-"`
+	// Asks lists the methods the caller answers (MethodSampling,
+	// MethodElicitation); the session client fills it in.
+	Asks []string `json:"asks,omitempty"`
 }
+
+// The server-to-client requests a caller may answer.
+const (
+	MethodSampling    = "sampling/createMessage"
+	MethodElicitation = "elicitation/create"
+)
 
 // Progress is how far a request got, as the server reported it.
 type Progress struct {
