@@ -120,7 +120,12 @@ type Server struct {
 
 	IncludeTools []string
 	ExcludeTools []string
-	Roots        []string // absolute paths
+	// Roots are absolute paths offered as roots; by default the project
+	// directory, none when the config says "roots": [].
+	Roots []string
+	// Sampling and Elicitation answer what the server asks of its client
+	// (the server's own, else the file's top-level one); nil when unset.
+	Sampling, Elicitation *Hook
 	// ProtocolVersion, when set, is the MCP version asked for.
 	ProtocolVersion string
 
@@ -132,6 +137,22 @@ type Server struct {
 	shown   map[string]string // an expanded value → it with those parts redacted
 	raw     map[string]any    // the server's object as written (JSON shape)
 }
+
+// A Hook is a command that answers a request from a server: the request's
+// params as JSON on stdin, the result as JSON on stdout.
+type Hook struct {
+	// Command is a shell command line, run with /bin/sh -c in Dir.
+	Command string
+	Dir     string
+	// Timeout bounds one run; then the command's process group is killed.
+	Timeout time.Duration
+	// Source is where the hook is written, e.g. "mcp.json:4:17".
+	Source string
+}
+
+// DefaultHookTimeout bounds a hook without a timeout: long enough for a
+// language model to answer a sampling request.
+const DefaultHookTimeout = 2 * time.Minute
 
 // Limits are resource limits of a server's process.
 type Limits struct {

@@ -450,14 +450,48 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	r.limits()
 	s.IncludeTools = r.globs("includeTools")
 	s.ExcludeTools = r.globs("excludeTools")
-	for _, root := range r.strings("roots") {
-		s.Roots = append(s.Roots, r.path(root))
+	if _, _, ok := r.get("roots"); ok {
+		s.Roots = []string{}
+		for _, root := range r.strings("roots") {
+			s.Roots = append(s.Roots, r.path(root))
+		}
+	} else if s.IsStdio() {
+		// A remote server cannot see this machine's directories.
+		s.Roots = []string{vars.WorkspaceFolder}
 	}
+	s.Sampling = r.hook("sampling")
+	s.Elicitation = r.hook("elicitation")
 	if v, p, ok := r.get("protocolVersion"); ok {
 		r.note("protocolVersion", p)
 		s.ProtocolVersion = v.(string)
 	}
 	return s
+}
+
+// hook reads a hook from the server, its defaults, or else the file's top
+// level.
+func (r *fieldReader) hook(field string) *Hook {
+	v, p, ok := r.get(field)
+	if !ok {
+		if v, ok = r.d.root[field]; !ok {
+			return nil
+		}
+		p = []string{field}
+	}
+	r.note(field, p)
+	obj, _ := v.(map[string]any)
+	h := &Hook{Dir: r.vars.WorkspaceFolder, Timeout: DefaultHookTimeout, Source: r.d.where(p)}
+	// The hook's fields are not the server's: their places stay apart.
+	scratch := &Server{where: map[string]string{}, shown: r.s.shown}
+	sub := &fieldReader{d: r.d, obj: obj, s: scratch, server: p, vars: r.vars}
+	if c, cp, ok := sub.get("command"); ok {
+		h.Command = sub.str("command", cp, c)
+	}
+	if t, ok := sub.duration("timeout", false); ok {
+		h.Timeout = t
+	}
+	r.s.secrets = append(r.s.secrets, scratch.secrets...)
+	return h
 }
 
 func (r *fieldReader) durationAlias(name, other string) (time.Duration, bool) {

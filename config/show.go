@@ -41,6 +41,14 @@ type ResolvedServer struct {
 	ExcludeTools     []string          `json:"excludeTools,omitempty"`
 	Roots            []string          `json:"roots,omitempty"`
 	ProtocolVersion  string            `json:"protocolVersion,omitempty"`
+	Sampling         *ResolvedHook     `json:"sampling,omitempty"`
+	Elicitation      *ResolvedHook     `json:"elicitation,omitempty"`
+}
+
+// A ResolvedHook is a hook as mcpctl will run it.
+type ResolvedHook struct {
+	Command string `json:"command"`
+	Timeout string `json:"timeout"`
 }
 
 // ResolvedLimits are limits in the units the config uses.
@@ -64,7 +72,7 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 
 // Same reports whether o runs exactly as s does: what a reload keeps
 // running. Where the server is written does not count, nor a change of
-// roots that keeps some.
+// roots that keeps some, nor of its hooks (asked when a request comes).
 func (s *Server) Same(o *Server) bool {
 	// Roots change without a restart (the server is told), unless they
 	// come or go: offering roots at all is settled at the handshake.
@@ -72,6 +80,7 @@ func (s *Server) Same(o *Server) bool {
 	if len(a.Roots) > 0 && len(b.Roots) > 0 {
 		a.Roots, b.Roots = nil, nil
 	}
+	a.Sampling, b.Sampling, a.Elicitation, b.Elicitation = nil, nil, nil, nil
 	return s.Name == o.Name && reflect.DeepEqual(a, b)
 }
 
@@ -93,6 +102,14 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 	}
 	if s.IsStdio() {
 		r.Cwd = s.Cwd
+	}
+	for _, h := range []struct {
+		hook *Hook
+		dst  **ResolvedHook
+	}{{s.Sampling, &r.Sampling}, {s.Elicitation, &r.Elicitation}} {
+		if h.hook != nil {
+			*h.dst = &ResolvedHook{Command: hide(h.hook.Command), Timeout: dur(h.hook.Timeout)}
+		}
 	}
 	if s.IdleTimeout > 0 {
 		r.IdleTimeout = dur(s.IdleTimeout)

@@ -89,9 +89,16 @@ func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) er
 // callStreaming is CallTool with progress lines before the result.
 func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResult, error) {
 	var res *CallResult
+	// Questions still being answered end with the call.
+	ctx, cancel := context.WithCancel(ctx)
+	asks := c.newClientAsks(req)
+	defer asks.wg.Wait()
+	defer cancel()
 	err := c.stream(ctx, http.MethodPost, "/v1/tools/call", req, func(line []byte) error {
 		var msg struct {
 			Progress *Progress   `json:"progress"`
+			Ask      *Ask        `json:"ask"`
+			Complete string      `json:"complete"`
 			Result   *CallResult `json:"result"`
 			Error    *Error      `json:"error"`
 		}
@@ -99,8 +106,14 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 			return err
 		}
 		switch {
+		case msg.Ask != nil:
+			asks.ask(ctx, *msg.Ask)
+		case msg.Complete != "":
+			asks.complete(msg.Complete)
 		case msg.Progress != nil:
-			req.OnProgress(*msg.Progress)
+			if req.OnProgress != nil {
+				req.OnProgress(*msg.Progress)
+			}
 		case msg.Error != nil:
 			return msg.Error
 		case msg.Result != nil:

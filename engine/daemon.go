@@ -25,7 +25,10 @@ const VersionHeader = "Mcpctl-Version"
 //	GET  /status                  → Status
 //	GET  /tools?filter=F          → []Tool (F: "", server, or server.tool)
 //	POST /tools/call              CallRequest → CallResult; with Accept:
-//	                              application/x-ndjson, progress lines first
+//	                              application/x-ndjson, progress lines first,
+//	                              and the server's questions ({"ask": Ask})
+//	                              when the request lists Asks
+//	POST /answer                  Answer to an Ask
 //	GET  /prompts?filter=F        → []Prompt
 //	POST /prompts/get             PromptRequest → PromptResult
 //	GET  /resources?server=S      → Resources
@@ -49,6 +52,7 @@ type Daemon struct {
 	stopped  chan struct{}
 	ready    atomic.Bool
 	load     func() (*config.Config, error)
+	asks     waitingAsks
 
 	// ttl, when set, ends the session after that long without a request
 	// (see SetTTL); inflight counts requests in progress, lastActive is
@@ -118,6 +122,7 @@ func (d *Daemon) Handler() http.Handler {
 		"GET /v1/status":           d.serveStatus,
 		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
 		"POST /v1/tools/call":      d.serveCall,
+		"POST /v1/answer":          d.serveAnswer,
 		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
 		"POST /v1/prompts/get":     post(e.GetPrompt),
 		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
@@ -275,6 +280,7 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	if wantsStream(r) {
 		stream = newNDJSON(w)
 		req.OnProgress = func(p Progress) { stream.line(map[string]Progress{"progress": p}) }
+		d.asksOverStream(r.Context(), &req, stream)
 	}
 	t0 := time.Now()
 	res, err := d.engine.CallTool(r.Context(), &req)

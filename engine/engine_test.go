@@ -425,8 +425,9 @@ func TestHungServerBlockedWrite(t *testing.T) {
 	}
 }
 
-// The SDK's automatic input rounds are off: an input_required answer is an
-// error, not a result.
+// An input_required answer that stays one after the SDK's input rounds
+// (here the elicitation is declined, and the fake asks again) is an error,
+// not a result.
 func TestInputRequiredIsAnError(t *testing.T) {
 	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "ask", Result: json.RawMessage(
 		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}}}`)}}}))

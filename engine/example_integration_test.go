@@ -24,9 +24,13 @@ func Example_filesystem() {
 	defer os.RemoveAll(dir)
 	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello, world\n"), 0o644)
 	repo, _ := filepath.Abs("..") // where node_modules is
+	// The project directory is dir: the server is offered it as its root
+	// (server-filesystem serves the roots it is offered, if any).
 	cfg, err := config.Parse("example", []byte(`{"servers": {"fs": {
-		"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${DIR}"]}}}`),
-		repo, func(k string) (string, bool) { return dir, k == "DIR" })
+		"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${DIR}"], "cwd": "${REPO}"}}}`),
+		dir, func(k string) (string, bool) {
+			return map[string]string{"DIR": dir, "REPO": repo}[k], k == "DIR" || k == "REPO"
+		})
 	if err != nil {
 		log.Fatal(err)
 	}

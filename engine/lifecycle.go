@@ -439,6 +439,9 @@ type deadline struct {
 	timeout time.Duration
 	cap     time.Time
 	extends int
+	holds   int       // callers answering the server's questions
+	running bool      // the timer ran when the first hold began
+	heldAt  time.Time // when the first hold began
 }
 
 // progressCap bounds how far progress can push a request's deadline, as a
@@ -461,6 +464,33 @@ func (d *deadline) extend() {
 	if next > 0 && d.timer.Stop() {
 		d.timer.Reset(next)
 		d.extends++
+	}
+}
+
+// hold stops the countdown until resume, which starts it afresh: a
+// request waits on its caller (a person answering a form), not on the
+// server. Holds nest.
+func (d *deadline) hold() (resume func()) {
+	if d == nil {
+		return func() {}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.holds++
+	if d.holds == 1 {
+		d.running = d.timer.Stop()
+		d.heldAt = time.Now()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.holds--; d.holds == 0 && d.running {
+				d.cap = d.cap.Add(time.Since(d.heldAt))
+				d.timer.Reset(d.timeout)
+			}
+		})
 	}
 }
 

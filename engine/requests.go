@@ -229,18 +229,41 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 			req.OnProgress(p)
 		}
 	})()
+	if req.Sampling != nil || req.Elicitation != nil {
+		defer s.askers.add(&asker{sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline})()
+	}
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
-	raw, err := h.do(ctx, "tools/call", "the call to "+tool.Name(), h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
-		params := &mcp.CallToolParams{Name: toolName, Arguments: args}
-		params.SetProgressToken(token)
-		return h.cs.CallTool(ctx, params)
-	})
-	if err != nil {
-		return nil, err
+	what := "the call to " + tool.Name()
+	for round := 0; ; round++ {
+		raw, err := h.do(ctx, "tools/call", what, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+			params := &mcp.CallToolParams{Name: toolName, Arguments: args}
+			params.SetProgressToken(token)
+			return h.cs.CallTool(ctx, params)
+		})
+		// A server that needs the user to visit a URL first says so with
+		// an error (-32042); once they did, the call is made again.
+		if els := urlElicitations(err); els != nil && round < maxURLRounds {
+			if err := s.satisfy(ctx, what, els, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return callResult(srvName, tool, raw)
 	}
-	return callResult(srvName, tool, raw)
+}
+
+// maxURLRounds bounds how often one call sends its user to a URL: a server
+// that asks again after every visit would otherwise loop.
+const maxURLRounds = 3
+
+// holdDeadline stops the running request's deadline until resume.
+func (h *handle) holdDeadline() (resume func()) {
+	return h.deadline.Load().hold()
 }
 
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {

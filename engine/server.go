@@ -61,6 +61,9 @@ type server struct {
 	subsMu sync.Mutex
 	subs   map[string]int // subscribed resource URI → subscribers
 
+	askers      askers // requests in flight whose callers answer questions
+	elicitWaits elicitationWaits
+
 	lc lifecycle // guarded by mu
 }
 
@@ -550,7 +553,7 @@ func (s *server) newClient() *mcp.Client {
 		// requests in a result; the SDK answers them with the handlers
 		// below. Without handlers, the input_required result is reported
 		// instead (the SDK's retries would hide it).
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: s.e.opts.Sampling == nil && s.e.opts.Elicitation == nil},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{},
 		// Notification handlers run on the connection's read loop: none
 		// of them may block.
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged(listTools) },
@@ -572,17 +575,31 @@ func (s *server) newClient() *mcp.Client {
 		// them says so: listChanged.
 		opts.Capabilities.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
-	if h := s.e.opts.Sampling; h != nil {
-		opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var res mcp.CreateMessageResult
-			return &res, relay(ctx, name, req.Params, &res, h)
+	// Sampling and elicitation are always offered: what a server asks goes
+	// to the caller, a hook or the engine's handler, and is declined with
+	// a reason when none answers (see answer).
+	opts.Capabilities.Sampling = &mcp.SamplingCapabilities{}
+	opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+	opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		raw, err := json.Marshal(req.Params)
+		if err != nil {
+			return nil, err
 		}
+		res, err := s.answer(ctx, MethodSampling, raw)
+		if err != nil {
+			return nil, err
+		}
+		var out mcp.CreateMessageResult
+		if err := json.Unmarshal(res, &out); err != nil {
+			return nil, fmt.Errorf("the answer to sampling/createMessage is not a sampling result: %w", err)
+		}
+		return &out, nil
 	}
-	if h := s.e.opts.Elicitation; h != nil {
-		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			var res mcp.ElicitResult
-			return &res, relay(ctx, name, req.Params, &res, h)
-		}
+	opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return s.askElicitation(ctx, req.Params)
+	}
+	opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+		s.elicitWaits.done(req.Params.ElicitationID)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpctl", Version: Version()}, opts)
 	registerTaskMethods(c)
@@ -614,20 +631,6 @@ func (s *server) setRoots(old, now *config.Server) {
 	}
 	c.RemoveRoots(uris...)
 	c.AddRoots(s.roots(now)...)
-}
-
-// relay hands a server-initiated request to a handler as JSON and reads its
-// answer back into the SDK's type.
-func relay(ctx context.Context, server string, params, result any, h RequestHandler) error {
-	req, err := json.Marshal(params)
-	if err != nil {
-		return err
-	}
-	res, err := h(ctx, server, req)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(res, result)
 }
 
 // fail marks a server that could not be started as unavailable, with why.

@@ -497,10 +497,10 @@ func TestSamplingHandler(t *testing.T) {
 	if err != nil || !strings.Contains(string(res.Result), `test-model`) || !strings.Contains(string(got), "What is 2+2?") {
 		t.Fatalf("sampling: %v %s (handler got %s)", err, res.Result, got)
 	}
-	// Without a handler the server is not offered sampling.
+	// Without a handler the server is told no one answers sampling.
 	e2 := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: version, Tools: []fakemcp.Tool{{Name: "ask", Sample: "x"}}})
 	res, err = e2.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
-	if (err == nil && !res.IsError) || (err != nil && !strings.Contains(err.Error(), "input_required")) {
+	if err != nil || !res.IsError || !strings.Contains(string(res.Result), "no sampling hook is set") {
 		t.Errorf("sampling without a handler: %v %+v", err, res)
 	}
 }

@@ -270,6 +270,7 @@ type fake struct {
 	taskSeq     int
 	held        [][]byte // memory a tool allocated
 	calls       atomic.Int64
+	urlAsked    atomic.Int64
 }
 
 // stdout is the one writer of the server's stdout: the SDK's transport and

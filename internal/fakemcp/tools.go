@@ -38,7 +38,16 @@ type Tool struct {
 	AddPrompt  string   `json:"addPrompt,omitempty"`   // a prompt added
 	Touch      string   `json:"touch,omitempty"`       // resources/updated sent for this URI
 	Sample     string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
-	Allocate   int      `json:"allocate,omitempty"`    // MiB allocated, written to and held for good
+	// Elicit is sent as elicitation/create params; the call answers with
+	// the result as JSON text. A URL-mode one is reported complete
+	// (notifications/elicitation/complete) CompleteAfter after it is sent,
+	// when that is set.
+	Elicit        *mcp.ElicitParams `json:"elicit,omitempty"`
+	CompleteAfter string            `json:"completeAfter,omitempty"`
+	// URLRequired makes every other call fail with -32042 (URL elicitation
+	// required) naming this URL; the calls between answer "url visited".
+	URLRequired string `json:"urlRequired,omitempty"`
+	Allocate    int    `json:"allocate,omitempty"` // MiB allocated, written to and held for good
 	// Raw lines are written to stdout as they are, RawRepeat times (once
 	// when 0), between the SDK's messages: garbage, a response to an id
 	// nobody asked, a storm of notifications.
@@ -103,6 +112,25 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			}
 			out, _ := json.Marshal(res)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+		case t.Elicit != nil:
+			if t.CompleteAfter != "" {
+				d, _ := time.ParseDuration(t.CompleteAfter)
+				go func() {
+					time.Sleep(d)
+					req.Session.NotifyElicitationComplete(context.Background(), &mcp.ElicitationCompleteParams{ElicitationID: t.Elicit.ElicitationID})
+				}()
+			}
+			res, err := req.Session.Elicit(ctx, t.Elicit)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
+			}
+			out, _ := json.Marshal(res)
+			return text(string(out)), nil
+		case t.URLRequired != "":
+			if f.urlAsked.Add(1)%2 == 1 {
+				return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", URL: t.URLRequired, Message: "Sign in first.", ElicitationID: "el-1"}})
+			}
+			return text("url visited"), nil
 		case t.Hang:
 			select {}
 		case t.StopReading:

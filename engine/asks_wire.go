@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Through the session, a question a server asks during a call travels to
+// the CLI that made the call: an {"ask": Ask} line on the call's stream,
+// and, for a URL-mode elicitation the server reports complete, a
+// {"complete": ID} line. The CLI answers with POST /v1/answer.
+
+// An Ask is a question from a server, sent to the caller.
+type Ask struct {
+	ID     string          `json:"id"`
+	Server string          `json:"server"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// An Answer is the caller's answer to an [Ask]: a result, or an error the
+// server is told.
+type Answer struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// waitingAsks are the questions sent to callers and not yet answered.
+type waitingAsks struct {
+	mu sync.Mutex
+	m  map[string]chan Answer
+}
+
+func (w *waitingAsks) add() (string, chan Answer) {
+	b := make([]byte, 12)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	ch := make(chan Answer, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = map[string]chan Answer{}
+	}
+	w.m[id] = ch
+	w.mu.Unlock()
+	return id, ch
+}
+
+func (w *waitingAsks) take(id string) chan Answer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.m[id]
+	delete(w.m, id)
+	return ch
+}
+
+// asksOverStream sets req's handlers for the methods its caller answers,
+// each asking over the call's stream.
+func (d *Daemon) asksOverStream(callCtx context.Context, req *CallRequest, stream *ndjson) {
+	ask := func(method string) RequestHandler {
+		return func(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
+			id, ch := d.asks.add()
+			defer d.asks.take(id)
+			if err := stream.line(map[string]Ask{"ask": {ID: id, Server: server, Method: method, Params: params}}); err != nil {
+				return nil, err
+			}
+			if done := ElicitationCompleted(ctx); done != nil {
+				answered := make(chan struct{})
+				defer close(answered)
+				go func() {
+					select {
+					case <-done:
+						stream.line(map[string]string{"complete": id})
+					case <-answered:
+					}
+				}()
+			}
+			select {
+			case a := <-ch:
+				if a.Error != "" {
+					return nil, &jsonrpc.Error{Code: -1, Message: a.Error}
+				}
+				return a.Result, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-callCtx.Done():
+				return nil, callCtx.Err()
+			}
+		}
+	}
+	if slices.Contains(req.Asks, MethodSampling) {
+		req.Sampling = ask(MethodSampling)
+	}
+	if slices.Contains(req.Asks, MethodElicitation) {
+		req.Elicitation = ask(MethodElicitation)
+	}
+}
+
+func (d *Daemon) serveAnswer(w http.ResponseWriter, r *http.Request) {
+	var a Answer
+	if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+		writeError(w, errorf(KindUsage, "", "bad answer: %v", err))
+		return
+	}
+	ch := d.asks.take(a.ID)
+	if ch == nil {
+		writeError(w, errorf(KindUsage, "", "no question %q is waiting for an answer (it was answered, or its call ended)", a.ID))
+		return
+	}
+	ch <- a
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// clientAsks makes a call's handlers known to the session and answers its
+// questions: the client half of asksOverStream.
+type clientAsks struct {
+	c    *Client
+	req  *CallRequest
+	mu   sync.Mutex
+	done map[string]chan struct{} // URL elicitations waiting for completion
+	wg   sync.WaitGroup
+}
+
+func (c *Client) newClientAsks(req *CallRequest) *clientAsks {
+	req.Asks = nil
+	if req.Sampling != nil {
+		req.Asks = append(req.Asks, MethodSampling)
+	}
+	if req.Elicitation != nil {
+		req.Asks = append(req.Asks, MethodElicitation)
+	}
+	return &clientAsks{c: c, req: req, done: map[string]chan struct{}{}}
+}
+
+// ask answers a question in the background, so that the call's stream
+// keeps being read (its progress, a completion).
+func (ca *clientAsks) ask(ctx context.Context, q Ask) {
+	h := ca.req.Elicitation
+	if q.Method == MethodSampling {
+		h = ca.req.Sampling
+	}
+	var params struct {
+		Mode string `json:"mode"`
+	}
+	json.Unmarshal(q.Params, &params)
+	hctx := ctx
+	if q.Method == MethodElicitation && params.Mode == "url" {
+		ch := make(chan struct{})
+		ca.mu.Lock()
+		ca.done[q.ID] = ch
+		ca.mu.Unlock()
+		hctx = context.WithValue(ctx, completeKey{}, ch)
+	}
+	ca.wg.Add(1)
+	go func() {
+		defer ca.wg.Done()
+		a := Answer{ID: q.ID}
+		var err error
+		if h == nil {
+			err = errorf(KindUsage, q.Server, "mcpctl did not offer to answer %s", q.Method)
+		} else {
+			a.Result, err = h(hctx, q.Server, q.Params)
+		}
+		if err != nil {
+			a.Error = err.Error()
+		}
+		if ctx.Err() == nil {
+			ca.c.send(ctx, http.MethodPost, "/"+APIVersion+"/answer", &a, nil)
+		}
+	}()
+}
+
+func (ca *clientAsks) complete(id string) {
+	ca.mu.Lock()
+	ch := ca.done[id]
+	delete(ca.done, id)
+	ca.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
