@@ -184,3 +184,19 @@ func TestFieldHint(t *testing.T) {
 		}
 	}
 }
+
+func TestClean(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text, é and 😀", "plain text, é and 😀"},
+		{"red \x1b[31mtext\x1b[0m", `red \x1b[31mtext\x1b[0m`},
+		{"evil.com\u202egro.elgoog", `evil.com\u202egro.elgoog`},
+		{"bell\a and \u009b", `bell\a and \u009b`},
+		{"two\nlines\tand a tab", "two\n    lines\tand a tab"},
+		{"bad \xff byte", "bad \ufffd byte"},
+	}
+	for _, tt := range tests {
+		if got := clean(tt.in); got != tt.want {
+			t.Errorf("clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
