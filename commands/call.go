@@ -22,6 +22,7 @@ type callOptions struct {
 	progress bool
 	task     bool
 	retry    int
+	sampling string
 }
 
 func newCallCmd(env *Env) *cli.Command {
@@ -60,6 +61,12 @@ is sent once: it is tried again after a timeout, or after its server died
 and is being restarted, only with --retry N or when the tool is annotated
 idempotentHint: true (then up to 3 tries), waiting 1s, 2s, 4s... between.
 
+When the server asks something during the call (elicitation), a terminal
+gets the question: a form to fill in, or a URL to visit; otherwise the
+config's elicitation hook answers, or the question is declined. Sampling
+requests go to --sampling-command, else the config's sampling hook; the
+timeout stops while they are answered.
+
   mcpctl call everything.echo message=hi
   mcpctl call filesystem.read_text_file path=README.md --jq -r '.content[0].text'
   mcpctl call everything.get-sum a:=2 b:=3
@@ -70,6 +77,7 @@ idempotentHint: true (then up to 3 tries), waiting 1s, 2s, 4s... between.
 			&cli.BoolFlag{Name: "progress", Usage: "print progress as JSON lines on stderr", Destination: &opts.progress},
 			&cli.BoolFlag{Name: "task", Usage: "run a tool that may run as a task (taskSupport optional) as one", Destination: &opts.task},
 			&cli.IntFlag{Name: "retry", Usage: "try the call up to `N` more times after a timeout or a server restart", Destination: &opts.retry},
+			&cli.StringFlag{Name: "sampling-command", Usage: "answer the server's sampling requests with `CMD` (params as JSON on stdin, the result as JSON on stdout)", Destination: &opts.sampling},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
@@ -93,7 +101,8 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if opts.retry < 0 {
 		return usagef(fmt.Sprintf("--retry must be 0 or more, not %d", opts.retry))
 	}
-	req := &engine.CallRequest{Name: opts.name, Task: opts.task, Retry: opts.retry}
+	req := &engine.CallRequest{Name: opts.name, Task: opts.task, Retry: opts.retry,
+		Sampling: env.samplingHook(opts.sampling), Elicitation: env.terminalElicitation()}
 	if req.TimeoutMs, err = opts.timeout.millis(); err != nil {
 		return err
 	}

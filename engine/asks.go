@@ -195,6 +195,7 @@ func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams) (
 	if err != nil {
 		return nil, err
 	}
+	raw = s.withSchemaAsSent(raw, params.RequestedSchema)
 	res, err := s.answer(ctx, MethodElicitation, raw)
 	if err != nil {
 		return nil, err
@@ -204,6 +205,31 @@ func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams) (
 		return nil, fmt.Errorf("the answer to elicitation/create is not an elicitation result: %w", err)
 	}
 	return &out, nil
+}
+
+// withSchemaAsSent puts the requestedSchema back into params as the server
+// wrote it, so that a form asks its fields in the server's order.
+func (s *server) withSchemaAsSent(params json.RawMessage, decoded any) json.RawMessage {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil || decoded == nil {
+		return params
+	}
+	schema := conn.elicitSchema(decoded)
+	if schema == nil {
+		return params
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return params
+	}
+	m["requestedSchema"] = schema
+	out, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return out
 }
 
 // urlElicitations reads the elicitations of a URLElicitationRequired error

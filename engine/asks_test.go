@@ -12,11 +12,9 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var formAsk = &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{
-	"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+var formAsk = &fakemcp.Elicit{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}
 
 func resultText(t *testing.T, res *CallResult) string {
 	t.Helper()
@@ -60,6 +58,27 @@ func TestCallerAnswersElicitation(t *testing.T) {
 	res, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
 	if err != nil || resultText(t, res) != `{"action":"decline"}` {
 		t.Errorf("engine handler: %v %s", err, res.Result)
+	}
+}
+
+// A form reaches the caller with its fields in the server's order, which
+// the SDK's decoding into maps loses.
+func TestElicitationKeepsFieldOrder(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"},"mid":{"type":"boolean"}}}`)
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask",
+		Elicit: &fakemcp.Elicit{Message: "Order?", RequestedSchema: schema}}}})
+	var asked struct {
+		Schema json.RawMessage `json:"requestedSchema"`
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask", Elicitation: func(_ context.Context, _ string, p json.RawMessage) (json.RawMessage, error) {
+		json.Unmarshal(p, &asked)
+		return json.RawMessage(`{"action":"cancel"}`), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z, a, m := strings.Index(string(asked.Schema), "zeta"), strings.Index(string(asked.Schema), "alpha"), strings.Index(string(asked.Schema), "mid"); !(z < a && a < m) {
+		t.Errorf("fields out of order: %s", asked.Schema)
 	}
 }
 
@@ -155,7 +174,7 @@ func TestDeadlineHeldWhileAsking(t *testing.T) {
 // A URL-mode elicitation waits until the server says it is complete.
 func TestURLElicitationCompleted(t *testing.T) {
 	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "visit", CompleteAfter: "100ms",
-		Elicit: &mcp.ElicitParams{Mode: "url", URL: "https://example.com/consent", Message: "Consent", ElicitationID: "el-7"}}}})
+		Elicit: &fakemcp.Elicit{Mode: "url", URL: "https://example.com/consent", Message: "Consent", ElicitationID: "el-7"}}}})
 	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.visit", Elicitation: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
 		done := ElicitationCompleted(ctx)
 		if done == nil {
@@ -203,7 +222,7 @@ func TestURLRequiredThenRetried(t *testing.T) {
 func TestAsksThroughSession(t *testing.T) {
 	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{
 		{Name: "ask", Elicit: formAsk}, {Name: "sample", Sample: "2+2?"},
-		{Name: "visit", CompleteAfter: "100ms", Elicit: &mcp.ElicitParams{Mode: "url", URL: "https://example.com/c", Message: "Consent", ElicitationID: "el-9"}}}})
+		{Name: "visit", CompleteAfter: "100ms", Elicit: &fakemcp.Elicit{Mode: "url", URL: "https://example.com/c", Message: "Consent", ElicitationID: "el-9"}}}})
 	c := serveDaemon(t, e)
 	res, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.ask", Elicitation: elicitAnswer(`{"action":"accept","content":{"name":"Lin"}}`)})
 	if err != nil || resultText(t, res) != `{"action":"accept","content":{"name":"Lin"}}` {

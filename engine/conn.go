@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,36 @@ type captureConn struct {
 	// trace, when set, gets every message sent and received as a JSON line.
 	traceMu sync.Mutex
 	trace   io.Writer
+
+	// schemas are the requestedSchemas of the last elicitation/create
+	// requests as the server wrote them: the SDK decodes them into maps,
+	// which lose the order of the fields a form should ask in.
+	schemas []json.RawMessage
+}
+
+// maxKeptSchemas bounds schemas: questions are few and answered soon.
+const maxKeptSchemas = 16
+
+// elicitSchema returns the requestedSchema the server sent that decodes
+// to decoded, as the server wrote it, and forgets it; nil when none does.
+func (c *captureConn) elicitSchema(decoded any) json.RawMessage {
+	want, err := json.Marshal(decoded)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, raw := range c.schemas {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if got, _ := json.Marshal(v); bytes.Equal(got, want) {
+			c.schemas = slices.Delete(c.schemas, i, i+1)
+			return raw
+		}
+	}
+	return nil
 }
 
 // traced writes one message to the trace.
@@ -241,6 +273,19 @@ func (c *captureConn) incoming(msg jsonrpc.Message) {
 	c.traced("recv", msg)
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == "elicitation/create" {
+			var p struct {
+				Schema json.RawMessage `json:"requestedSchema"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil && len(p.Schema) > 0 {
+				c.mu.Lock()
+				c.schemas = append(c.schemas, append(json.RawMessage(nil), p.Schema...))
+				if len(c.schemas) > maxKeptSchemas {
+					c.schemas = c.schemas[1:]
+				}
+				c.mu.Unlock()
+			}
+		}
 		if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == "notifications/progress" && c.onProgress != nil {
 			var p struct {
 				Token    any     `json:"progressToken"`

@@ -69,11 +69,12 @@ type Options struct {
 	// whose config sets no shutdownTimeout. Default 5s; when set, it wins
 	// over the configs.
 	ShutdownTimeout time.Duration
-	// Sampling answers sampling/createMessage requests from servers;
-	// when nil, servers are not offered sampling.
+	// Sampling answers sampling/createMessage requests from servers that
+	// neither the call's caller ([CallRequest.Sampling]) nor a hook in the
+	// config answers; when nil, they get an error saying no one answers.
 	Sampling RequestHandler
-	// Elicitation answers elicitation/create requests from servers; when
-	// nil, servers are not offered elicitation.
+	// Elicitation answers elicitation/create requests as Sampling does
+	// sampling; when nil, they are declined.
 	Elicitation RequestHandler
 	// Auth, when set, lets remote servers that ask for OAuth be
 	// authorized with tokens kept in Auth.Dir.

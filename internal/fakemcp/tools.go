@@ -42,8 +42,8 @@ type Tool struct {
 	// the result as JSON text. A URL-mode one is reported complete
 	// (notifications/elicitation/complete) CompleteAfter after it is sent,
 	// when that is set.
-	Elicit        *mcp.ElicitParams `json:"elicit,omitempty"`
-	CompleteAfter string            `json:"completeAfter,omitempty"`
+	Elicit        *Elicit `json:"elicit,omitempty"`
+	CompleteAfter string  `json:"completeAfter,omitempty"`
 	// URLRequired makes every other call fail with -32042 (URL elicitation
 	// required) naming this URL; the calls between answer "url visited".
 	URLRequired string `json:"urlRequired,omitempty"`
@@ -86,6 +86,15 @@ type Tool struct {
 	Limits bool `json:"limits,omitempty"`
 }
 
+// Elicit is an elicitation/create request of a tool.
+type Elicit struct {
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitationId,omitempty"`
+}
+
 func (f *fake) handler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
@@ -120,7 +129,13 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 					req.Session.NotifyElicitationComplete(context.Background(), &mcp.ElicitationCompleteParams{ElicitationID: t.Elicit.ElicitationID})
 				}()
 			}
-			res, err := req.Session.Elicit(ctx, t.Elicit)
+			// The schema goes out as written: a form's fields keep their order.
+			var schema any
+			if t.Elicit.RequestedSchema != nil {
+				schema = t.Elicit.RequestedSchema
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: t.Elicit.Mode, Message: t.Elicit.Message, URL: t.Elicit.URL,
+				ElicitationID: t.Elicit.ElicitationID, RequestedSchema: schema})
 			if err != nil {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
 			}
