@@ -20,7 +20,8 @@ import (
 // method; else the config's hook; else the engine's option; else it
 // declines.
 
-// An asker is a request in flight whose caller answers questions.
+// An asker is a call in flight, and what its caller answers (maybe
+// nothing).
 type asker struct {
 	sampling, elicitation RequestHandler
 	// hold stops the request's deadline while its caller answers: a person
@@ -57,6 +58,22 @@ func (as *askers) add(a *asker) (remove func()) {
 	}
 }
 
+// holdAll stops the deadlines of every request in flight until resume:
+// the server may be waiting on the answer for any of them.
+func (as *askers) holdAll() (resume func()) {
+	as.mu.Lock()
+	var resumes []func()
+	for _, a := range as.list {
+		resumes = append(resumes, a.hold())
+	}
+	as.mu.Unlock()
+	return func() {
+		for _, r := range resumes {
+			r()
+		}
+	}
+}
+
 func (as *askers) oldest(method string) *asker {
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -75,9 +92,6 @@ func (s *server) answer(ctx context.Context, method string, params json.RawMessa
 	by := ""
 	if a := s.askers.oldest(method); a != nil {
 		h, by = a.handler(method), "its caller"
-		if a.hold != nil {
-			defer a.hold()()
-		}
 	} else if hook := s.hook(method); hook != nil {
 		h, by = s.runHookHandler(hook, method), "the hook at "+hook.Source
 	} else if method == MethodSampling && s.e.opts.Sampling != nil {
@@ -93,6 +107,7 @@ func (s *server) answer(ctx context.Context, method string, params json.RawMessa
 		return nil, &jsonrpc.Error{Code: -1, Message: fmt.Sprintf("mcpctl cannot answer %s: no sampling hook is set (sampling.command in the config, or --sampling-command)", method)}
 	}
 	s.log.Info("a request from the server", "method", method, "answeredBy", by)
+	defer s.askers.holdAll()()
 	res, err := h(ctx, name, params)
 	if err != nil {
 		s.log.Warn("a request from the server failed", "method", method, "answeredBy", by, "err", s.cfg().Redact(err.Error()))

@@ -171,6 +171,20 @@ func TestDeadlineHeldWhileAsking(t *testing.T) {
 	}
 }
 
+// A hook's time does not count against the call either.
+func TestDeadlineHeldWhileHookRuns(t *testing.T) {
+	s := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "sample", Sample: "x"}}})
+	s.Sampling = &config.Hook{Dir: t.TempDir(), Timeout: 10 * time.Second, Command: `sleep 1; echo '{"role":"assistant","content":{"type":"text","text":"late"},"model":"m"}'`}
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.sample", TimeoutMs: 300})
+	if err != nil || !strings.Contains(resultText(t, res), "late") {
+		t.Errorf("%v %+v", err, res)
+	}
+}
+
 // A URL-mode elicitation waits until the server says it is complete.
 func TestURLElicitationCompleted(t *testing.T) {
 	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "visit", CompleteAfter: "100ms",

@@ -229,9 +229,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 			req.OnProgress(p)
 		}
 	})()
-	if req.Sampling != nil || req.Elicitation != nil {
-		defer s.askers.add(&asker{sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline})()
-	}
+	defer s.askers.add(&asker{sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline})()
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
