@@ -32,6 +32,7 @@ type Env struct {
 	configFlags []string
 	sessionFlag string
 	headerFlags []string // --header NAME=VALUE, for remote servers this command starts
+	quiet       bool     // --quiet: no notes, no live progress on stderr
 	format      output.Format
 
 	printer  *output.Printer
@@ -80,7 +81,12 @@ func (env *Env) jsonErrors() bool {
 }
 
 // note writes a diagnostic for people to stderr.
-func (env *Env) note(format string, args ...any) { output.Note(env.ErrOut, format, args...) }
+// note tells the user something on stderr, unless --quiet.
+func (env *Env) note(format string, args ...any) {
+	if !env.quiet {
+		output.Note(env.ErrOut, format, args...)
+	}
+}
 
 // discovery finds the config files: every --config, else $MCPCTL_CONFIG,
 // else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml,

@@ -23,7 +23,7 @@ func (env *Env) progressReporter(asJSON bool, name string) (onProgress func(engi
 			defer mu.Unlock()
 			enc.Encode(map[string]any{"progress": p})
 		}, func() {}
-	case env.StderrTTY:
+	case env.StderrTTY && !env.quiet:
 		drawn := false
 		return func(p engine.Progress) {
 				mu.Lock()

@@ -55,6 +55,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 			&cli.BoolFlag{Name: "json", Usage: "print JSON even on a terminal", Destination: &env.format.JSON},
 			&cli.StringFlag{Name: "jq", Usage: "filter the JSON result with the jq `EXPR`", Destination: &env.format.JQ},
 			&cli.BoolFlag{Name: "raw", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes", Destination: &env.format.Raw},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no notes or live progress on stderr (errors still)", Destination: &env.quiet},
 		},
 		Commands: []*cli.Command{
 			newUpCmd(env),

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,15 +28,20 @@ const reloadDebounce = 150 * time.Millisecond
 // without a request.
 func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration) error {
 	notify := func(m readyMsg) {}
+	var notifyMu sync.Mutex // progress lines and the last message, whole
 	if notifyFD > 0 {
 		// The servers this session starts must not inherit the pipe: its
 		// reader waits for every writer to close it.
 		syscall.CloseOnExec(notifyFD)
 		f := os.NewFile(uintptr(notifyFD), "notify")
 		notify = func(m readyMsg) {
+			notifyMu.Lock()
+			defer notifyMu.Unlock()
 			data, _ := json.Marshal(m)
 			f.Write(append(data, '\n'))
-			f.Close()
+			if m.Progress == nil {
+				f.Close()
+			}
 		}
 	}
 	ln, release, err := sess.Listen()
@@ -122,7 +128,23 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		}()
 	}
 
-	if err := e.Start(ctx); err != nil {
+	// The up that waits shows each server's start as it happens; what the
+	// start reported is sent before the last message.
+	stopProgress := func() {}
+	if notifyFD > 0 {
+		sub := e.Events(engine.EventFilter{Types: []string{engine.EventState}})
+		forwarded := make(chan struct{})
+		go func() {
+			defer close(forwarded)
+			for ev := range sub.C {
+				notify(readyMsg{Progress: &upProgress{Server: ev.Server, State: ev.To, Error: ev.Error}})
+			}
+		}()
+		stopProgress = func() { sub.Close(); <-forwarded }
+	}
+	startErr := e.Start(ctx)
+	stopProgress()
+	if err := startErr; err != nil {
 		var ee *engine.Error
 		if !errors.As(err, &ee) {
 			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}

@@ -75,6 +75,9 @@ type readyMsg struct {
 	Error  *engine.Error  `json:"error,omitempty"`
 	// Running says another session already held the socket.
 	Running bool `json:"running,omitempty"`
+	// Progress is a server's start, reported as it happens, before the
+	// last message.
+	Progress *upProgress `json:"progress,omitempty"`
 }
 
 func runUp(ctx context.Context, env *Env, opts upOptions) error {
@@ -99,7 +102,14 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if opts.foreground {
 		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl)
 	}
-	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl)
+	var board *startBoard
+	if env.StderrTTY && !env.quiet {
+		board = newStartBoard(env.ErrOut, env.colorOK(), cfg.Names())
+	}
+	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, board)
+	if board != nil {
+		board.done()
+	}
 	if err != nil {
 		return err
 	}
@@ -160,7 +170,7 @@ func printUp(p *output.Printer, st *engine.Status) error {
 // spawnSession starts `mcpctl up --foreground` detached (its own session id,
 // stdin from /dev/null, output to the session log) and waits for its report
 // on a pipe. A nil status with no error means another session runs.
-func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration) (*engine.Status, error) {
+func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration, board *startBoard) (*engine.Status, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding mcpctl's own executable: %w", err)
@@ -214,8 +224,19 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	}
 	got := make(chan report, 1)
 	go func() {
-		line, err := bufio.NewReader(r).ReadBytes('\n')
-		got <- report{line, err}
+		rd := bufio.NewReader(r)
+		for {
+			line, err := rd.ReadBytes('\n')
+			var msg readyMsg
+			if err == nil && json.Unmarshal(line, &msg) == nil && msg.Progress != nil {
+				if board != nil {
+					board.update(*msg.Progress)
+				}
+				continue
+			}
+			got <- report{line, err}
+			return
+		}
 	}()
 	var rep report
 	select {

@@ -1,0 +1,148 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+)
+
+// upProgress is one server's start, as the session reports it to the `up`
+// that started it.
+type upProgress struct {
+	Server string       `json:"server"`
+	State  engine.State `json:"state"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// A startBoard shows the servers' starts live on a terminal: a spinner and
+// the time so far, then ready or failed with its time. It redraws its
+// lines in place.
+type startBoard struct {
+	mu      sync.Mutex
+	w       io.Writer
+	color   bool
+	names   []string
+	rows    map[string]*startRow
+	drawn   int // lines drawn last time
+	frame   int
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+type startRow struct {
+	state engine.State
+	err   string
+	since time.Time
+	took  time.Duration
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// newStartBoard shows the servers among names (in that order) whose start
+// the session reports.
+func newStartBoard(w io.Writer, color bool, names []string) *startBoard {
+	b := &startBoard{w: w, color: color, names: names, rows: map[string]*startRow{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go b.tick()
+	return b
+}
+
+func (b *startBoard) tick() {
+	defer close(b.stopped)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.mu.Lock()
+			b.frame++
+			b.draw()
+			b.mu.Unlock()
+		}
+	}
+}
+
+// update records a server's new state.
+func (b *startBoard) update(p upProgress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.rows[p.Server]
+	if r == nil {
+		r = &startRow{state: engine.StateStarting, since: time.Now()}
+		b.rows[p.Server] = r
+	}
+	switch p.State {
+	case engine.StateStarting:
+		r.state, r.since = p.State, time.Now()
+	case engine.StateReady, engine.StateUnavailable, engine.StateDegraded:
+		if r.state == engine.StateStarting {
+			r.took = time.Since(r.since)
+		}
+		r.state, r.err = p.State, p.Error
+	}
+	b.draw()
+}
+
+// done draws the last frame and stops.
+func (b *startBoard) done() {
+	close(b.stop)
+	<-b.stopped
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.draw()
+}
+
+func (b *startBoard) draw() {
+	var sb strings.Builder
+	if b.drawn > 0 {
+		fmt.Fprintf(&sb, "\033[%dA", b.drawn)
+	}
+	width, drawn := 0, 0
+	for n := range b.rows {
+		width = max(width, len(n))
+	}
+	for _, n := range b.names {
+		r := b.rows[n]
+		if r == nil {
+			continue
+		}
+		drawn++
+		sb.WriteString("\r\033[K")
+		switch r.state {
+		case engine.StateStarting:
+			fmt.Fprintf(&sb, "%s %-*s  starting  %.1fs", spinner[b.frame%len(spinner)], width, n, time.Since(r.since).Seconds())
+		case engine.StateReady, engine.StateDegraded:
+			fmt.Fprintf(&sb, "%s %-*s  %s  %.2fs", b.paint("✓", "32"), width, n, r.state, r.took.Seconds())
+		default:
+			fmt.Fprintf(&sb, "%s %-*s  %s  %.2fs", b.paint("✗", "31"), width, n, "failed", r.took.Seconds())
+			if r.err != "" {
+				sb.WriteString(": " + r.err)
+			}
+		}
+		sb.WriteString("\n")
+	}
+	b.drawn = drawn
+	io.WriteString(b.w, sb.String())
+}
+
+// paint colours s with an SGR code, unless colours are off.
+func (b *startBoard) paint(s, code string) string {
+	if !b.color {
+		return s
+	}
+	return "\033[" + code + "m" + s + "\033[0m"
+}
+
+// colorOK says whether stderr may carry colours: a terminal, and neither
+// NO_COLOR (https://no-color.org) nor TERM=dumb.
+func (env *Env) colorOK() bool {
+	if env.getenv("NO_COLOR") != "" {
+		return false
+	}
+	return env.StderrTTY && env.getenv("TERM") != "dumb"
+}
