@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
@@ -109,6 +110,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	var done func()
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
 	defer done()
+	quietWhileAsking(req, done)
 	if req.Arguments, err = readArgsFlag(env, opts.args); err != nil {
 		return err
 	}
@@ -131,6 +133,27 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		return &toolError{name: opts.name}
 	}
 	return nil
+}
+
+// quietWhileAsking keeps the live progress line off the terminal while
+// the user answers a question there: clear wipes the line.
+func quietWhileAsking(req *engine.CallRequest, clear func()) {
+	ask, show := req.Elicitation, req.OnProgress
+	if ask == nil || show == nil {
+		return
+	}
+	var asking atomic.Int32
+	req.OnProgress = func(p engine.Progress) {
+		if asking.Load() == 0 {
+			show(p)
+		}
+	}
+	req.Elicitation = func(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
+		asking.Add(1)
+		defer asking.Add(-1)
+		clear()
+		return ask(ctx, server, params)
+	}
 }
 
 // readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.

@@ -1,0 +1,30 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/mcpctl/mcpctl/engine"
+)
+
+// While the user answers a question on the terminal, the live progress line
+// is wiped and not drawn again until the answer is given.
+func TestQuietWhileAsking(t *testing.T) {
+	var shown []float64
+	cleared := 0
+	req := &engine.CallRequest{OnProgress: func(p engine.Progress) { shown = append(shown, p.Progress) }}
+	req.Elicitation = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		req.OnProgress(engine.Progress{Progress: 2}) // arrives while the user types
+		return json.RawMessage(`{"action":"cancel"}`), nil
+	}
+	quietWhileAsking(req, func() { cleared++ })
+	req.OnProgress(engine.Progress{Progress: 1})
+	if _, err := req.Elicitation(context.Background(), "srv", nil); err != nil {
+		t.Fatal(err)
+	}
+	req.OnProgress(engine.Progress{Progress: 3})
+	if len(shown) != 2 || shown[0] != 1 || shown[1] != 3 || cleared != 1 {
+		t.Errorf("shown %v, cleared %d times", shown, cleared)
+	}
+}
