@@ -568,3 +568,57 @@ func TestServeHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestServeServerGone: a server that dies takes its tools out of serve's
+// list (the client is told), a call that killed it answers isError saying
+// so, and when the server is started again its tools come back.
+func TestServeServerGone(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":   `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "other": {"command": "mcp-fake", "args": ["other.json"]}}}`,
+		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+		"other.json": `{"name": "other", "tools": [{"name": "ping"}]}`,
+	})
+	w.mcpctl("up")
+	sc := w.serveStdio()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	names := func() []string {
+		tools, err := sc.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range tools.Tools {
+			out = append(out, tl.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	changes := func() int { sc.mu.Lock(); defer sc.mu.Unlock(); return sc.toolsChanged }
+	if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "other.ping"}) {
+		t.Fatalf("tools: %v", got)
+	}
+	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.die"})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "server fake exited with code 9") {
+		t.Fatalf("fake.die: %v %+v %q", err, res, callText(t, res))
+	}
+	if !within(30*time.Second, func() bool { return changes() > 0 && slices.Equal(names(), []string{"other.ping"}) }) {
+		t.Fatalf("after fake died: %d list changes, tools %v", changes(), names())
+	}
+	_, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("fake.echo of a dead server: %v", err)
+	}
+	before := changes()
+	w.mcpctl("restart", "fake")
+	if !within(30*time.Second, func() bool { return changes() > before && len(names()) == 3 }) {
+		t.Fatalf("after fake restarted: tools %v", names())
+	}
+	if res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"}); err != nil || res.IsError {
+		t.Errorf("fake.echo after the restart: %v %+v", err, res)
+	}
+	sc.cs.Close()
+	w.mcpctl("down")
+}
