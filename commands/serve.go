@@ -32,6 +32,10 @@ type serveOptions struct {
 // serveTokenEnv holds the bearer token of mcpctl serve --http.
 const serveTokenEnv = "MCPCTL_SERVE_TOKEN"
 
+// serveSelfEnv names, in the environment of the servers serve starts, the
+// session serve offers.
+const serveSelfEnv = "MCPCTL_SERVE_SESSION"
+
 func newServeCmd(env *Env) *cli.Command {
 	var opts serveOptions
 	return &cli.Command{
@@ -100,9 +104,21 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		}
 		defer ln.Close()
 	}
+	sess, err := env.session()
+	if err != nil {
+		return err
+	}
+	// A config that runs mcpctl serve on itself as one of its servers
+	// would, without a session, start serve in serve in serve...: the
+	// servers serve starts know which session they serve.
+	if env.getenv(serveSelfEnv) == sess.Name {
+		return usagef(fmt.Sprintf("mcpctl serve is one of the servers of its own config (%s): it would start itself again and again", env.configShown()),
+			"take it out of the config, or run serve on a config without it: mcpctl serve -c FILE")
+	}
+	os.Setenv(serveSelfEnv, sess.Name)
 	all := func(*config.Config) ([]string, error) { return nil, nil }
 	return env.withHost(ctx, all, func(h host) error {
-		hb := newHub(env, h)
+		hb := newHub(env, h, sess.Name)
 		if err := hb.start(ctx); err != nil {
 			return err
 		}

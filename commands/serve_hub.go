@@ -19,9 +19,10 @@ import (
 // on an SDK server, keeps the mirror in step with the host's events, and
 // hands every request to the host.
 type hub struct {
-	env *Env
-	h   host
-	srv *mcp.Server
+	env     *Env
+	h       host
+	srv     *mcp.Server
+	session string // the name of the session whose servers serve offers
 
 	// ctx ends when serve ends: stopped, or the session it used is gone.
 	ctx    context.Context
@@ -38,9 +39,9 @@ type hub struct {
 	lostErr                              error
 }
 
-func newHub(env *Env, h host) *hub {
+func newHub(env *Env, h host, session string) *hub {
 	return &hub{
-		env: env, h: h,
+		env: env, h: h, session: session,
 		dirty: make(chan struct{}, 1), done: make(chan struct{}),
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{},
 		tmplServer: map[string]string{}, warned: map[string]bool{},
@@ -73,11 +74,11 @@ func (hb *hub) start(ctx context.Context) error {
 	}
 	var instructions []string
 	for _, in := range ins {
-		if in.Instructions != "" {
+		if in.Instructions != "" && !hb.isSelf(in) {
 			instructions = append(instructions, fmt.Sprintf("Server %s (its tools and prompts are named %s.NAME):\n%s", in.Name, in.Name, in.Instructions))
 		}
 	}
-	hb.srv = mcp.NewServer(&mcp.Implementation{Name: "mcpctl", Title: "mcpctl serve", Version: engine.Version()}, &mcp.ServerOptions{
+	hb.srv = mcp.NewServer(&mcp.Implementation{Name: "mcpctl", Title: "mcpctl serve", Description: selfDescription(hb.session), Version: engine.Version()}, &mcp.ServerOptions{
 		Instructions: strings.Join(instructions, "\n\n"),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -205,54 +206,63 @@ func (hb *hub) warnOnce(key, format string, args ...any) {
 
 // sync makes the SDK server offer what the host offers now. Items of an
 // unavailable server (its last known lists, marked stale) are not offered:
-// they come back, with list_changed, when it does.
+// they come back, with list_changed, when it does. Nor are those of serve
+// itself, when the config runs it as a server.
 func (hb *hub) sync(ctx context.Context) error {
-	tools, err := hb.h.Tools(ctx, "")
+	servers, err := hb.h.Inspect(ctx, "")
 	if err != nil {
 		return err
 	}
-	prompts, err := hb.h.Prompts(ctx, "")
-	if err != nil {
-		return err
-	}
-	res, err := hb.h.Resources(ctx, "")
-	if err != nil {
-		return err
-	}
-
-	var toolItems, promptItems, resourceItems, templateItems []item
-	for _, t := range tools {
-		if !t.Stale {
-			toolItems = append(toolItems, item{key: t.Name(), server: t.Server, raw: t.Raw(), add: hb.addTool(t)})
-		}
-	}
-	for _, p := range prompts {
-		if !p.Stale {
-			promptItems = append(promptItems, item{key: p.Name(), server: p.Server, raw: p.Raw(), add: hb.addPrompt(p)})
-		}
-	}
-	for _, r := range res.Resources {
-		if !r.Stale {
-			resourceItems = append(resourceItems, item{key: r.URI, server: r.Server, raw: r.Raw(), add: hb.addResource(r)})
-		}
-	}
+	var tools, prompts, resources, templates []item
 	tmplServer := map[string]string{}
-	for _, t := range res.Templates {
-		if !t.Stale {
-			templateItems = append(templateItems, item{key: t.URITemplate, server: t.Server, raw: t.Raw(), add: hb.addTemplate(t)})
+	for _, in := range servers {
+		if in.Stale {
+			continue
+		}
+		if hb.isSelf(in) {
+			hb.warnOnce("self "+in.Name, "server %s is this mcpctl serve itself (session %s); what it offers is not offered again", in.Name, hb.session)
+			continue
+		}
+		for _, t := range in.Tools {
+			tools = append(tools, item{key: t.Name(), server: t.Server, raw: t.Raw(), add: hb.addTool(t)})
+		}
+		for _, p := range in.Prompts {
+			prompts = append(prompts, item{key: p.Name(), server: p.Server, raw: p.Raw(), add: hb.addPrompt(p)})
+		}
+		for _, r := range in.Resources {
+			resources = append(resources, item{key: r.URI, server: r.Server, raw: r.Raw(), add: hb.addResource(r)})
+		}
+		for _, t := range in.Templates {
+			templates = append(templates, item{key: t.URITemplate, server: t.Server, raw: t.Raw(), add: hb.addTemplate(t)})
 			if _, ok := tmplServer[t.URITemplate]; !ok {
 				tmplServer[t.URITemplate] = t.Server
 			}
 		}
 	}
-	hb.mirror("tool", hb.tools, toolItems, hb.srv.RemoveTools)
-	hb.mirror("prompt", hb.prompts, promptItems, hb.srv.RemovePrompts)
-	hb.mirror("resource", hb.resources, resourceItems, hb.srv.RemoveResources)
-	hb.mirror("resource template", hb.templates, templateItems, hb.srv.RemoveResourceTemplates)
+	hb.mirror("tool", hb.tools, tools, hb.srv.RemoveTools)
+	hb.mirror("prompt", hb.prompts, prompts, hb.srv.RemovePrompts)
+	hb.mirror("resource", hb.resources, resources, hb.srv.RemoveResources)
+	hb.mirror("resource template", hb.templates, templates, hb.srv.RemoveResourceTemplates)
 	hb.mu.Lock()
 	hb.tmplServer = tmplServer
 	hb.mu.Unlock()
 	return nil
+}
+
+// selfDescription is how serve describes itself to its clients; a server
+// of the session that describes itself so is serve itself (its config
+// names mcpctl serve), whose lists would otherwise grow without end.
+func selfDescription(session string) string {
+	return "The MCP servers of mcpctl session " + session + " as one server"
+}
+
+func (hb *hub) isSelf(in *engine.Inspection) bool {
+	var info struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	}
+	json.Unmarshal(in.ServerInfo, &info)
+	return info.Name == "mcpctl" && info.Description == selfDescription(hb.session)
 }
 
 // An item is one tool, prompt, resource or template the host offers.
