@@ -307,6 +307,7 @@ const serveFakeSpec = `{
     {"name": "grow", "addTools": ["grown"]},
     {"name": "hidden"},
     {"name": "sample", "sample": "say hi"},
+    {"name": "say", "log": "hello log"},
     {"name": "ask", "elicit": {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
   ],
   "prompts": [{"name": "greet", "description": "a greeting", "arguments": [{"name": "who", "required": true}], "text": "Hello {{who}}"}],
@@ -486,6 +487,24 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 		t.Errorf("elicitations the client saw: %+v", sc.elicitations)
 	}
 	sc.mu.Unlock()
+
+	// Log messages: the level the client sets goes on to the server, and
+	// what it logs comes back with the server's name as logger.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.say"}); err != nil {
+		t.Fatal(err)
+	}
+	if !within(30*time.Second, func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return slices.ContainsFunc(sc.logs, func(l *mcp.LoggingMessageParams) bool {
+			return l.Logger == "fake" && l.Level == "info" && l.Data == "hello log"
+		})
+	}) {
+		t.Errorf("no log message from fake; got %+v", sc.logs)
+	}
 
 	// Cancellation reaches the server.
 	cctx, ccancel := context.WithCancel(ctx)

@@ -65,9 +65,15 @@ Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
 of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
 --no-auth serve without one. The address is printed on stderr.
 
-In Claude Desktop, VS Code or Cursor (mcp.json):
+serve speaks MCP up to 2025-11-25 to its client. Give it a config that does
+not list mcpctl serve itself: a serve started by its own config refuses to
+run (it would start itself again and again), and one a session runs is not
+offered again. In Claude Desktop or Cursor (mcpServers), or VS Code
+(servers), the server is:
 
-  {"command": "mcpctl", "args": ["serve", "-c", "/path/to/mcp.json"]}
+  "mcpctl": {"command": "mcpctl", "args": ["serve", "-c", "/path/to/mcp.json"]}
+
+Examples:
 
   mcpctl serve
   mcpctl -c examples/mcp.json serve

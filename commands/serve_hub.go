@@ -37,6 +37,7 @@ type hub struct {
 	tmplServer                           map[string]string // URI template → its server, for completion
 	warned                               map[string]bool
 	lostErr                              error
+	logLevel                             string // the most verbose a client asked for
 }
 
 func newHub(env *Env, h host, session string) *hub {
@@ -89,6 +90,8 @@ func (hb *hub) start(ctx context.Context) error {
 		CompletionHandler:         hb.complete,
 		SupportedProtocolVersions: serveProtocolVersions(),
 	})
+
+	hb.srv.AddReceivingMiddleware(hb.followLogLevel)
 
 	// Events first, then the lists: a change after the lists were read is
 	// never missed.
@@ -698,5 +701,35 @@ func (hb *hub) forwardLog(ev engine.Event) {
 	params := &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Server, Data: data}
 	for ss := range hb.srv.Sessions() {
 		ss.Log(hb.ctx, params)
+	}
+}
+
+// followLogLevel passes a client's logging/setLevel on to the servers that
+// log, so that they send what it asks for: the most verbose level any
+// client asked for (the SDK sends each client only what it wants).
+func (hb *hub) followLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+		if err != nil || !ok || p == nil {
+			return res, err
+		}
+		level := string(p.Level)
+		hb.mu.Lock()
+		if i := slices.Index(engine.LogLevels, level); i < 0 || (hb.logLevel != "" && slices.Index(engine.LogLevels, hb.logLevel) <= i) {
+			hb.mu.Unlock()
+			return res, err
+		}
+		hb.logLevel = level
+		hb.mu.Unlock()
+		// A watch sets the level on the servers before it is ready.
+		errSet := errors.New("set")
+		werr := hb.h.Watch(ctx, &engine.WatchRequest{Filter: engine.EventFilter{Types: []string{engine.EventReady}}, LogLevel: level}, func(ev engine.Event) error {
+			return errSet
+		})
+		if werr != nil && !errors.Is(werr, errSet) && ctx.Err() == nil {
+			hb.env.note("warning: could not set the servers' log level to %s: %v", level, werr)
+		}
+		return res, err
 	}
 }
