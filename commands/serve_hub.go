@@ -468,6 +468,10 @@ func relayQuestions(ctx context.Context, ss *mcp.ServerSession, creq *engine.Cal
 			if err := json.Unmarshal(params, &p); err != nil {
 				return nil, fmt.Errorf("mcpctl serve cannot read the elicitation request of %s: %w", server, err)
 			}
+			if schema := rawField(params, "requestedSchema"); schema != nil {
+				// As the server wrote it: a form asks its fields in order.
+				p.RequestedSchema = schema
+			}
 			if done := engine.ElicitationCompleted(actx); done != nil && p.ElicitationID != "" {
 				// The server says when the user finished at the URL: so
 				// is the client.
