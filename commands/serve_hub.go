@@ -136,11 +136,7 @@ func (hb *hub) start(ctx context.Context) error {
 		if hb.ctx.Err() == nil {
 			// The host stopped sending events while serve runs: the
 			// session it used is gone.
-			msg := "the session serve used ended"
-			if err != nil {
-				msg += ": " + err.Error()
-			}
-			hb.lose(&engine.Error{Kind: engine.KindUnavailable, Message: msg, Hint: []string{"start it again with: mcpctl up; or run serve without a session"}})
+			hb.lose(sessionEnded(err))
 		}
 		<-followed
 	}()
@@ -161,6 +157,16 @@ func (hb *hub) lose(err error) {
 	}
 	hb.mu.Unlock()
 	hb.cancel()
+}
+
+// sessionEnded is the error of a serve whose session went away (mcpctl
+// down, or it was stopped); cause, when not nil, is how serve noticed.
+func sessionEnded(cause error) error {
+	msg := "the session serve used ended"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return &engine.Error{Kind: engine.KindUnavailable, Message: msg, Hint: []string{"start it again with: mcpctl up; or run serve without a session"}}
 }
 
 // lost returns why serve ended early, or nil.
@@ -187,8 +193,7 @@ func (hb *hub) follow() {
 		}
 		if err := hb.sync(hb.ctx); err != nil && hb.ctx.Err() == nil {
 			if k := engine.KindOf(err); k == engine.KindNoSession || k == engine.KindUnavailable {
-				hb.lose(&engine.Error{Kind: engine.KindUnavailable, Message: "the session serve used is gone: " + err.Error(),
-					Hint: []string{"start it again with: mcpctl up; or run serve without a session"}})
+				hb.lose(sessionEnded(err))
 				return
 			}
 			hb.env.note("warning: serve could not refresh its lists: %v", err)
