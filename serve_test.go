@@ -588,14 +588,15 @@ func TestServeHTTP(t *testing.T) {
 	}
 }
 
-// TestServeServerGone: a server that dies takes its tools out of serve's
-// list (the client is told), a call that killed it answers isError saying
-// so, and when the server is started again its tools come back.
+// TestServeServerGone: a call that times out, and one that kills its
+// server, answer isError saying so; a server that dies takes its tools out
+// of serve's list (the client is told), and when it is started again its
+// tools come back.
 func TestServeServerGone(t *testing.T) {
 	t.Parallel()
 	w := newServeWorld(t, map[string]string{
-		"mcp.json":   `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "other": {"command": "mcp-fake", "args": ["other.json"]}}}`,
-		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+		"mcp.json":   `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "requestTimeout": "2s"}, "other": {"command": "mcp-fake", "args": ["other.json"]}}}`,
+		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}, {"name": "stall", "sleep": "60s"}]}`,
 		"other.json": `{"name": "other", "tools": [{"name": "ping"}]}`,
 	})
 	w.mcpctl("up")
@@ -615,10 +616,15 @@ func TestServeServerGone(t *testing.T) {
 		return out
 	}
 	changes := func() int { sc.mu.Lock(); defer sc.mu.Unlock(); return sc.toolsChanged }
-	if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "other.ping"}) {
+	if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "fake.stall", "other.ping"}) {
 		t.Fatalf("tools: %v", got)
 	}
-	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.die"})
+	// A call that times out answers isError, saying so.
+	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.stall"})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "the call to fake.stall did not answer within 2s") {
+		t.Fatalf("fake.stall: %v %+v %q", err, res, callText(t, res))
+	}
+	res, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.die"})
 	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "server fake exited with code 9") {
 		t.Fatalf("fake.die: %v %+v %q", err, res, callText(t, res))
 	}
@@ -632,7 +638,7 @@ func TestServeServerGone(t *testing.T) {
 	}
 	before := changes()
 	w.mcpctl("restart", "fake")
-	if !within(30*time.Second, func() bool { return changes() > before && len(names()) == 3 }) {
+	if !within(30*time.Second, func() bool { return changes() > before && len(names()) == 4 }) {
 		t.Fatalf("after fake restarted: tools %v", names())
 	}
 	if res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"}); err != nil || res.IsError {
