@@ -1,0 +1,427 @@
+package commands
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v3"
+)
+
+type serveOptions struct {
+	http      string // --http ADDR; empty: stdio
+	tokenFile string
+	noAuth    bool
+}
+
+// serveTokenEnv holds the bearer token of mcpctl serve --http.
+const serveTokenEnv = "MCPCTL_SERVE_TOKEN"
+
+// serveSelfEnv names, in the environment of the servers serve starts, the
+// session serve offers.
+const serveSelfEnv = "MCPCTL_SERVE_SESSION"
+
+func newServeCmd(env *Env) *cli.Command {
+	var opts serveOptions
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "Serve the servers' tools, prompts and resources as one MCP server",
+		Description: `Serves every server of the config as one MCP server, over stdio (the default)
+or, with --http ADDR, over streamable HTTP at http://ADDR/mcp. Its tools,
+prompts and resource templates are named as mcpctl names them (server.tool),
+with includeTools and excludeTools applied; resources keep their URIs. When
+a server's lists change, or it stops or comes back, the client is sent
+list_changed. Progress and cancellation go both ways; a server's sampling
+and elicitation requests during a call go to the client, when it declared
+it can answer them; its log messages are sent as notifications/message
+with the server's name as logger.
+
+It uses the running session when there is one (started with "mcpctl up"),
+else starts the servers itself and stops them when it ends. Over stdio,
+stdout carries only MCP messages and serve ends when stdin closes; it also
+ends on Ctrl-C or SIGTERM.
+
+A tool that cannot run (its server is unavailable, the call timed out, the
+arguments break the tool's schema) answers with a result marked isError
+that says why; an unknown name, bad prompt arguments or a server's own
+protocol error answer with a JSON-RPC error.
+
+Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
+of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
+--no-auth serve without one. The address is printed on stderr.
+
+serve speaks MCP up to 2025-11-25 to its client. Give it a config that does
+not list mcpctl serve itself: a serve started by its own config refuses to
+run (it would start itself again and again), and one a session runs is not
+offered again. In Claude Desktop or Cursor (mcpServers), or VS Code
+(servers), the server is:
+
+  "mcpctl": {"command": "mcpctl", "args": ["serve", "-c", "/path/to/mcp.json"]}
+
+Examples:
+
+  mcpctl serve
+  mcpctl -c examples/mcp.json serve
+  MCPCTL_SERVE_TOKEN=$(cat token) mcpctl serve --http 127.0.0.1:8808
+  mcpctl serve --http 127.0.0.1:0 --no-auth`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` (host:port; port 0 picks a free one) instead of stdio", Destination: &opts.http},
+			&cli.StringFlag{Name: "token-file", Usage: "with --http, require the bearer token in `FILE` (default: $MCPCTL_SERVE_TOKEN)", Destination: &opts.tokenFile},
+			&cli.BoolFlag{Name: "no-auth", Usage: "with --http on a loopback address, serve without a token", Destination: &opts.noAuth},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := noArgs(cmd); err != nil {
+				return err
+			}
+			return runServe(ctx, env, opts)
+		},
+	}
+}
+
+func runServe(ctx context.Context, env *Env, opts serveOptions) error {
+	var ln net.Listener
+	var token string
+	if opts.http == "" {
+		if opts.tokenFile != "" || opts.noAuth {
+			return usagef("--token-file and --no-auth are for serving over HTTP", "add --http ADDR, e.g. --http 127.0.0.1:8808")
+		}
+	} else {
+		var err error
+		if token, err = serveToken(env, opts); err != nil {
+			return err
+		}
+		if ln, err = net.Listen("tcp", opts.http); err != nil {
+			return usagef(fmt.Sprintf("cannot listen on %s: %v", opts.http, unwrapNetError(err)), "choose another port, or port 0 for a free one")
+		}
+		defer ln.Close()
+	}
+	sess, err := env.session()
+	if err != nil {
+		return err
+	}
+	// A config that runs mcpctl serve on itself as one of its servers
+	// would, without a session, start serve in serve in serve...: the
+	// servers serve starts know which session they serve.
+	if env.getenv(serveSelfEnv) == sess.Name {
+		return usagef(fmt.Sprintf("mcpctl serve is one of the servers of its own config (%s): it would start itself again and again", env.configShown()),
+			"take it out of the config, or run serve on a config without it: mcpctl serve -c FILE")
+	}
+	os.Setenv(serveSelfEnv, sess.Name)
+	all := func(*config.Config) ([]string, error) { return nil, nil }
+	return env.withHost(ctx, all, func(h host) error {
+		hb := newHub(env, h, sess.Name)
+		if err := hb.start(ctx); err != nil {
+			return err
+		}
+		defer hb.stop()
+		if lh, ok := h.(localHost); ok {
+			env.followConfig(hb.ctx, lh.Engine)
+		}
+		var err error
+		if ln != nil {
+			err = hb.serveHTTP(ln, token)
+		} else {
+			err = hb.serveStdio()
+		}
+		if lost := hb.lost(); lost != nil {
+			return lost
+		}
+		if ctx.Err() != nil {
+			return nil // Ctrl-C or SIGTERM is how serve ends
+		}
+		return err
+	})
+}
+
+// serveToken checks the HTTP flags and returns the bearer token to require
+// ("" with --no-auth). The token never appears in a message.
+func serveToken(env *Env, opts serveOptions) (string, error) {
+	host, _, err := net.SplitHostPort(opts.http)
+	if err != nil {
+		return "", usagef(fmt.Sprintf("--http %q is not HOST:PORT", opts.http), "e.g. --http 127.0.0.1:8808, or 127.0.0.1:0 for a free port")
+	}
+	loopback := host == "localhost"
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		loopback = true
+	}
+	if opts.noAuth {
+		if opts.tokenFile != "" {
+			return "", usagef("--no-auth and --token-file contradict each other", "leave one out")
+		}
+		if !loopback {
+			return "", usagef(fmt.Sprintf("--no-auth is allowed only on a loopback address (127.0.0.1, ::1, localhost), not on %s", opts.http),
+				fmt.Sprintf("require a token: set $%s or pass --token-file FILE", serveTokenEnv),
+				"or listen on loopback only: --http 127.0.0.1:PORT")
+		}
+		if env.getenv(serveTokenEnv) != "" {
+			env.note("warning: --no-auth: $%s is set but not required", serveTokenEnv)
+		}
+		return "", nil
+	}
+	var token string
+	if opts.tokenFile != "" {
+		path := env.abs(opts.tokenFile)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", usagef(fmt.Sprintf("--token-file: %v", unwrapPathError(err)))
+		}
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			env.note("warning: the token file %s may be read by other users (mode %04o); chmod 600 it", opts.tokenFile, st.Mode().Perm())
+		}
+		token, _, _ = strings.Cut(string(data), "\n")
+		token = strings.TrimSpace(token)
+		if token == "" {
+			return "", usagef(fmt.Sprintf("--token-file %s holds no token", opts.tokenFile), "write one, e.g.: openssl rand -hex 32 > "+opts.tokenFile)
+		}
+		return token, nil
+	}
+	if token = strings.TrimSpace(env.getenv(serveTokenEnv)); token != "" {
+		return token, nil
+	}
+	hints := []string{
+		fmt.Sprintf("set one with $%s or --token-file FILE (e.g. openssl rand -hex 32 > token); clients send it as Authorization: Bearer TOKEN", serveTokenEnv),
+	}
+	if loopback {
+		hints = append(hints, "or, on this loopback address, serve without one: --no-auth")
+	}
+	return "", usagef(fmt.Sprintf("serving MCP over HTTP on %s needs a bearer token", opts.http), hints...)
+}
+
+func unwrapNetError(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// followConfig makes an engine serve started for itself reload its config
+// when a config file changes, as a session does.
+func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
+	cfg := e.Config()
+	err := config.Watch(ctx, cfg.WatchFiles(), reloadDebounce, func() {
+		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+		if err != nil {
+			env.note("warning: the config did not reload, the servers keep running as they were: %v", err)
+			return
+		}
+		if _, err := e.Reload(ctx, next); err != nil && ctx.Err() == nil {
+			env.note("warning: reloading the config: %v", err)
+		}
+	})
+	if err != nil {
+		env.note("warning: cannot watch the config files for changes: %v", err)
+	}
+}
+
+// serveStdio serves one client on stdin and stdout until stdin closes or
+// serve is stopped.
+func (hb *hub) serveStdio() error {
+	in := newClosableReader(hb.env.In)
+	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{hb.env.Out}}, grace: stdinGrace}
+	err := hb.srv.Run(hb.ctx, t)
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+// serveHTTP serves streamable HTTP at /mcp on ln until serve is stopped.
+func (hb *hub) serveHTTP(ln net.Listener, token string) error {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, &mcp.StreamableHTTPOptions{
+		// A client that went away without a DELETE does not keep its
+		// session forever.
+		SessionTimeout: time.Hour,
+	})
+	// Browsers' cross-origin requests are refused (the SDK already refuses
+	// a foreign Host on loopback: DNS rebinding).
+	h = http.NewCrossOriginProtection().Handler(h)
+	if token != "" {
+		h = requireBearer(token, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	auth := "a bearer token required"
+	if token == "" {
+		auth = "no authentication (--no-auth)"
+	}
+	hb.env.note("serving MCP on http://%s/mcp (%s)", ln.Addr(), auth)
+	select {
+	case err := <-served:
+		return err
+	case <-hb.ctx.Done():
+	}
+	// Streams stay open as long as their clients: they get a moment to
+	// finish, then are cut.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	<-served
+	return nil
+}
+
+// requireBearer lets through only requests that carry token as
+// "Authorization: Bearer TOKEN"; it compares in constant time.
+func requireBearer(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		scheme, got, _ := strings.Cut(auth, " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpctl"`)
+			http.Error(w, "unauthorized: send the token mcpctl serve was given as Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// A closableReader reads r through a pipe, so that Close ends a Read that
+// waits: closing os.Stdin does not interrupt a read of it.
+type closableReader struct {
+	pr   *io.PipeReader
+	once sync.Once
+}
+
+func newClosableReader(r io.Reader) *closableReader {
+	if r == nil {
+		r = strings.NewReader("")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	return &closableReader{pr: pr}
+}
+
+func (c *closableReader) Read(p []byte) (int, error) { return c.pr.Read(p) }
+
+func (c *closableReader) Close() error {
+	c.once.Do(func() { c.pr.Close() })
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// stdinGrace is how long requests read before stdin closed may take to be
+// answered before serve ends anyway.
+const stdinGrace = 5 * time.Second
+
+// A drainingTransport is a stdio transport on which the end of input waits
+// until the requests read before it are answered (for at most grace): a
+// client that writes its requests and closes stdin, as a shell pipe does,
+// gets its answers.
+type drainingTransport struct {
+	inner mcp.Transport
+	grace time.Duration
+}
+
+func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}, nil
+}
+
+type drainingConn struct {
+	mcp.Connection
+	grace   time.Duration
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]bool // requests read and not yet answered
+	changed chan struct{}       // pending shrank
+}
+
+func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if errors.Is(err, io.EOF) {
+		c.drain(ctx)
+		return msg, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		switch {
+		case req.IsCall():
+			c.mu.Lock()
+			c.pending[req.ID] = true
+			c.mu.Unlock()
+		case req.Method == "notifications/cancelled":
+			// A cancelled request may never be answered.
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.answered(id)
+				}
+			}
+		}
+	}
+	return msg, err
+}
+
+func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.answered(resp.ID)
+	}
+	return err
+}
+
+func (c *drainingConn) answered(id jsonrpc.ID) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits until every request read has its answer, at most grace.
+func (c *drainingConn) drain(ctx context.Context) {
+	timer := time.NewTimer(c.grace)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}

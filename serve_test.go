@@ -1,0 +1,649 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A serveWorld is a directory with a config and the environment mcpctl
+// runs in there: its own HOME, XDG directories and session sockets, and a
+// mark every process it starts inherits, so that none is left behind.
+type serveWorld struct {
+	t    *testing.T
+	dir  string
+	env  []string
+	mark string
+}
+
+func newServeWorld(t *testing.T, files map[string]string) *serveWorld {
+	t.Helper()
+	dir := t.TempDir()
+	// Socket paths must stay short; t.TempDir() is long.
+	rt, err := os.MkdirTemp("", "mcx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	w := &serveWorld{t: t, dir: dir, mark: hex.EncodeToString(b)}
+	marksMu.Lock()
+	marks = append(marks, w.mark)
+	marksMu.Unlock()
+	home := filepath.Join(dir, "home")
+	vars := map[string]string{
+		"HOME":            home,
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
+		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
+		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
+		"XDG_RUNTIME_DIR": rt,
+		markKey:           w.mark,
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := vars[k]; ours || strings.HasPrefix(k, "MCPCTL_") {
+			continue
+		}
+		w.env = append(w.env, kv)
+	}
+	for k, v := range vars {
+		w.env = append(w.env, k+"="+v)
+		if k != "XDG_RUNTIME_DIR" && k != markKey {
+			os.MkdirAll(v, 0o700)
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		socks, _ := filepath.Glob(filepath.Join(rt, "mcpctl", "*.sock"))
+		for _, s := range socks {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			(&engine.Client{Socket: s}).Shutdown(ctx)
+			cancel()
+		}
+		w.noneLeft()
+		os.RemoveAll(rt)
+	})
+	return w
+}
+
+// noneLeft fails the test when a process it started still runs (after a
+// short grace), and kills it.
+func (w *serveWorld) noneLeft() {
+	w.t.Helper()
+	if eventually(func() bool { return len(markedProcesses(w.mark)) == 0 }) {
+		return
+	}
+	left := markedProcesses(w.mark)
+	desc := describe(left)
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	w.t.Errorf("processes left behind:\n%s", strings.Join(desc, "\n"))
+}
+
+func (w *serveWorld) command(extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.Command("mcpctl", args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(slices.Clone(w.env), extraEnv...)
+	return cmd
+}
+
+// mcpctl runs mcpctl to its end and returns its stdout; it fails the test
+// when mcpctl fails.
+func (w *serveWorld) mcpctl(args ...string) string {
+	w.t.Helper()
+	cmd := w.command(nil, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		w.t.Fatalf("mcpctl %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// waitFile waits until the file name in the world matches re.
+func (w *serveWorld) waitFile(name, re string) {
+	w.t.Helper()
+	rx := regexp.MustCompile(re)
+	p := filepath.Join(w.dir, name)
+	if !within(60*time.Second, func() bool { data, _ := os.ReadFile(p); return rx.Match(data) }) {
+		data, _ := os.ReadFile(p)
+		w.t.Fatalf("%s has nothing matching %s:\n%s", name, re, data)
+	}
+}
+
+// A syncBuffer is a bytes.Buffer for a process's stderr, read while it
+// runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A serveClient is a go-sdk client connected to mcpctl serve, with what it
+// was sent.
+type serveClient struct {
+	cs     *mcp.ClientSession
+	stderr *syncBuffer
+
+	mu           sync.Mutex
+	toolsChanged int
+	progress     []*mcp.ProgressNotificationParams
+	logs         []*mcp.LoggingMessageParams
+	elicitations []*mcp.ElicitParams
+	samplings    []*mcp.CreateMessageParams
+}
+
+// newServeClient builds a client that answers sampling (with "sampled:
+// TEXT") and elicitation (accepting with name "Ada"), and records
+// notifications.
+func newServeClient() (*serveClient, *mcp.Client) {
+	sc := &serveClient{stderr: &syncBuffer{}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			sc.mu.Lock()
+			sc.toolsChanged++
+			sc.mu.Unlock()
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			sc.mu.Lock()
+			sc.progress = append(sc.progress, req.Params)
+			sc.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			sc.mu.Lock()
+			sc.logs = append(sc.logs, req.Params)
+			sc.mu.Unlock()
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sc.mu.Lock()
+			sc.samplings = append(sc.samplings, req.Params)
+			sc.mu.Unlock()
+			text := ""
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled: " + text}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			sc.mu.Lock()
+			sc.elicitations = append(sc.elicitations, req.Params)
+			sc.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	return sc, c
+}
+
+// serveStdio starts mcpctl serve over stdio and connects a client to it.
+func (w *serveWorld) serveStdio(args ...string) *serveClient {
+	w.t.Helper()
+	sc, c := newServeClient()
+	cmd := w.command(nil, append([]string{"serve"}, args...)...)
+	cmd.Stderr = sc.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		w.t.Fatalf("connecting to mcpctl serve: %v\nstderr:\n%s", err, sc.stderr)
+	}
+	sc.cs = cs
+	w.t.Cleanup(func() { cs.Close() })
+	return sc
+}
+
+// serveHTTP starts mcpctl serve --http on a free loopback port and returns
+// its URL, read from its stderr, and the process (stopped at the end).
+func (w *serveWorld) serveHTTP(extraEnv []string, args ...string) (url string, stderr *syncBuffer) {
+	w.t.Helper()
+	stderr = &syncBuffer{}
+	cmd := w.command(extraEnv, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	w.t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			w.t.Errorf("mcpctl serve --http did not end on SIGINT")
+		}
+	})
+	rx := regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
+	if !within(60*time.Second, func() bool { return rx.MatchString(stderr.String()) }) {
+		w.t.Fatalf("mcpctl serve --http never said where it serves; stderr:\n%s", stderr)
+	}
+	return rx.FindStringSubmatch(stderr.String())[1], stderr
+}
+
+// connectHTTP connects a client to url, sending token as a bearer token.
+func (w *serveWorld) connectHTTP(url, token string) *serveClient {
+	w.t.Helper()
+	sc, c := newServeClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		w.t.Fatalf("connecting to %s: %v", url, err)
+	}
+	sc.cs = cs
+	w.t.Cleanup(func() { cs.Close() })
+	return sc
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func callText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+const serveFakeSpec = `{
+  "callLog": "calls.log",
+  "protocolVersion": "2025-11-25",
+  "instructions": "Use fake.echo to echo.",
+  "completions": {"who": ["Ann", "Bob"]},
+  "tools": [
+    {"name": "echo", "description": "echo input", "inputSchema": {"type": "object", "properties": {"x": {"type": "number"}}, "additionalProperties": false}},
+    {"name": "fail", "error": "it broke"},
+    {"name": "structured", "result": {"content": [{"type": "text", "text": "{\"n\":1.5}"}], "structuredContent": {"n": 1.5, "s": "x"}, "_meta": {"k": "v"}}},
+    {"name": "slow", "sleep": "60s"},
+    {"name": "steps", "sleep": "900ms", "progress": 3},
+    {"name": "grow", "addTools": ["grown"]},
+    {"name": "hidden"},
+    {"name": "sample", "sample": "say hi"},
+    {"name": "say", "log": "hello log"},
+    {"name": "ask", "elicit": {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+  ],
+  "prompts": [{"name": "greet", "description": "a greeting", "arguments": [{"name": "who", "required": true}], "text": "Hello {{who}}"}],
+  "resources": [{"uri": "file:///notes.txt", "name": "notes", "mimeType": "text/plain", "text": "some notes"}],
+  "templates": [{"uriTemplate": "file:///docs/{name}", "name": "docs", "text": "doc"}]
+}`
+
+const serveFakeConfig = `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "excludeTools": ["hidden"]}}}`
+
+// TestServe connects a go-sdk client to mcpctl serve over stdio, with a
+// session running and without one, and uses everything the fake server
+// offers through it.
+func TestServe(t *testing.T) {
+	for _, mode := range []string{"oneshot", "session"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": serveFakeSpec})
+			if mode == "session" {
+				w.mcpctl("up")
+			}
+			sc := w.serveStdio()
+			checkServe(t, w, sc)
+			if mode == "session" {
+				// serve used the session: its server got the call that
+				// added a tool.
+				if out := w.mcpctl("tools", "--jq", ".[].name", "-r"); !strings.Contains(out, "fake.grown") {
+					t.Errorf("the session's tools after serve: %s", out)
+				}
+			}
+			// The client goes (stdin closes): serve ends, and stops the
+			// servers it started itself.
+			sc.cs.Close()
+			if mode == "session" {
+				w.mcpctl("down")
+			}
+			w.noneLeft()
+		})
+	}
+}
+
+// checkServe is what a client sees of the fake server through serve.
+func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cs := sc.cs
+
+	init := cs.InitializeResult()
+	if init.ServerInfo.Name != "mcpctl" || !strings.Contains(init.Instructions, "Use fake.echo to echo.") {
+		t.Errorf("initialize: server %+v, instructions %q", init.ServerInfo, init.Instructions)
+	}
+	if init.ProtocolVersion >= "2026-07-28" {
+		t.Errorf("protocol version %s: serve speaks up to 2025-11-25", init.ProtocolVersion)
+	}
+
+	// Tools, named server.tool, excludeTools applied, schemas as listed.
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var echo *mcp.Tool
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "fake.echo" {
+			echo = tl
+		}
+	}
+	for _, want := range []string{"fake.echo", "fake.fail", "fake.slow", "fake.sample", "fake.ask"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools %v: no %s", names, want)
+		}
+	}
+	if slices.Contains(names, "fake.hidden") {
+		t.Errorf("tools %v: fake.hidden is excluded by the config", names)
+	}
+	if echo == nil {
+		t.Fatalf("no fake.echo in %v", names)
+	}
+	schema, _ := json.Marshal(echo.InputSchema)
+	if echo.Description != "echo input" || string(schema) != `{"additionalProperties":false,"properties":{"x":{"type":"number"}},"type":"object"}` {
+		t.Errorf("fake.echo: description %q, schema %s", echo.Description, schema)
+	}
+
+	// Calls: the result as the server sent it.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo", Arguments: map[string]any{"x": 1}})
+	if err != nil || res.IsError || callText(t, res) != `{"x":1}` {
+		t.Errorf("fake.echo: %v %+v %q", err, res, callText(t, res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.fail"})
+	if err != nil || !res.IsError || callText(t, res) != "it broke" {
+		t.Errorf("fake.fail: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.structured"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc2, _ := json.Marshal(res.StructuredContent)
+	if string(sc2) != `{"n":1.5,"s":"x"}` || res.Meta["k"] != "v" || callText(t, res) != `{"n":1.5}` {
+		t.Errorf("fake.structured: structuredContent %s, _meta %v, text %q", sc2, res.Meta, callText(t, res))
+	}
+	// Arguments that break the schema: a result marked isError, so a
+	// model sees why.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo", Arguments: map[string]any{"x": "one"}})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "invalid arguments for fake.echo") {
+		t.Errorf("fake.echo with a bad argument: %v %+v", err, res)
+	}
+	// An unknown tool is a JSON-RPC error.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.nope"})
+	var werr *jsonrpc.Error
+	if err == nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("fake.nope: %v", err)
+	}
+
+	// A prompt, with completion of its argument.
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "fake.greet" || prompts.Prompts[0].Description != "a greeting" {
+		t.Errorf("prompts: %v %+v", err, prompts)
+	}
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fake.greet", Arguments: map[string]string{"who": "Ann"}})
+	if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "Hello Ann" {
+		t.Errorf("fake.greet: %v %+v", err, pr)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fake.greet"}); err == nil || !strings.Contains(err.Error(), "who: required") {
+		t.Errorf("fake.greet without its argument: %v", err)
+	}
+	comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "fake.greet"}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}})
+	if err != nil || !slices.Equal(comp.Completion.Values, []string{"Ann"}) {
+		t.Errorf("completing who of fake.greet: %v %+v", err, comp)
+	}
+
+	// Resources and templates keep their URIs.
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "file:///notes.txt" || rl.Resources[0].MIMEType != "text/plain" {
+		t.Errorf("resources: %v %+v", err, rl)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///notes.txt"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "some notes" {
+		t.Errorf("reading file:///notes.txt: %v %+v", err, rr)
+	}
+	tl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tl.ResourceTemplates) != 1 || tl.ResourceTemplates[0].URITemplate != "file:///docs/{name}" {
+		t.Errorf("templates: %v %+v", err, tl)
+	}
+	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///docs/a"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "doc file:///docs/a" {
+		t.Errorf("reading file:///docs/a: %v %+v", err, rr)
+	}
+
+	// Progress, with the client's token.
+	params := &mcp.CallToolParams{Name: "fake.steps"}
+	params.SetProgressToken("tok-7")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	if !within(10*time.Second, func() bool { sc.mu.Lock(); defer sc.mu.Unlock(); return len(sc.progress) >= 3 }) {
+		t.Errorf("progress: got %d notifications, want 3", len(sc.progress))
+	}
+	sc.mu.Lock()
+	for i, p := range sc.progress {
+		if p.ProgressToken != "tok-7" || p.Progress != float64(i+1) || p.Total != 3 || p.Message != fmt.Sprintf("step %d of 3", i+1) {
+			t.Errorf("progress %d: %+v", i, p)
+		}
+	}
+	sc.mu.Unlock()
+
+	// The server's questions go to the client: sampling, elicitation.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.sample"})
+	if err != nil || res.IsError || !strings.Contains(callText(t, res), "sampled: say hi") {
+		t.Errorf("fake.sample: %v %+v %q", err, res, callText(t, res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.ask"})
+	if err != nil || res.IsError || !strings.Contains(callText(t, res), `"action":"accept"`) || !strings.Contains(callText(t, res), `"name":"Ada"`) {
+		t.Errorf("fake.ask: %v %+v %q", err, res, callText(t, res))
+	}
+	sc.mu.Lock()
+	if len(sc.elicitations) != 1 || sc.elicitations[0].Message != "Your name?" {
+		t.Errorf("elicitations the client saw: %+v", sc.elicitations)
+	}
+	sc.mu.Unlock()
+
+	// Log messages: the level the client sets goes on to the server, and
+	// what it logs comes back with the server's name as logger.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.say"}); err != nil {
+		t.Fatal(err)
+	}
+	if !within(30*time.Second, func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return slices.ContainsFunc(sc.logs, func(l *mcp.LoggingMessageParams) bool {
+			return l.Logger == "fake" && l.Level == "info" && l.Data == "hello log"
+		})
+	}) {
+		t.Errorf("no log message from fake; got %+v", sc.logs)
+	}
+
+	// Cancellation reaches the server.
+	cctx, ccancel := context.WithCancel(ctx)
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "fake.slow"})
+		called <- err
+	}()
+	w.waitFile("calls.log", `"tool":"slow"`)
+	ccancel()
+	if err := <-called; err == nil {
+		t.Errorf("a cancelled call answered")
+	}
+	w.waitFile("calls.log", `"cancelled":true,"tool":"slow"`)
+
+	// A server's list changes: the client is told, and the next list has
+	// the new tool.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.grow"}); err != nil {
+		t.Fatal(err)
+	}
+	if !within(30*time.Second, func() bool { sc.mu.Lock(); defer sc.mu.Unlock(); return sc.toolsChanged > 0 }) {
+		t.Fatalf("no tools/list_changed after fake.grow; serve's stderr:\n%s", sc.stderr)
+	}
+	tools, err = cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fake.grown" }) {
+		t.Errorf("after list_changed, no fake.grown in the tools")
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.grown", Arguments: map[string]any{"y": 2}}); err != nil {
+		t.Errorf("fake.grown: %v", err)
+	}
+}
+
+// TestServeHTTP serves streamable HTTP with a bearer token, with a session
+// and without: a client with the token uses it all; without it, or with a
+// wrong one, a request is refused with 401.
+func TestServeHTTP(t *testing.T) {
+	for _, mode := range []string{"oneshot", "session"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": serveFakeSpec})
+			if mode == "session" {
+				w.mcpctl("up")
+			}
+			token := "test-token-" + w.mark
+			url, stderr := w.serveHTTP([]string{"MCPCTL_SERVE_TOKEN=" + token})
+			for _, auth := range []string{"", "Bearer wrong-token", "Basic " + token, token} {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+					t.Errorf("Authorization %q: %s %q, WWW-Authenticate %q", auth, resp.Status, body, resp.Header.Get("WWW-Authenticate"))
+				}
+			}
+			sc := w.connectHTTP(url, token)
+			checkServe(t, w, sc)
+			if mode == "session" {
+				if out := w.mcpctl("tools", "--jq", ".[].name", "-r"); !strings.Contains(out, "fake.grown") {
+					t.Errorf("the session's tools after serve: %s", out)
+				}
+			}
+			sc.cs.Close()
+			if strings.Contains(stderr.String(), token) {
+				t.Errorf("the token is on serve's stderr:\n%s", stderr)
+			}
+			if mode == "session" {
+				w.mcpctl("down")
+			}
+		})
+	}
+}
+
+// TestServeServerGone: a call that times out, and one that kills its
+// server, answer isError saying so; a server that dies takes its tools out
+// of serve's list (the client is told), and when it is started again its
+// tools come back.
+func TestServeServerGone(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":   `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "requestTimeout": "2s"}, "other": {"command": "mcp-fake", "args": ["other.json"]}}}`,
+		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}, {"name": "stall", "sleep": "60s"}]}`,
+		"other.json": `{"name": "other", "tools": [{"name": "ping"}]}`,
+	})
+	w.mcpctl("up")
+	sc := w.serveStdio()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	names := func() []string {
+		tools, err := sc.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range tools.Tools {
+			out = append(out, tl.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	changes := func() int { sc.mu.Lock(); defer sc.mu.Unlock(); return sc.toolsChanged }
+	if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "fake.stall", "other.ping"}) {
+		t.Fatalf("tools: %v", got)
+	}
+	// A call that times out answers isError, saying so.
+	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.stall"})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "the call to fake.stall did not answer within 2s") {
+		t.Fatalf("fake.stall: %v %+v %q", err, res, callText(t, res))
+	}
+	res, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.die"})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "server fake exited with code 9") {
+		t.Fatalf("fake.die: %v %+v %q", err, res, callText(t, res))
+	}
+	if !within(30*time.Second, func() bool { return changes() > 0 && slices.Equal(names(), []string{"other.ping"}) }) {
+		t.Fatalf("after fake died: %d list changes, tools %v", changes(), names())
+	}
+	_, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("fake.echo of a dead server: %v", err)
+	}
+	before := changes()
+	w.mcpctl("restart", "fake")
+	if !within(30*time.Second, func() bool { return changes() > before && len(names()) == 4 }) {
+		t.Fatalf("after fake restarted: tools %v", names())
+	}
+	if res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"}); err != nil || res.IsError {
+		t.Errorf("fake.echo after the restart: %v %+v", err, res)
+	}
+	sc.cs.Close()
+	w.mcpctl("down")
+}
