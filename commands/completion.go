@@ -31,10 +31,10 @@ const completionTimeout = time.Second
 type nameKind int
 
 const (
-	servers   nameKind = iota // server names
-	toolNames                 // server.tool
-	promptNames               // server.prompt
-	resourceURIs              // resource URIs
+	servers      nameKind = iota // server names
+	toolNames                    // server.tool
+	promptNames                  // server.prompt
+	resourceURIs                 // resource URIs
 )
 
 // argCompletions says what the arguments of each command name: the kinds
