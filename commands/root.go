@@ -78,6 +78,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newAuthCmd(env),
 			newConfigCmd(env),
 			newWatchdogCmd(env),
+			newVersionCmd(env),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
@@ -102,6 +103,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 		ErrWriter:      env.ErrOut,
 		Reader:         env.In,
 	}
+	setCompletions(env, root) // completion.go
 	setUsageErrors(root)
 	return root
 }

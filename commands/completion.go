@@ -1,0 +1,282 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/urfave/cli/v3"
+)
+
+// Shell completion rides on urfave/cli's own machinery: the root enables
+// it, so a command line ending in the hidden --generate-shell-completion
+// flag runs the ShellComplete func of the command it reaches instead of its
+// Action. That func prints one candidate per line ("name:description"; a
+// colon inside a name is written "\:"). The scripts in completions/ ask
+// mcpctl this way on every TAB.
+
+// completionShells are the shells `mcpctl completion` writes a script for.
+var completionShells = []string{"bash", "zsh", "fish"}
+
+// completionTimeout bounds how long a completion waits for the session
+// before it falls back to the config: a hung session must not hang a TAB.
+const completionTimeout = time.Second
+
+// A nameKind is what a command's arguments name.
+type nameKind int
+
+const (
+	servers      nameKind = iota // server names
+	toolNames                    // server.tool
+	promptNames                  // server.prompt
+	resourceURIs                 // resource URIs
+)
+
+// argCompletions says what the arguments of each command name: the kinds
+// of the first argument, and whether every further argument is the same.
+var argCompletions = map[string]struct {
+	kinds []nameKind
+	all   bool
+}{
+	"tools":       {kinds: []nameKind{servers, toolNames}},
+	"call":        {kinds: []nameKind{toolNames}},
+	"prompts":     {kinds: []nameKind{servers}},
+	"prompt":      {kinds: []nameKind{promptNames}},
+	"resources":   {kinds: []nameKind{servers}},
+	"resource":    {kinds: []nameKind{resourceURIs}},
+	"complete":    {kinds: []nameKind{promptNames}},
+	"inspect":     {kinds: []nameKind{servers}},
+	"start":       {kinds: []nameKind{servers}, all: true},
+	"stop":        {kinds: []nameKind{servers}, all: true},
+	"restart":     {kinds: []nameKind{servers}, all: true},
+	"auth login":  {kinds: []nameKind{servers}},
+	"auth logout": {kinds: []nameKind{servers}},
+}
+
+// setCompletions enables shell completion on root, shapes urfave's
+// completion command into `mcpctl completion SHELL`, and gives each command
+// whose arguments are names a ShellComplete func that lists them.
+func setCompletions(env *Env, root *cli.Command) {
+	root.EnableShellCompletion = true
+	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(root, c) }
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			path := strings.TrimSpace(prefix + " " + c.Name)
+			if spec, ok := argCompletions[path]; ok {
+				c.ShellComplete = completeNames(env, spec.kinds, spec.all)
+			}
+			walk(path, c.Commands)
+		}
+	}
+	walk("", root.Commands)
+}
+
+// shapeCompletionCmd turns the command urfave builds (hidden, with a
+// subcommand per shell) into mcpctl's: shown in help, bash, zsh and fish
+// only, and a usage error for anything else.
+func shapeCompletionCmd(root, c *cli.Command) {
+	c.Hidden = false
+	c.Usage = "Print the shell completion script for bash, zsh or fish"
+	c.ArgsUsage = "SHELL"
+	c.Description = `Prints a script that completes mcpctl's commands, flags, and the names of
+tools, prompts, resources and servers: from the running session, else server
+names from the config (no server is started to complete a name). The same
+scripts are in completions/ of the source tree.
+
+  source <(mcpctl completion bash)                        # in ~/.bashrc
+  mcpctl completion zsh > "${fpath[1]}/_mcpctl"           # zsh, then compinit
+  mcpctl completion fish > ~/.config/fish/completions/mcpctl.fish`
+	var subs []*cli.Command
+	for _, s := range c.Commands {
+		if !slices.Contains(completionShells, s.Name) {
+			continue
+		}
+		s.Usage = "Print the completion script for " + s.Name
+		s.Description = ""
+		render := s.Action
+		shell := s.Name
+		s.Action = func(ctx context.Context, cmd *cli.Command) error {
+			if err := noArgs(cmd); err != nil {
+				return err
+			}
+			script, err := completionScript(ctx, root, shell, render, cmd)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(root.Writer, script)
+			return err
+		}
+		subs = append(subs, s)
+	}
+	c.Commands = subs
+	c.Action = func(ctx context.Context, cmd *cli.Command) error {
+		choices := "choose one of: " + strings.Join(completionShells, ", ")
+		if cmd.Args().Len() == 0 {
+			return usagef("completion needs a shell", choices, "e.g. mcpctl completion bash")
+		}
+		return usagef(fmt.Sprintf("unknown shell %q", cmd.Args().First()), choices)
+	}
+}
+
+// completionScript returns the script for shell. zsh gets urfave's bundled
+// script as it is; fish gets it with one fix (names may hold a colon, as
+// URIs do); bash gets mcpctl's own, since urfave's needs the bash-completion
+// package and cannot complete words holding a colon.
+func completionScript(ctx context.Context, root *cli.Command, shell string, render cli.ActionFunc, cmd *cli.Command) (string, error) {
+	if shell == "bash" {
+		return bashCompletion, nil
+	}
+	// urfave's renderer writes to the root's Writer; catch it.
+	var buf bytes.Buffer
+	w := root.Writer
+	root.Writer = &buf
+	err := render(ctx, cmd)
+	root.Writer = w
+	if err != nil {
+		return "", err
+	}
+	script := buf.String()
+	if shell == "fish" {
+		const split = `set -l parts (string split -m 1 ":" -- "$line")`
+		if !strings.Contains(script, split) {
+			return "", fmt.Errorf("urfave/cli's fish script changed: no %q to patch", split)
+		}
+		script = strings.Replace(script, split,
+			`set -l parts (string replace -r -- '((?:[^:\\\\]|\\\\.)*):' '$1'\x1f "$line" | string replace -a -- '\\:' ':' | string split -m 1 \x1f)`, 1)
+		script = strings.Replace(script, `printf "%s\n" "$line"`, `printf "%s\n" (string replace -a -- '\\:' ':' "$line")`, 1)
+	}
+	return script, nil
+}
+
+// bashCompletion asks mcpctl for candidates with the words before the
+// cursor (and a partial flag), as urfave's script does, without needing the
+// bash-completion package, and completes words holding a colon (URIs)
+// whatever COMP_WORDBREAKS says.
+const bashCompletion = `# bash completion for mcpctl, generated by mcpctl completion bash.
+# Install: source this file from ~/.bashrc, or copy it to
+# /etc/bash_completion.d/ or ~/.local/share/bash-completion/completions/mcpctl.
+
+_mcpctl_completion() {
+  local line cur words=() i
+  # Rejoin what COMP_WORDBREAKS split off (a URI's "file:" and "//...").
+  line=${COMP_LINE:0:COMP_POINT}
+  read -r -a words <<< "$line"
+  cur=""
+  if [[ $line != *[[:space:]] && ${#words[@]} -gt 0 ]]; then
+    cur=${words[${#words[@]}-1]}
+    unset "words[${#words[@]}-1]"
+  fi
+  [[ $cur == -* ]] && words+=("$cur")
+  COMPREPLY=()
+  local out name
+  out=$("${words[@]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
+  # The part of cur bash treats as already typed (before its last break).
+  local pre=""
+  if [[ $cur == *[:=]* && $COMP_WORDBREAKS == *:* ]]; then
+    pre=${cur%"${cur##*[:=]}"}
+  fi
+  while IFS= read -r line; do
+    [[ -z $line ]] && continue
+    # "name:description", a colon in the name written "\:".
+    name=${line//\\:/$'\x1f'}
+    name=${name%%:*}
+    name=${name//$'\x1f'/:}
+    if [[ $name == "$cur"* ]]; then
+      COMPREPLY+=("${name#"$pre"}")
+    fi
+  done <<< "$out"
+  return 0
+}
+
+complete -o bashdefault -o default -F _mcpctl_completion mcpctl
+`
+
+// completeNames returns a ShellComplete func: flags after a "-", else the
+// names kinds asks for, from the session or else the config.
+func completeNames(env *Env, kinds []nameKind, all bool) cli.ShellCompleteFunc {
+	return func(ctx context.Context, cmd *cli.Command) {
+		args := cmd.Args().Slice()
+		if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "-") {
+			cli.DefaultCompleteWithFlags(ctx, cmd)
+			return
+		}
+		if len(args) > 0 && !all {
+			return
+		}
+		for _, c := range env.nameCandidates(ctx, kinds) {
+			fmt.Fprintln(env.Out, c)
+		}
+	}
+}
+
+// nameCandidates lists names of kinds from the session within
+// completionTimeout; without an answer, the config's server names. It never
+// starts a server, never asks the user anything, and prints no error.
+func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
+	var out []string
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	if client, _, err := env.client(); err == nil {
+		client.OnVersionMismatch = func(string) {}
+		if st, err := client.Status(ctx); err == nil && st.Session != nil {
+			for _, k := range kinds {
+				out = append(out, sessionNames(ctx, client, k, st)...)
+			}
+			return out
+		}
+	}
+	// No session (or it did not answer): server names from the config.
+	paths, err := env.configPaths()
+	if err != nil {
+		return nil
+	}
+	cfg, err := config.LoadFiles(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+	if err != nil {
+		return nil
+	}
+	return cfg.Names()
+}
+
+// sessionNames lists the names of kind k that the session offers.
+func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *engine.Status) []string {
+	var out []string
+	switch k {
+	case servers:
+		for _, s := range st.Servers {
+			out = append(out, s.Name)
+		}
+	case toolNames:
+		tools, _ := client.Tools(ctx, "")
+		for _, t := range tools {
+			out = append(out, candidate(t.Name(), t.Description()))
+		}
+	case promptNames:
+		prompts, _ := client.Prompts(ctx, "")
+		for _, p := range prompts {
+			out = append(out, candidate(p.Name(), p.Description()))
+		}
+	case resourceURIs:
+		if res, _ := client.Resources(ctx, ""); res != nil {
+			for _, r := range res.Resources {
+				out = append(out, candidate(r.URI, ""))
+			}
+		}
+	}
+	return out
+}
+
+// candidate is one line of completion output: the name with its colons
+// escaped, and the first line of its description.
+func candidate(name, desc string) string {
+	name = strings.ReplaceAll(name, ":", `\:`)
+	if d := firstLine(desc, 60); d != "" {
+		return name + ":" + d
+	}
+	return name
+}

@@ -1,0 +1,21 @@
+package commands
+
+// ExitCode is one row of the exit-code table.
+type ExitCode struct {
+	Code    int
+	Meaning string // Markdown: `code` spans allowed
+}
+
+// ExitCodes is the exit-code table the man pages print and the README's
+// "Exit codes" section must repeat (a test checks it does).
+var ExitCodes = []ExitCode{
+	{exitOK, "success"},
+	{exitToolError, "the tool answered with an error (`isError`; the result is still printed), or mcpctl failed unexpectedly"},
+	{exitUsage, "usage or config error: bad flags, unknown server or tool, arguments that break the tool's schema, a bad `--jq` filter"},
+	{exitUnavailable, "a server is unavailable or failed to start"},
+	{exitTimeout, "timeout: a server did not answer in time (it was told to cancel)"},
+	{exitProtocol, "protocol error: a server answered with a JSON-RPC error"},
+	{exitNoSession, "no session running where one was required"},
+	{exitAuth, "a remote server needs authorization: run the `mcpctl auth login SERVER` the error names"},
+	{exitInterrupted, "interrupted (Ctrl-C)"},
+}

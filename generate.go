@@ -1,0 +1,4 @@
+package main
+
+// Regenerate completions/ and man/ from the command tree.
+//go:generate go run ./internal/gendocs
