@@ -73,7 +73,14 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 	typed, sendErr := send(cctx)
 	var result json.RawMessage
 	var err error
-	if raw, ok := cp.last(method); ok {
+	raw, answered := cp.last(method)
+	if answered && raw.err != nil && callCtx.Err() != nil {
+		// An error that came after the request was given up (timed out,
+		// cancelled) is the server acknowledging the cancellation: the
+		// reason is ours, not its.
+		answered = false
+	}
+	if answered {
 		// The server answered. The SDK may still have failed to decode the
 		// answer (a content type it does not know): the raw bytes win.
 		if raw.err != nil {
