@@ -150,9 +150,9 @@ func (d *Daemon) Handler() http.Handler {
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,
 		"POST /v1/reload":          d.serveReload,
-		"POST /v1/servers/start":   post(d.byHand(func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
-		"POST /v1/servers/stop":    post(d.byHand(func(_ context.Context, names []string) error { return e.Stop(names...) })),
-		"POST /v1/servers/restart": post(d.byHand(func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
+		"POST /v1/servers/start":   post(d.byHand("start", func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
+		"POST /v1/servers/stop":    post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) })),
+		"POST /v1/servers/restart": post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
 		"POST /v1/shutdown":        d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -249,12 +249,18 @@ type ServersRequest struct {
 
 // byHand runs a start, stop or restart of named servers and answers with
 // their status.
-func (d *Daemon) byHand(act func(context.Context, []string) error) func(context.Context, *ServersRequest) ([]ServerStatus, error) {
+// The audit log gets who asked (a "by-hand" entry per server); the start
+// or stop itself follows as its own entry.
+func (d *Daemon) byHand(action string, act func(context.Context, []string) error) func(context.Context, *ServersRequest) ([]ServerStatus, error) {
 	return func(ctx context.Context, req *ServersRequest) ([]ServerStatus, error) {
 		if len(req.Servers) == 0 {
 			return nil, errorf(KindUsage, "", "name at least one server")
 		}
-		if err := act(ctx, req.Servers); err != nil {
+		err := act(ctx, req.Servers)
+		for _, name := range req.Servers {
+			d.audit.Record(AuditEntry{Event: "by-hand", UID: peerUID(ctx), RequestID: RequestID(ctx), Server: name, Detail: action, Outcome: outcomeOf(err, false)})
+		}
+		if err != nil {
 			return nil, err
 		}
 		var out []ServerStatus
