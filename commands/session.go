@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -26,7 +25,7 @@ const reloadDebounce = 150 * time.Millisecond
 // reloads its config when a config file changes, on `mcpctl reload`, and,
 // when detached, on SIGHUP. With a ttl it ends by itself after that long
 // without a request.
-func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration) error {
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration, logLevel string) error {
 	notify := func(m readyMsg) {}
 	var notifyMu sync.Mutex // progress lines and the last message, whole
 	if notifyFD > 0 {
@@ -58,11 +57,14 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	defer release()
 	defer os.Remove(sess.Socket)
 
-	var handler slog.Handler = slog.NewJSONHandler(env.ErrOut, nil)
-	if env.StderrTTY {
-		handler = slog.NewTextHandler(env.ErrOut, nil)
+	obs, err := openSessionLogs(env, cfg, sess, notifyFD > 0, logLevel)
+	if err != nil {
+		err = &engine.Error{Kind: engine.KindInternal, Message: fmt.Sprintf("cannot open the session's logs in %s: %v", sess.StateDir, err)}
+		notify(readyMsg{Error: err.(*engine.Error)})
+		return err
 	}
-	logger := slog.New(handler).With("session", sess.Name)
+	defer obs.close()
+	logger := obs.logger.With("session", sess.Name)
 	eopts := env.engineOptions(sess, logger)
 	if wd, err := startWatchdog(); err != nil {
 		logger.Warn("cannot start the watchdog; a kill -9 of this session would leave its servers' children running", "error", err.Error())
@@ -78,6 +80,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		Version: engine.Version(), StartedAt: time.Now(),
 	}
 	d := engine.NewDaemon(e, info, logger)
+	d.SetAudit(obs.audit)
 	if ttl > 0 {
 		d.SetTTL(ttl)
 		info.TTLSeconds = ttl.Seconds()

@@ -24,6 +24,7 @@ type upOptions struct {
 	foreground bool
 	notifyFD   int
 	ttl        time.Duration
+	logLevel   string
 }
 
 func newUpCmd(env *Env) *cli.Command {
@@ -50,10 +51,12 @@ as it runs: a long call, or an open "watch".
   mcpctl up
   mcpctl -c examples/mcp.json up
   mcpctl up --ttl 30m           # stop after 30 minutes without a request
-  mcpctl up --foreground        # stay attached; Ctrl-C stops it`,
+  mcpctl up --foreground        # stay attached; Ctrl-C stops it
+  mcpctl up --log-level debug   # log every request to the session log`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "foreground", Usage: "run the session in this process instead of the background", Destination: &opts.foreground},
 			&cli.DurationFlag{Name: "ttl", Usage: "stop the session after `DURATION` (e.g. 30s, 5m) without a request", Destination: &opts.ttl},
+			&cli.StringFlag{Name: "log-level", Usage: "the session log's `LEVEL`: debug, info, warn or error (default: the config's logLevel, else info)", Destination: &opts.logLevel},
 			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -62,6 +65,9 @@ as it runs: a long call, or an open "watch".
 			}
 			if opts.ttl < 0 || (cmd.IsSet("ttl") && opts.ttl == 0) {
 				return usagef(fmt.Sprintf("--ttl %s: the time to live must be more than 0", opts.ttl), "for a session without a time limit leave --ttl out")
+			}
+			if _, err := parseLogLevel(opts.logLevel); err != nil {
+				return usagef("--log-level: "+err.Error(), "use one of debug, info, warn, error")
 			}
 			return runUp(ctx, env, opts)
 		},
@@ -100,13 +106,13 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		}
 	}
 	if opts.foreground {
-		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl)
+		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl, opts.logLevel)
 	}
 	var board *startBoard
 	if env.StderrTTY && !env.quiet {
 		board = newStartBoard(env.ErrOut, env.colorOK(), cfg.Names())
 	}
-	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, board)
+	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, opts.logLevel, board)
 	if board != nil {
 		board.done()
 	}
@@ -170,7 +176,7 @@ func printUp(p *output.Printer, st *engine.Status) error {
 // spawnSession starts `mcpctl up --foreground` detached (its own session id,
 // stdin from /dev/null, output to the session log) and waits for its report
 // on a pipe. A nil status with no error means another session runs.
-func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration, board *startBoard) (*engine.Status, error) {
+func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration, logLevel string, board *startBoard) (*engine.Status, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding mcpctl's own executable: %w", err)
@@ -191,6 +197,9 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	args := []string{"up", "--foreground", "--notify-fd=3", "--session", sess.Name}
 	if ttl > 0 {
 		args = append(args, "--ttl", ttl.String())
+	}
+	if logLevel != "" {
+		args = append(args, "--log-level", logLevel)
 	}
 	for _, p := range cfg.Paths {
 		args = append(args, "--config", p)

@@ -48,6 +48,9 @@ type Config struct {
 	Servers []*Server
 	// Inputs are the VS Code input variables the files declare.
 	Inputs []Input
+	// LogLevel is the session log's level (top-level "logLevel": debug,
+	// info, warn or error; "" means info). A later file's wins.
+	LogLevel string
 
 	inputValues map[string]string // by input id: what ${input:ID} gave
 }

@@ -116,6 +116,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			continue
 		}
 		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value}
+		if lvl, ok := d.root["logLevel"].(string); ok {
+			cfg.LogLevel = lvl
+		}
 		servers := d.servers(defined, vars)
 		cfg.Servers = append(cfg.Servers, servers...)
 		errs = append(errs, d.errs...)

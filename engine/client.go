@@ -81,6 +81,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		return nil, err
 	}
 	req.Header.Set(VersionHeader, Version())
+	if id := RequestID(ctx); id != "" {
+		req.Header.Set(RequestIDHeader, id)
+	}
 	req.Header.Set("Accept", accept)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

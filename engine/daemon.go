@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,13 +62,22 @@ type Daemon struct {
 	inflight   atomic.Int64
 	lastActive atomic.Int64
 	idled      atomic.Bool
+
+	// audit, when set, records calls, server starts and stops and
+	// reloads (see SetAudit); auditDone ends its event reader.
+	audit     *AuditLog
+	auditSub  *Subscription
+	auditDone chan struct{}
+	auditWG   sync.WaitGroup
 }
 
-// NewDaemon returns a daemon for e; logger may be nil.
+// NewDaemon returns a daemon for e; logger may be nil. Its lines about a
+// request carry the request's correlation id (see [RequestIDHeader]).
 func NewDaemon(e *Engine, info SessionInfo, logger *slog.Logger) *Daemon {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	logger = slog.New(RequestIDHandler(logger.Handler()))
 	return &Daemon{engine: e, info: info, log: logger, stopped: make(chan struct{})}
 }
 
@@ -93,9 +103,17 @@ func (d *Daemon) Reload(ctx context.Context) (*ReloadResult, error) {
 	}
 	cfg, err := d.load()
 	if err != nil {
-		return nil, d.engine.ReloadFailed(err)
+		err = d.engine.ReloadFailed(err)
+		d.audit.Record(AuditEntry{Event: "reload", UID: peerUID(ctx), RequestID: RequestID(ctx), Outcome: outcomeOf(err, false)})
+		return nil, err
 	}
-	return d.engine.Reload(ctx, cfg)
+	res, err := d.engine.Reload(ctx, cfg)
+	entry := AuditEntry{Event: "reload", UID: peerUID(ctx), RequestID: RequestID(ctx), Outcome: outcomeOf(err, false)}
+	if res != nil {
+		entry.Detail = fmt.Sprintf("added %v, removed %v, restarted %v", res.Added, res.Removed, res.Restarted)
+	}
+	d.audit.Record(entry)
+	return res, err
 }
 
 // SetTTL makes [Daemon.Serve] end the session, stopping every server, once
@@ -132,19 +150,27 @@ func (d *Daemon) Handler() http.Handler {
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,
 		"POST /v1/reload":          d.serveReload,
-		"POST /v1/servers/start":   post(d.byHand(func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
-		"POST /v1/servers/stop":    post(d.byHand(func(_ context.Context, names []string) error { return e.Stop(names...) })),
-		"POST /v1/servers/restart": post(d.byHand(func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
+		"POST /v1/servers/start":   post(d.byHand("start", func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
+		"POST /v1/servers/stop":    post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) })),
+		"POST /v1/servers/restart": post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
 		"POST /v1/shutdown":        d.serveShutdown,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.inflight.Add(1)
-		d.lastActive.Store(time.Now().UnixNano())
+		t0 := time.Now()
+		d.lastActive.Store(t0.UnixNano())
+		id := r.Header.Get(RequestIDHeader)
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		r = r.WithContext(WithRequestID(r.Context(), id))
 		defer func() {
 			d.lastActive.Store(time.Now().UnixNano())
 			d.inflight.Add(-1)
+			d.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "ms", time.Since(t0).Milliseconds())
 		}()
 		w.Header().Set(VersionHeader, Version())
+		w.Header().Set(RequestIDHeader, id)
 		h := routes[r.Method+" "+r.URL.Path]
 		if h == nil {
 			writeError(w, errorf(KindUsage, "", "the session (mcpctl %s) has no endpoint %s %s", Version(), r.Method, r.URL.Path).
@@ -158,7 +184,7 @@ func (d *Daemon) Handler() http.Handler {
 // Serve answers requests on ln until ctx ends or a client asks for shutdown,
 // then stops the engine. It returns once every server is stopped.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeer}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var idle <-chan time.Time
@@ -188,6 +214,10 @@ wait:
 		}
 	}
 	d.engine.Close()
+	if d.auditDone != nil {
+		close(d.auditDone)
+		d.auditWG.Wait()
+	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
@@ -219,12 +249,18 @@ type ServersRequest struct {
 
 // byHand runs a start, stop or restart of named servers and answers with
 // their status.
-func (d *Daemon) byHand(act func(context.Context, []string) error) func(context.Context, *ServersRequest) ([]ServerStatus, error) {
+// The audit log gets who asked (a "by-hand" entry per server); the start
+// or stop itself follows as its own entry.
+func (d *Daemon) byHand(action string, act func(context.Context, []string) error) func(context.Context, *ServersRequest) ([]ServerStatus, error) {
 	return func(ctx context.Context, req *ServersRequest) ([]ServerStatus, error) {
 		if len(req.Servers) == 0 {
 			return nil, errorf(KindUsage, "", "name at least one server")
 		}
-		if err := act(ctx, req.Servers); err != nil {
+		err := act(ctx, req.Servers)
+		for _, name := range req.Servers {
+			d.audit.Record(AuditEntry{Event: "by-hand", UID: peerUID(ctx), RequestID: RequestID(ctx), Server: name, Detail: action, Outcome: outcomeOf(err, false)})
+		}
+		if err != nil {
 			return nil, err
 		}
 		var out []ServerStatus
@@ -285,16 +321,13 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
 	res, err := d.engine.CallTool(r.Context(), &req)
 	// The outcome, never the message: messages can quote arguments.
-	outcome := "ok"
-	if err != nil {
-		outcome = string(KindOf(err))
-		if outcome == "" {
-			outcome = "error"
-		}
-	} else if res.IsError {
-		outcome = "tool_error"
-	}
-	d.log.Info("call", "tool", req.Name, "ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+	outcome := outcomeOf(err, res != nil && res.IsError)
+	took := time.Since(t0)
+	d.log.InfoContext(r.Context(), "call", "tool", req.Name, "ms", took.Milliseconds(), "outcome", outcome)
+	ms := float64(took.Microseconds()) / 1000
+	server, _, _ := SplitName(req.Name)
+	d.audit.Record(AuditEntry{Event: "call", UID: peerUID(r.Context()), RequestID: RequestID(r.Context()),
+		Server: server, Name: req.Name, Args: argNames(&req), DurationMs: &ms, Outcome: outcome})
 	if stream != nil {
 		stream.end(res, err)
 		return
@@ -311,6 +344,76 @@ func (d *Daemon) serveShutdown(w http.ResponseWriter, r *http.Request) {
 	d.engine.Close()
 	writeJSON(w, http.StatusOK, d.status())
 	d.stopOnce.Do(func() { close(d.stopped) })
+}
+
+// outcomeOf names how a request ended: "ok", "tool_error", or the error's
+// kind. Never its message: messages can quote arguments.
+func outcomeOf(err error, toolError bool) string {
+	switch {
+	case err != nil:
+		if k := KindOf(err); k != "" {
+			return string(k)
+		}
+		return "error"
+	case toolError:
+		return "tool_error"
+	}
+	return "ok"
+}
+
+// SetAudit makes the daemon record every call (the peer's uid, the tool,
+// its argument names, duration and outcome), every reload and every start
+// and stop of a server to a. Set it before Serve.
+func (d *Daemon) SetAudit(a *AuditLog) {
+	d.audit = a
+	d.auditSub = d.engine.Events(EventFilter{Types: []string{EventState}})
+	d.auditDone = make(chan struct{})
+	d.auditWG.Add(1)
+	go func() {
+		defer d.auditWG.Done()
+		defer d.auditSub.Close()
+		for {
+			select {
+			case ev := <-d.auditSub.C:
+				d.auditState(ev)
+			case <-d.auditDone:
+				for {
+					select {
+					case ev := <-d.auditSub.C:
+						d.auditState(ev)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+}
+
+// auditState records a server's start (it became ready), stop, or
+// failure (it became unavailable).
+func (d *Daemon) auditState(ev Event) {
+	if ev.Type != EventState {
+		return
+	}
+	e := AuditEntry{Time: ev.Time, Server: ev.Server, Detail: string(ev.From) + " → " + string(ev.To)}
+	switch ev.To {
+	case StateReady:
+		if ev.From == StateDegraded {
+			return
+		}
+		e.Event, e.Outcome = "start", "ok"
+	case StateStopped:
+		e.Event, e.Outcome = "stop", "ok"
+	case StateUnavailable:
+		e.Event, e.Outcome = "fail", "unavailable"
+		if ev.Error != "" {
+			e.Detail += ": " + ev.Error
+		}
+	default:
+		return
+	}
+	d.audit.Record(e)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -125,14 +125,14 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	if onProcess != nil {
 		onProcess(p.pgid, true)
 	}
-	var logFile *os.File
+	var logFile *RotatingFile
 	if logPath != "" {
 		if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
-			logFile, _ = os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			logFile, _ = OpenRotating(logPath, DefaultLogMaxBytes, DefaultLogKeep)
 		}
 		if logFile != nil {
-			fmt.Fprintf(logFile, "--- mcpctl: %s started server %s (pid %d): %s\n",
-				time.Now().Format(time.RFC3339), s.Name, cmd.Process.Pid, s.Redact(s.Command))
+			fmt.Fprintf(logFile, "%s --- mcpctl: started server %s (pid %d): %s\n",
+				time.Now().Format(StderrTimeLayout), s.Name, cmd.Process.Pid, s.Redact(s.Command))
 		}
 	}
 	// What the server prints may quote the secrets its config gave it
@@ -152,7 +152,11 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 // dropped, so a server cannot grow mcpctl's memory without a newline.
 const maxStderrLine = 64 * 1024
 
-func (p *process) drainStderr(r *os.File, logFile *os.File, redact func(string) string, onLine func(string)) {
+// StderrTimeLayout is the time at the start of every line of a server's
+// stderr log: when mcpctl read it.
+const StderrTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (p *process) drainStderr(r *os.File, logFile *RotatingFile, redact func(string) string, onLine func(string)) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	if logFile != nil {
@@ -168,7 +172,7 @@ func (p *process) drainStderr(r *os.File, logFile *os.File, redact func(string) 
 				text += " …(line cut)"
 			}
 			if logFile != nil {
-				io.WriteString(logFile, text+"\n")
+				io.WriteString(logFile, time.Now().Format(StderrTimeLayout)+" "+text+"\n")
 			}
 			p.tail.add(text)
 			p.noteSigns(text)

@@ -200,6 +200,7 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.startup = time.Since(t0)
 	s.readyAt = time.Now()
+	s.e.metrics.ready(s.cfg().Name)
 	s.setState(StateReady, nil)
 	if s.cfg().Activation != "transient" {
 		// A transient server stops when its request releases it; stopping

@@ -104,6 +104,10 @@ func stateDir(getenv func(string) string) string {
 // LogFile is the session process's own log.
 func (s *Session) LogFile() string { return filepath.Join(s.StateDir, "session.log") }
 
+// AuditFile is the session's audit log: calls, server starts and stops,
+// reloads, as JSON lines.
+func (s *Session) AuditFile() string { return filepath.Join(s.StateDir, "audit.log") }
+
 // ServerLogDir holds one <server>.log per server.
 func (s *Session) ServerLogDir() string { return filepath.Join(s.StateDir, "servers") }
 

@@ -1,0 +1,261 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/urfave/cli/v3"
+)
+
+type logsOptions struct {
+	server string
+	follow bool
+	since  string
+	audit  bool
+}
+
+func newLogsCmd(env *Env) *cli.Command {
+	var opts logsOptions
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "Show the session's log, a server's stderr or the audit log",
+		ArgsUsage: "[SERVER]",
+		Description: `Without SERVER, prints the session's log: JSON lines with "time", "level"
+and "msg", and "requestId" on the lines about a request. With SERVER, prints
+what that server wrote to stderr, each line after the time mcpctl read it.
+With --audit, prints the audit log: a JSON line per call (the user's uid,
+the tool, its argument names but never their values, duration and
+outcome), per start, stop or failure of a server and per config reload;
+with SERVER only that server's.
+
+The logs are in the session's state directory and rotate at 10 MiB,
+keeping 3 old files (NAME.1 to NAME.3); the old files are printed first.
+--since keeps the lines newer than a duration ago or than a time; -f keeps
+printing lines as they come, across a rotation, until interrupted.
+
+  mcpctl logs
+  mcpctl logs github --since 10m
+  mcpctl logs -f --audit
+  mcpctl logs --since 2026-01-02T15:04:05Z`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted", Destination: &opts.follow},
+			&cli.StringFlag{Name: "since", Usage: "only lines newer than `WHEN`: a duration ago (10m, 2h) or a time (RFC 3339)", Destination: &opts.since},
+			&cli.BoolFlag{Name: "audit", Usage: "show the audit log", Destination: &opts.audit},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 1 {
+				return usagef("logs takes at most one server name", "e.g. mcpctl logs SERVER")
+			}
+			opts.server = cmd.Args().First()
+			return runLogs(ctx, env, opts)
+		},
+	}
+}
+
+var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// parseSince reads --since: a duration before now, or a time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q is neither a duration nor a time", s)
+}
+
+func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
+	since, err := parseSince(opts.since, time.Now())
+	if err != nil {
+		return usagef(err.Error(), "e.g. --since 10m, --since 2h or --since 2026-01-02T15:04:05Z")
+	}
+	if opts.server != "" && !serverName.MatchString(opts.server) {
+		return usagef(fmt.Sprintf("invalid server name %q", opts.server), "server names have letters, digits, '_' and '-'")
+	}
+	sess, err := env.session()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) {
+		return &engine.Error{Kind: engine.KindNoSession,
+			Message: fmt.Sprintf("no logs: session %s has never run for %s (no %s)", sess.Name, env.configShown(), sess.StateDir),
+			Hint:    []string{"start it with: mcpctl up", "a command run without a session keeps no log"}}
+	}
+	path := sess.LogFile()
+	keep := func([]byte) bool { return true }
+	switch {
+	case opts.audit:
+		path = sess.AuditFile()
+		if opts.server != "" {
+			keep = func(line []byte) bool {
+				var e struct{ Server string }
+				return json.Unmarshal(line, &e) == nil && e.Server == opts.server
+			}
+		}
+	case opts.server != "":
+		path = filepath.Join(sess.ServerLogDir(), opts.server+".log")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !opts.follow {
+			hint := "a server's log is written once the session starts it; see: mcpctl status"
+			if have, _ := filepath.Glob(filepath.Join(sess.ServerLogDir(), "*.log")); len(have) > 0 {
+				var names []string
+				for _, h := range have {
+					names = append(names, strings.TrimSuffix(filepath.Base(h), ".log"))
+				}
+				sort.Strings(names)
+				hint = "servers with a log: " + strings.Join(names, ", ")
+			}
+			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
+				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
+		}
+	}
+	lf := &lineFilter{out: env.Out, since: since, keep: keep}
+	for i := engine.DefaultLogKeep; i >= 1; i-- {
+		if err := lf.file(fmt.Sprintf("%s.%d", path, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if !opts.follow {
+		if err := lf.file(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return lf.follow(ctx, path)
+}
+
+// A lineFilter prints the lines of log files newer than since. A line's
+// time is its JSON "time" field, or the time it starts with (a server's
+// stderr log); a line without one (a panic's trace in the session log)
+// goes with the line before it.
+type lineFilter struct {
+	out      io.Writer
+	since    time.Time
+	keep     func([]byte) bool
+	lastKept bool
+}
+
+func (lf *lineFilter) line(line []byte) {
+	if len(line) == 0 {
+		return
+	}
+	ok := lf.lastKept || lf.since.IsZero()
+	if t, found := lineTime(line); found {
+		ok = lf.since.IsZero() || !t.Before(lf.since)
+	}
+	lf.lastKept = ok
+	if ok && lf.keep(line) {
+		lf.out.Write(append(line, '\n'))
+	}
+}
+
+func lineTime(line []byte) (time.Time, bool) {
+	if line[0] == '{' {
+		var v struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(line, &v) == nil && !v.Time.IsZero() {
+			return v.Time, true
+		}
+		return time.Time{}, false
+	}
+	first, _, _ := bytes.Cut(line, []byte(" "))
+	t, err := time.Parse(time.RFC3339Nano, string(first))
+	return t, err == nil
+}
+
+func (lf *lineFilter) file(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = lf.copyLines(f, nil)
+	return err
+}
+
+// copyLines prints the whole lines r holds after the partial line pending,
+// and returns what is left of a last, unfinished line.
+func (lf *lineFilter) copyLines(r io.Reader, pending []byte) ([]byte, error) {
+	br := bufio.NewReader(r)
+	for {
+		chunk, err := br.ReadBytes('\n')
+		pending = append(pending, chunk...)
+		if err == io.EOF {
+			return pending, nil
+		}
+		if err != nil {
+			return pending, err
+		}
+		lf.line(bytes.TrimRight(pending, "\r\n"))
+		pending = pending[:0]
+	}
+}
+
+// followPoll is how often -f looks for more lines.
+const followPoll = 100 * time.Millisecond
+
+// follow prints path's lines and then those added to it, like tail -f:
+// when the file is rotated (another file now has its name) it finishes the
+// old one and goes on with the new one from its start. It waits for a
+// file that is not there yet. It ends when ctx does.
+func (lf *lineFilter) follow(ctx context.Context, path string) error {
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	var pending []byte
+	for {
+		if f == nil {
+			if g, err := os.Open(path); err == nil {
+				f, pending = g, nil
+			}
+		}
+		if f != nil {
+			var err error
+			if pending, err = lf.copyLines(f, pending); err != nil {
+				return err
+			}
+			// Rotated: the name is another file's now. What the old one
+			// got since the read above is read before moving on.
+			if st, err := os.Stat(path); err == nil {
+				if cur, err := f.Stat(); err == nil && !os.SameFile(st, cur) {
+					if pending, err = lf.copyLines(f, pending); err != nil {
+						return err
+					}
+					if len(pending) > 0 {
+						lf.line(pending)
+					}
+					f.Close()
+					f = nil
+					continue
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(followPoll):
+		}
+	}
+}

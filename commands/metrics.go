@@ -1,0 +1,120 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
+)
+
+type metricsOptions struct {
+	server     string
+	prometheus bool
+}
+
+func newMetricsCmd(env *Env) *cli.Command {
+	var opts metricsOptions
+	return &cli.Command{
+		Name:      "metrics",
+		Usage:     "Show request counts, errors, latency, restarts and uptime per server",
+		ArgsUsage: "[SERVER]",
+		Description: `Reports, for each server (or SERVER only), whether it is up, its uptime and
+restarts, and the requests mcpctl sent to it by method: count, errors,
+success rate and latency percentiles (p50, p95, p99, over the last 1024
+requests of the method). The figures are the session's, since it started;
+with no session running every server is listed as down with no requests.
+
+With --prometheus the same figures are printed in the Prometheus text
+exposition format, e.g. for node_exporter's textfile collector.
+
+  mcpctl metrics
+  mcpctl metrics github --jq '.[0].methods[] | {method, p95Ms}'
+  mcpctl metrics --prometheus > /var/lib/node_exporter/mcpctl.prom`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "prometheus", Usage: "print the Prometheus text exposition format", Destination: &opts.prometheus},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 1 {
+				return usagef("metrics takes at most one server name", "e.g. mcpctl metrics SERVER")
+			}
+			opts.server = cmd.Args().First()
+			if opts.prometheus && (env.format.JSON || env.format.JQ != "") {
+				return usagef("--prometheus prints the Prometheus text format; it cannot be combined with --json or --jq", "leave one of them out")
+			}
+			return runMetrics(ctx, env, opts)
+		},
+	}
+}
+
+func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
+	client, sess, err := env.client()
+	if err != nil {
+		return err
+	}
+	ms, err := client.Metrics(ctx)
+	if errors.Is(err, engine.ErrNoSession) {
+		env.noteStale(sess, "every server is listed as down")
+		cfg, err := env.loadConfig()
+		if err != nil {
+			return err
+		}
+		// An engine that starts nothing: every server stopped, no request.
+		e := engine.New(cfg, env.engineOptions(sess, slog.New(slog.DiscardHandler)))
+		ms = e.Metrics()
+		e.Close()
+		if env.StderrTTY {
+			env.note("no session is running: no figures yet; start one with: mcpctl up")
+		}
+	} else if err != nil {
+		return err
+	}
+	if opts.server != "" {
+		var one []engine.ServerMetrics
+		for _, m := range ms {
+			if m.Server == opts.server {
+				one = append(one, m)
+			}
+		}
+		if one == nil {
+			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
+				Message: fmt.Sprintf("no server %q in %s", opts.server, env.configShown()),
+				Hint:    []string{"see the servers with: mcpctl status"}}
+		}
+		ms = one
+	}
+	if opts.prometheus {
+		return engine.WritePrometheus(env.Out, ms)
+	}
+	p, err := env.Printer()
+	if err != nil {
+		return err
+	}
+	return p.Print(ms, func(w io.Writer) error { return metricsTable(w, ms) })
+}
+
+// metricsTable has a row per server (method "*": all of them) followed by
+// a row per method.
+func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
+	pct := func(r float64) string { return strconv.FormatFloat(r*100, 'f', 1, 64) + "%" }
+	dur := func(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) }
+	var rows [][]string
+	for _, s := range ms {
+		up := "down"
+		if s.Up {
+			up = "up " + (time.Duration(s.UptimeSeconds) * time.Second).String()
+		}
+		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate), "", "", ""})
+		for _, m := range s.Methods {
+			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
+		}
+	}
+	return output.Table(w, []string{"server", "method", "state", "up", "restarts", "requests", "errors", "success", "p50 ms", "p95 ms", "p99 ms"}, rows)
+}

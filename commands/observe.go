@@ -1,0 +1,82 @@
+package commands
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/engine"
+)
+
+// parseLogLevel reads a --log-level or "logLevel" value; "" is info.
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q", s)
+}
+
+// sessionLogs are the session's logger and audit log, over files in its
+// state directory that rotate by size.
+type sessionLogs struct {
+	logger *slog.Logger
+	audit  *engine.AuditLog
+	files  []*engine.RotatingFile
+}
+
+func (l *sessionLogs) close() {
+	for _, f := range l.files {
+		f.Close()
+	}
+}
+
+// openSessionLogs opens the session's log (session.log) and audit log
+// (audit.log), both 0600 and rotated at 10 MiB keeping 3 old files. The
+// log is JSON at the level of --log-level, else of the config's logLevel.
+// A detached session logs to the file only; one in the foreground also
+// to stderr, as text on a terminal.
+func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detached bool, flagLevel string) (*sessionLogs, error) {
+	lvlName := flagLevel
+	if lvlName == "" {
+		lvlName = cfg.LogLevel
+	}
+	level, err := parseLogLevel(lvlName)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(sess.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	logf, err := engine.OpenRotating(sess.LogFile(), engine.DefaultLogMaxBytes, engine.DefaultLogKeep)
+	if err != nil {
+		return nil, err
+	}
+	auditf, err := engine.OpenRotating(sess.AuditFile(), engine.DefaultLogMaxBytes, engine.DefaultLogKeep)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewJSONHandler(logf, hopts)
+	if !detached {
+		var term slog.Handler = slog.NewJSONHandler(env.ErrOut, hopts)
+		if env.StderrTTY {
+			term = slog.NewTextHandler(env.ErrOut, hopts)
+		}
+		handler = slog.NewMultiHandler(handler, term)
+	}
+	return &sessionLogs{
+		logger: slog.New(engine.RequestIDHandler(handler)),
+		audit:  engine.NewAuditLog(auditf),
+		files:  []*engine.RotatingFile{logf, auditf},
+	}, nil
+}
