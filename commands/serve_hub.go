@@ -452,6 +452,9 @@ func relayQuestions(ctx context.Context, ss *mcp.ServerSession, creq *engine.Cal
 		return
 	}
 	caps := ip.Capabilities
+	// The calls of one client are one caller: its questions reach it even
+	// when it has several calls in flight.
+	creq.Caller = fmt.Sprintf("serve-%p", ss)
 	if caps.Sampling != nil {
 		creq.Sampling = func(actx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
 			var p mcp.CreateMessageWithToolsParams
@@ -472,6 +475,12 @@ func relayQuestions(ctx context.Context, ss *mcp.ServerSession, creq *engine.Cal
 			var p mcp.ElicitParams
 			if err := json.Unmarshal(params, &p); err != nil {
 				return nil, fmt.Errorf("mcpctl serve cannot read the elicitation request of %s: %w", server, err)
+			}
+			// A client answers the modes it declared (no mode named: form);
+			// other questions go to mcpctl's other answerers.
+			el := caps.Elicitation
+			if (p.Mode == "url" && el.URL == nil) || (p.Mode != "url" && el.Form == nil && el.URL != nil) {
+				return nil, engine.ErrNotAnswered
 			}
 			if schema := rawField(params, "requestedSchema"); schema != nil {
 				// As the server wrote it: a form asks its fields in order.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,17 +16,26 @@ import (
 
 // Servers ask things of their client: sampling/createMessage and
 // elicitation/create. MCP does not say which of the client's requests a
-// question belongs to (over stdio nothing can), so the engine asks the
-// caller of the oldest request in flight on that server that answers the
-// method; else the config's hook; else the engine's option; else it
-// declines.
+// question belongs to (over stdio nothing can), so the engine asks a
+// caller only when the question can only be theirs: every call in flight
+// on that server is theirs. Otherwise the config's hook answers, else the
+// engine's option, else the question is declined. A question that comes
+// as the error of one call (URL elicitation required, -32042) goes to that
+// call's caller.
 
-// An asker is a call in flight, and what its caller answers (maybe
-// nothing).
+// ErrNotAnswered is what a caller's [RequestHandler] returns for a
+// question it cannot answer after all (a client that does not do URL
+// elicitation, say): the engine's other answerers get it instead.
+var ErrNotAnswered = errors.New("not answered by the caller")
+
+// An asker is a call in flight, who made it, and what its caller answers
+// (maybe nothing).
 type asker struct {
+	caller                string // "" when the call is its own caller
 	sampling, elicitation RequestHandler
-	// hold stops the request's deadline while its caller answers: a person
-	// filling in a form, or a model writing, is not the server hanging.
+	// hold stops the call's deadline while a question is answered: a
+	// person filling in a form, or a model writing, is not the server
+	// hanging.
 	hold func() (resume func())
 }
 
@@ -58,15 +68,42 @@ func (as *askers) add(a *asker) (remove func()) {
 	}
 }
 
-// holdAll stops the deadlines of every request in flight until resume:
-// the server may be waiting on the answer for any of them.
-func (as *askers) holdAll() (resume func()) {
+// owner returns the caller a question must come from, and their calls in
+// flight: one call, or calls that all have the same caller. Otherwise nil:
+// the question could be anyone's.
+func (as *askers) owner() []*asker {
 	as.mu.Lock()
-	var resumes []func()
-	for _, a := range as.list {
-		resumes = append(resumes, a.hold())
+	defer as.mu.Unlock()
+	if len(as.list) == 0 {
+		return nil
 	}
-	as.mu.Unlock()
+	first := as.list[0].caller
+	if len(as.list) > 1 && first == "" {
+		return nil
+	}
+	for _, a := range as.list[1:] {
+		if a.caller != first {
+			return nil
+		}
+	}
+	return slices.Clone(as.list)
+}
+
+// all returns every call in flight.
+func (as *askers) all() []*asker {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return slices.Clone(as.list)
+}
+
+// holding stops the deadlines of calls until resume.
+func holding(calls []*asker) (resume func()) {
+	var resumes []func()
+	for _, a := range calls {
+		if a.hold != nil {
+			resumes = append(resumes, a.hold())
+		}
+	}
 	return func() {
 		for _, r := range resumes {
 			r()
@@ -74,25 +111,45 @@ func (as *askers) holdAll() (resume func()) {
 	}
 }
 
-func (as *askers) oldest(method string) *asker {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	for _, a := range as.list {
-		if a.handler(method) != nil {
-			return a
+// answer answers a question the server asked on its own.
+func (s *server) answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var own RequestHandler
+	var calls []*asker
+	if owners := s.askers.owner(); owners != nil {
+		calls = owners
+		for _, a := range owners {
+			if own = a.handler(method); own != nil {
+				break
+			}
 		}
 	}
-	return nil
+	return s.answerWith(ctx, method, params, own, calls)
 }
 
-// answer answers a question from the server.
-func (s *server) answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// answerWith answers a question with own, the handler of the caller it
+// belongs to (nil when none), else the config's hook, the engine's option,
+// or a decline. The deadlines of calls stop while the caller answers; a
+// hook, bounded by its own timeout, stops those of every call in flight.
+func (s *server) answerWith(ctx context.Context, method string, params json.RawMessage, own RequestHandler, calls []*asker) (json.RawMessage, error) {
 	name := s.cfg().Name
+	if own != nil {
+		s.log.Info("a request from the server", "method", method, "answeredBy", "its caller")
+		res, err := func() (json.RawMessage, error) {
+			defer holding(calls)()
+			return own(ctx, name, params)
+		}()
+		if !errors.Is(err, ErrNotAnswered) {
+			var werr *jsonrpc.Error
+			if err != nil && !errors.As(err, &werr) {
+				s.log.Warn("a request from the server failed", "method", method, "answeredBy", "its caller", "err", s.cfg().Redact(err.Error()))
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+			}
+			return res, err
+		}
+	}
 	var h RequestHandler
 	by := ""
-	if a := s.askers.oldest(method); a != nil {
-		h, by = a.handler(method), "its caller"
-	} else if hook := s.hook(method); hook != nil {
+	if hook := s.hook(method); hook != nil {
 		h, by = s.runHookHandler(hook, method), "the hook at "+hook.Source
 	} else if method == MethodSampling && s.e.opts.Sampling != nil {
 		h, by = s.e.opts.Sampling, "the engine's handler"
@@ -107,21 +164,25 @@ func (s *server) answer(ctx context.Context, method string, params json.RawMessa
 		return nil, &jsonrpc.Error{Code: -1, Message: fmt.Sprintf("mcpctl cannot answer %s: no sampling hook is set (sampling.command in the config, or --sampling-command)", method)}
 	}
 	s.log.Info("a request from the server", "method", method, "answeredBy", by)
-	defer s.askers.holdAll()()
+	defer holding(s.askers.all())()
 	res, err := h(ctx, name, params)
 	if err != nil {
 		s.log.Warn("a request from the server failed", "method", method, "answeredBy", by, "err", s.cfg().Redact(err.Error()))
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
 	}
 	return res, err
 }
 
-// answerable reports whether anything would answer method.
+// answerable reports whether anything but a caller would answer method.
 func (s *server) answerable(method string) bool {
 	opt := s.e.opts.Elicitation
 	if method == MethodSampling {
 		opt = s.e.opts.Sampling
 	}
-	return s.askers.oldest(method) != nil || s.hook(method) != nil || opt != nil
+	return s.hook(method) != nil || opt != nil
 }
 
 // hook is the config's hook for method, or nil.
@@ -200,7 +261,7 @@ func (w *elicitationWaits) done(id string) {
 
 // askElicitation asks an elicitation/create: a URL-mode one with a channel
 // in ctx that closes when the server says it is complete.
-func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams, ask func(context.Context, json.RawMessage) (json.RawMessage, error)) (*mcp.ElicitResult, error) {
 	if params.Mode == "url" && params.ElicitationID != "" {
 		ch, stop := s.elicitWaits.wait(params.ElicitationID)
 		defer stop()
@@ -211,7 +272,7 @@ func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams) (
 		return nil, err
 	}
 	raw = s.withSchemaAsSent(raw, params.RequestedSchema)
-	res, err := s.answer(ctx, MethodElicitation, raw)
+	res, err := ask(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +325,7 @@ func urlElicitations(err error) []*mcp.ElicitParams {
 // satisfy asks for the URL elicitations a server requires before a
 // request can proceed. It returns nil when every one was accepted (the
 // request may be tried again), else an error that shows the URLs.
-func (s *server) satisfy(ctx context.Context, what string, els []*mcp.ElicitParams, cause error) error {
+func (s *server) satisfy(ctx context.Context, what string, els []*mcp.ElicitParams, cause error, own RequestHandler, call *asker) error {
 	name := s.cfg().Name
 	var urls []string
 	for _, el := range els {
@@ -274,7 +335,7 @@ func (s *server) satisfy(ctx context.Context, what string, els []*mcp.ElicitPara
 		e := errorf(KindProtocol, name, "%s needs you to open %s first; that was %s", what, strings.Join(urls, " and "), action)
 		return e.hint("open it in a browser, finish there, then run the same command again").wrap(cause)
 	}
-	if !s.answerable(MethodElicitation) {
+	if own == nil && !s.answerable(MethodElicitation) {
 		e := errorf(KindProtocol, name, "%s needs you to open %s first", what, strings.Join(urls, " and "))
 		return e.hint("open it in a browser, finish there, then run the same command again (on a terminal, mcpctl waits for you)").wrap(cause)
 	}
@@ -282,7 +343,9 @@ func (s *server) satisfy(ctx context.Context, what string, els []*mcp.ElicitPara
 		if el.Mode == "" {
 			el.Mode = "url"
 		}
-		res, err := s.askElicitation(ctx, el)
+		res, err := s.askElicitation(ctx, el, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return s.answerWith(ctx, MethodElicitation, params, own, []*asker{call})
+		})
 		if err != nil {
 			return declined("not answered: " + err.Error())
 		}

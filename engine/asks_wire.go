@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -31,6 +32,11 @@ type Answer struct {
 	ID     string          `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Code is the JSON-RPC error code the server gets with Error
+	// (internal error when 0).
+	Code int64 `json:"code,omitempty"`
+	// NotAnswered: the caller cannot answer after all ([ErrNotAnswered]).
+	NotAnswered bool `json:"notAnswered,omitempty"`
 }
 
 // waitingAsks are the questions sent to callers and not yet answered.
@@ -73,8 +79,11 @@ func (d *Daemon) asksOverStream(callCtx context.Context, req *CallRequest, strea
 			}
 			if done := ElicitationCompleted(ctx); done != nil {
 				answered := make(chan struct{})
-				defer close(answered)
+				var wg sync.WaitGroup
+				wg.Add(1)
+				defer func() { close(answered); wg.Wait() }()
 				go func() {
+					defer wg.Done()
 					select {
 					case <-done:
 						stream.line(map[string]string{"complete": id})
@@ -84,11 +93,20 @@ func (d *Daemon) asksOverStream(callCtx context.Context, req *CallRequest, strea
 			}
 			select {
 			case a := <-ch:
+				if a.NotAnswered {
+					return nil, ErrNotAnswered
+				}
 				if a.Error != "" {
-					return nil, &jsonrpc.Error{Code: -1, Message: a.Error}
+					code := a.Code
+					if code == 0 {
+						code = jsonrpc.CodeInternalError
+					}
+					return nil, &jsonrpc.Error{Code: code, Message: a.Error}
 				}
 				return a.Result, nil
 			case <-ctx.Done():
+				// The server gave up its question: so does the CLI's prompt.
+				stream.line(map[string]string{"cancel": id})
 				return nil, ctx.Err()
 			case <-callCtx.Done():
 				return nil, callCtx.Err()
@@ -121,11 +139,12 @@ func (d *Daemon) serveAnswer(w http.ResponseWriter, r *http.Request) {
 // clientAsks makes a call's handlers known to the session and answers its
 // questions: the client half of asksOverStream.
 type clientAsks struct {
-	c    *Client
-	req  *CallRequest
-	mu   sync.Mutex
-	done map[string]chan struct{} // URL elicitations waiting for completion
-	wg   sync.WaitGroup
+	c      *Client
+	req    *CallRequest
+	mu     sync.Mutex
+	done   map[string]chan struct{}      // URL elicitations waiting for completion
+	cancel map[string]context.CancelFunc // questions being answered
+	wg     sync.WaitGroup
 }
 
 func (c *Client) newClientAsks(req *CallRequest) *clientAsks {
@@ -136,7 +155,7 @@ func (c *Client) newClientAsks(req *CallRequest) *clientAsks {
 	if req.Elicitation != nil {
 		req.Asks = append(req.Asks, MethodElicitation)
 	}
-	return &clientAsks{c: c, req: req, done: map[string]chan struct{}{}}
+	return &clientAsks{c: c, req: req, done: map[string]chan struct{}{}, cancel: map[string]context.CancelFunc{}}
 }
 
 // ask answers a question in the background, so that the call's stream
@@ -150,17 +169,24 @@ func (ca *clientAsks) ask(ctx context.Context, q Ask) {
 		Mode string `json:"mode"`
 	}
 	json.Unmarshal(q.Params, &params)
-	hctx := ctx
+	hctx, cancel := context.WithCancel(ctx)
+	ca.mu.Lock()
+	ca.cancel[q.ID] = cancel
 	if q.Method == MethodElicitation && params.Mode == "url" {
 		ch := make(chan struct{})
-		ca.mu.Lock()
 		ca.done[q.ID] = ch
-		ca.mu.Unlock()
-		hctx = context.WithValue(ctx, completeKey{}, ch)
+		hctx = context.WithValue(hctx, completeKey{}, ch)
 	}
+	ca.mu.Unlock()
 	ca.wg.Add(1)
 	go func() {
 		defer ca.wg.Done()
+		defer func() {
+			ca.mu.Lock()
+			delete(ca.cancel, q.ID)
+			ca.mu.Unlock()
+			cancel()
+		}()
 		a := Answer{ID: q.ID}
 		var err error
 		if h == nil {
@@ -170,11 +196,26 @@ func (ca *clientAsks) ask(ctx context.Context, q Ask) {
 		}
 		if err != nil {
 			a.Error = err.Error()
+			var werr *jsonrpc.Error
+			if errors.As(err, &werr) {
+				a.Code = werr.Code
+			}
+			a.NotAnswered = errors.Is(err, ErrNotAnswered)
 		}
-		if ctx.Err() == nil {
+		if hctx.Err() == nil {
 			ca.c.send(ctx, http.MethodPost, "/"+APIVersion+"/answer", &a, nil)
 		}
 	}()
+}
+
+// withdraw ends the answering of a question the server gave up.
+func (ca *clientAsks) withdraw(id string) {
+	ca.mu.Lock()
+	cancel := ca.cancel[id]
+	ca.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 func (ca *clientAsks) complete(id string) {

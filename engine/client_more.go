@@ -99,6 +99,7 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 			Progress *Progress   `json:"progress"`
 			Ask      *Ask        `json:"ask"`
 			Complete string      `json:"complete"`
+			Cancel   string      `json:"cancel"`
 			Result   *CallResult `json:"result"`
 			Error    *Error      `json:"error"`
 		}
@@ -110,6 +111,8 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 			asks.ask(ctx, *msg.Ask)
 		case msg.Complete != "":
 			asks.complete(msg.Complete)
+		case msg.Cancel != "":
+			asks.withdraw(msg.Cancel)
 		case msg.Progress != nil:
 			if req.OnProgress != nil {
 				req.OnProgress(*msg.Progress)

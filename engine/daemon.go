@@ -315,6 +315,7 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	var stream *ndjson
 	if wantsStream(r) {
 		stream = newNDJSON(w)
+		defer stream.close()
 		req.OnProgress = func(p Progress) { stream.line(map[string]Progress{"progress": p}) }
 		d.asksOverStream(r.Context(), &req, stream)
 	}

@@ -59,8 +59,8 @@ func runHook(ctx context.Context, h *config.Hook, server, method string, params 
 	stdout.max = maxHookOutput
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// The hook and whatever it starts form one group, killed at once when
-	// time is up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// time is up;	// sysProcAttr: a group of its own, killed with mcpctl should it die.
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()

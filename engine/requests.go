@@ -236,7 +236,8 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 			req.OnProgress(p)
 		}
 	})()
-	defer s.askers.add(&asker{sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline})()
+	call := &asker{caller: req.Caller, sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline}
+	defer s.askers.add(call)()
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)
 	}
@@ -250,7 +251,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 		// A server that needs the user to visit a URL first says so with
 		// an error (-32042); once they did, the call is made again.
 		if els := urlElicitations(err); els != nil && round < maxURLRounds {
-			if err := s.satisfy(ctx, what, els, err); err != nil {
+			if err := s.satisfy(ctx, what, els, err, req.Elicitation, call); err != nil {
 				return nil, err
 			}
 			continue

@@ -597,7 +597,9 @@ func (s *server) newClient() *mcp.Client {
 		return &out, nil
 	}
 	opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return s.askElicitation(ctx, req.Params)
+		return s.askElicitation(ctx, req.Params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return s.answer(ctx, MethodElicitation, params)
+		})
 	}
 	opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
 		s.elicitWaits.done(req.Params.ElicitationID)

@@ -23,6 +23,18 @@ type ndjson struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	started bool
+	closed  bool // the handler returned: w must not be touched
+}
+
+// errStreamClosed is what writing to a stream whose request ended gives.
+var errStreamClosed = errors.New("the stream has ended")
+
+// close ends the stream for late writers (a question's goroutine): once
+// the handler returns, its ResponseWriter must not be used.
+func (s *ndjson) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 }
 
 func newNDJSON(w http.ResponseWriter) *ndjson { return &ndjson{w: w} }
@@ -30,6 +42,9 @@ func newNDJSON(w http.ResponseWriter) *ndjson { return &ndjson{w: w} }
 func (s *ndjson) line(v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errStreamClosed
+	}
 	if !s.started {
 		s.w.Header().Set("Content-Type", ndjsonType)
 		s.w.WriteHeader(http.StatusOK)
@@ -84,6 +99,7 @@ func (d *Daemon) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	stream := newNDJSON(w)
+	defer stream.close()
 	err := d.engine.Watch(ctx, req, func(ev Event) error { return stream.line(ev) })
 	if err != nil && ctx.Err() == nil {
 		if stream.started {

@@ -116,6 +116,11 @@ type CallRequest struct {
 	// Asks lists the methods the caller answers (MethodSampling,
 	// MethodElicitation); the session client fills it in.
 	Asks []string `json:"asks,omitempty"`
+	// Caller names who makes the call, for calls made together by one
+	// client (mcpctl serve's). MCP does not say which call a question of
+	// the server belongs to, so a caller is asked only when every call in
+	// flight on the server is theirs; "" means this call alone.
+	Caller string `json:"caller,omitempty"`
 }
 
 // The server-to-client requests a caller may answer.
