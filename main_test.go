@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -74,6 +75,12 @@ func scriptParams(dir string) testscript.Params {
 		Condition: func(cond string) (bool, error) {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil
+			}
+			if shell, ok := strings.CutPrefix(cond, "shell:"); ok {
+				// scripts/setup installs zsh and fish where it can, and says
+				// so where it cannot.
+				_, err := exec.LookPath(shell)
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
