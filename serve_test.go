@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpctl/mcpctl/internal/testutil"
 	"io"
 	"net/http"
 	"os"
@@ -138,30 +139,11 @@ func (w *serveWorld) waitFile(name, re string) {
 	}
 }
 
-// A syncBuffer is a bytes.Buffer for a process's stderr, read while it
-// runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A serveClient is a go-sdk client connected to mcpctl serve, with what it
 // was sent.
 type serveClient struct {
 	cs     *mcp.ClientSession
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 
 	mu           sync.Mutex
 	toolsChanged int
@@ -175,7 +157,7 @@ type serveClient struct {
 // TEXT") and elicitation (accepting with name "Ada"), and records
 // notifications.
 func newServeClient() (*serveClient, *mcp.Client) {
-	sc := &serveClient{stderr: &syncBuffer{}}
+	sc := &serveClient{stderr: &testutil.Buffer{}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			sc.mu.Lock()
@@ -233,9 +215,9 @@ func (w *serveWorld) serveStdio(args ...string) *serveClient {
 
 // serveHTTP starts mcpctl serve --http on a free loopback port and returns
 // its URL, read from its stderr, and the process (stopped at the end).
-func (w *serveWorld) serveHTTP(extraEnv []string, args ...string) (url string, stderr *syncBuffer) {
+func (w *serveWorld) serveHTTP(extraEnv []string, args ...string) (url string, stderr *testutil.Buffer) {
 	w.t.Helper()
-	stderr = &syncBuffer{}
+	stderr = &testutil.Buffer{}
 	cmd := w.command(extraEnv, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

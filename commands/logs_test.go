@@ -3,31 +3,14 @@ package commands
 import (
 	"context"
 	"fmt"
+	"github.com/mcpctl/mcpctl/internal/testutil"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestFollowAcrossRotation: -f loses no line when the file it follows is
 // rotated under it (once between two looks, as tail -F), and prints a line
@@ -39,7 +22,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	var out lockedBuffer
+	var out testutil.Buffer
 	lf := &lineFilter{out: &out, keep: func([]byte) bool { return true }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

@@ -1,44 +1,25 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/mcpctl/mcpctl/internal/testutil"
 	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
-
-// syncBuffer is a bytes.Buffer safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDaemonRequestIDAndAudit: the correlation id a client sends is on the
 // daemon's log lines about the request, and the audit log has the call
 // with its argument names, never a value, neither does the log.
 func TestDaemonRequestIDAndAudit(t *testing.T) {
 	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
-	var logs, audit syncBuffer
+	var logs, audit testutil.Buffer
 	d := NewDaemon(e, SessionInfo{Name: "test", PID: os.Getpid()},
 		slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	d.SetAudit(NewAuditLog(&audit))

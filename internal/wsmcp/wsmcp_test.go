@@ -1,10 +1,10 @@
 package wsmcp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpctl/mcpctl/internal/testutil"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -413,7 +413,7 @@ func TestNoiseSkipped(t *testing.T) {
 		ss.Wait()
 	}))
 	defer ts.Close()
-	var logBuf syncBuffer
+	var logBuf testutil.Buffer
 	cs := connect(t, &ClientTransport{URL: ts.URL, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))}, nil)
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -427,23 +427,6 @@ func TestNoiseSkipped(t *testing.T) {
 	if n := strings.Count(log, "skipped a WebSocket frame from the server"); n != 3 {
 		t.Errorf("want 3 skipped frames, got %d:\n%s", n, log)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestDroppedConnectionIsAnError: a server that vanishes without a close
