@@ -227,3 +227,13 @@ func BenchmarkSessionLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(calls*b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// BenchmarkGroupAliveGone is the check every stop of a stdio server makes
+// once its leader is reaped, for a group with no process left.
+func BenchmarkGroupAliveGone(b *testing.B) {
+	for b.Loop() {
+		if groupAlive(1 << 22) {
+			b.Fatal("a process group that cannot exist is alive")
+		}
+	}
+}
