@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -85,7 +86,9 @@ func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([
 	if err != nil {
 		return err
 	}
-	e := engine.New(cfg, env.engineOptions(sess, slog.New(slog.DiscardHandler)))
+	opts := env.engineOptions(sess, slog.New(slog.DiscardHandler))
+	opts.ShutdownGrace = oneShotGrace
+	e := engine.New(cfg, opts)
 	defer e.Close()
 	h := localHost{Engine: e}
 	if early != nil {
@@ -97,6 +100,14 @@ func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([
 	}
 	return fn(h)
 }
+
+// oneShotGrace is how long a server started for one command has to exit
+// after its stdin closes before it gets SIGTERM (a session's servers get the
+// engine's default, 100ms). The command's caller waits for it: a server that
+// exits on end of input (as Go and Python SDK servers do) is gone within it;
+// a Node server, whose timers keep it alive, would make every one-shot
+// command wait the whole grace, then take SIGTERM anyway.
+const oneShotGrace = 10 * time.Millisecond
 
 // serverOf returns a need function for one server.name or server name
 // ("" for all servers).

@@ -543,6 +543,9 @@ func jsonRPCProblem(line []byte) string {
 	var msgs []json.RawMessage
 	switch line[0] {
 	case '{':
+		if plainMessage(line) {
+			return ""
+		}
 		msgs = []json.RawMessage{line}
 	case '[':
 		if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {

@@ -27,10 +27,15 @@ func signalGroup(pgid int, sig syscall.Signal) {
 }
 
 // groupAlive reports whether any live (not zombie) process is left in the
-// group. It reads /proc instead of kill(-pgid, 0), which also counts zombies
-// that a non-reaping init may keep around.
+// group. It reads /proc instead of trusting kill(-pgid, 0), which also counts
+// zombies that a non-reaping init may keep around; but when kill finds no
+// process at all in the group, none is alive, and the scan of every process
+// on the machine (milliseconds on a busy one) is skipped.
 func groupAlive(pgid int) bool {
 	if pgid <= 1 {
+		return false
+	}
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
 		return false
 	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
