@@ -193,7 +193,7 @@ func (s *server) hook(method string) *config.Hook {
 	return s.cfg().Elicitation
 }
 
-// elicitationComplete routes notifications/elicitation/complete to whoever
+// elicitationWaits routes notifications/elicitation/complete to whoever
 // waits on that elicitation.
 type elicitationWaits struct {
 	mu    sync.Mutex

@@ -142,7 +142,7 @@ type clientAsks struct {
 	c      *Client
 	req    *CallRequest
 	mu     sync.Mutex
-	done   map[string]chan struct{}      // URL elicitations waiting for completion
+	waits  elicitationWaits              // URL elicitations waiting for completion
 	cancel map[string]context.CancelFunc // questions being answered
 	wg     sync.WaitGroup
 }
@@ -155,7 +155,7 @@ func (c *Client) newClientAsks(req *CallRequest) *clientAsks {
 	if req.Elicitation != nil {
 		req.Asks = append(req.Asks, MethodElicitation)
 	}
-	return &clientAsks{c: c, req: req, done: map[string]chan struct{}{}, cancel: map[string]context.CancelFunc{}}
+	return &clientAsks{c: c, req: req, cancel: map[string]context.CancelFunc{}}
 }
 
 // ask answers a question in the background, so that the call's stream
@@ -172,15 +172,17 @@ func (ca *clientAsks) ask(ctx context.Context, q Ask) {
 	hctx, cancel := context.WithCancel(ctx)
 	ca.mu.Lock()
 	ca.cancel[q.ID] = cancel
+	ca.mu.Unlock()
+	stopWaiting := func() {}
 	if q.Method == MethodElicitation && params.Mode == "url" {
-		ch := make(chan struct{})
-		ca.done[q.ID] = ch
+		var ch chan struct{}
+		ch, stopWaiting = ca.waits.wait(q.ID)
 		hctx = context.WithValue(hctx, completeKey{}, ch)
 	}
-	ca.mu.Unlock()
 	ca.wg.Add(1)
 	go func() {
 		defer ca.wg.Done()
+		defer stopWaiting()
 		defer func() {
 			ca.mu.Lock()
 			delete(ca.cancel, q.ID)
@@ -218,12 +220,4 @@ func (ca *clientAsks) withdraw(id string) {
 	}
 }
 
-func (ca *clientAsks) complete(id string) {
-	ca.mu.Lock()
-	ch := ca.done[id]
-	delete(ca.done, id)
-	ca.mu.Unlock()
-	if ch != nil {
-		close(ch)
-	}
-}
+func (ca *clientAsks) complete(id string) { ca.waits.done(id) }
