@@ -36,7 +36,7 @@ func newUpCmd(env *Env) *cli.Command {
 not disabled, in parallel (one with "dependsOn" once those it depends on are
 ready), keeps them running and answers later commands over a unix socket.
 "up" returns when every server is ready, and reports each with its tool count
-and start time. If one server fails to start, none is left running and "up"
+and start time; on a terminal, stderr shows each start live meanwhile. If one server fails to start, none is left running and "up"
 exits 3 naming it. If the session already runs, "up" says so and exits 0.
 Inputs the config needs are asked for here, on the terminal.
 
