@@ -87,6 +87,28 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// Wide characters take two columns, empty cells keep their column, trailing
+// ones leave no blanks, and a cell's line breaks stay on the row's line.
+func TestTableWidthsAndLines(t *testing.T) {
+	var b bytes.Buffer
+	rows := [][]string{
+		{"日本", "", "x"},
+		{"fs", "crashed", "exit 1:\nno such file"},
+		{"e", "ready", ""},
+	}
+	if err := Table(&b, []string{"name", "state", "last error"}, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"NAME   STATE     LAST ERROR\n" +
+		"日本             x\n" +
+		"fs     crashed   exit 1: no such file\n" +
+		"e      ready\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
 func TestToolResult(t *testing.T) {
 	raw := json.RawMessage(`{"content":[
 		{"type":"text","text":"line one"},

@@ -1,56 +1,73 @@
 package output
 
 import (
-	"bytes"
 	"io"
+	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/mattn/go-runewidth"
 )
 
-// Table writes rows under a header in the borderless, space-aligned style of
-// docker ps and kubectl get.
+// Table writes rows under an upper-cased header in the borderless,
+// space-aligned style of docker ps and kubectl get: columns three spaces
+// apart, no trailing blanks, one line per row (newlines and tabs in a cell
+// become spaces, so each row stays one line for grep and cut).
+//
+// It is written here rather than taken from a table library because every
+// run of mcpctl paid for the one it used (tablewriter's width tables: about
+// 0.8 ms and 660 KB of package initialisation, more than all the rest of a
+// warm call's own work; docs/performance.md).
 func Table(w io.Writer, header []string, rows [][]string) error {
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
-			},
-		})),
-		tablewriter.WithConfig(tablewriter.Config{
-			Header: tw.CellConfig{
-				Formatting: tw.CellFormatting{AutoFormat: tw.On, AutoWrap: tw.WrapNone},
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
-			},
-			Row: tw.CellConfig{
-				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   "}},
-			},
-		}),
-	)
-	t.Header(header)
-	if err := t.Bulk(rows); err != nil {
-		return err
+	cells := make([][]string, 0, len(rows)+1)
+	head := make([]string, len(header))
+	for i, h := range header {
+		head[i] = strings.ToUpper(h)
 	}
-	if err := t.Render(); err != nil {
-		return err
+	cells = append(cells, head)
+	for _, r := range rows {
+		row := make([]string, len(r))
+		for i, c := range r {
+			row[i] = oneLine(c)
+		}
+		cells = append(cells, row)
 	}
-	// The renderer pads the last column too; trailing blanks only get in
-	// the way of copy and paste.
-	var out bytes.Buffer
-	for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
-		out.Write(bytes.TrimRight(line, " \n"))
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			out.WriteByte('\n')
+	var widths []int
+	for _, row := range cells {
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], runewidth.StringWidth(c))
 		}
 	}
-	_, err := w.Write(out.Bytes())
+	var b strings.Builder
+	for _, row := range cells {
+		// Trailing empty cells would only leave blanks at the end.
+		n := len(row)
+		for n > 0 && row[n-1] == "" {
+			n--
+		}
+		for i, c := range row[:n] {
+			b.WriteString(c)
+			if i < n-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)+3))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// oneLine turns the line breaks and tabs in s into spaces and trims it.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n\t") {
+		return strings.TrimSpace(s)
+	}
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		switch r {
+		case '\r', '\n', '\t':
+			return ' '
+		}
+		return r
+	}, s))
 }
