@@ -88,6 +88,7 @@ func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([
 	}
 	opts := env.engineOptions(sess, slog.New(slog.DiscardHandler))
 	opts.ShutdownGrace = oneShotGrace
+	opts.LazyLists = true
 	e := engine.New(cfg, opts)
 	defer e.Close()
 	h := localHost{Engine: e}

@@ -62,6 +62,11 @@ type Options struct {
 	// whose config sets no requestTimeout. Default 60s; when set, it wins
 	// over the configs.
 	RequestTimeout time.Duration
+	// LazyLists makes a server list only its tools as it starts; its
+	// prompts, resources and resource templates are listed the first time
+	// something asks for them. For a host that makes one request and stops
+	// (each list is a round trip to the server).
+	LazyLists bool
 	// ShutdownGrace is how long a server may take to exit after its stdin
 	// closes before it gets SIGTERM. Default 100ms.
 	ShutdownGrace time.Duration

@@ -29,6 +29,9 @@ type snapshot struct {
 	promptByName map[string]*Prompt
 	resources    []*Resource
 	templates    []*Template
+	// unlisted are the lists not asked for yet (Options.LazyLists): fill
+	// lists them on first use.
+	unlisted []string
 }
 
 func (sn *snapshot) toolCount() int {
@@ -102,6 +105,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 	}
 	want := func(list string) bool { return len(only) == 0 || slices.Contains(only, list) }
 	sn := *base
+	sn.unlisted = slices.DeleteFunc(slices.Clone(sn.unlisted), want)
 	cctx, cp := withCapture(ctx)
 	defer conn.release(cp)
 	if want(listTools) && caps.Tools != nil {
@@ -307,9 +311,42 @@ func diff(before, after []string) (added, removed []string) {
 	return added, removed
 }
 
+// fill lists what a server started with Options.LazyLists has not listed
+// yet, and returns its snapshot.
+func (s *server) fill() *snapshot {
+	s.mu.Lock()
+	sn, cs, conn, life := s.snap, s.cs, s.conn, s.life
+	s.mu.Unlock()
+	if sn == nil || len(sn.unlisted) == 0 || cs == nil {
+		return sn
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.mu.Lock()
+	sn = s.snap // filled or refreshed meanwhile, perhaps
+	s.mu.Unlock()
+	if sn == nil || len(sn.unlisted) == 0 || s.cs != cs {
+		return sn
+	}
+	ctx, cancel := context.WithTimeout(life, s.requestTimeout(0))
+	defer cancel()
+	next, err := s.list(ctx, cs, conn, sn, sn.unlisted...)
+	if err != nil {
+		s.log.Warn("listing failed", "lists", sn.unlisted, "error", err)
+		return sn
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs == cs {
+		s.snap = next
+	}
+	return next
+}
+
 // offer returns the server's snapshot for listing: current when it is ready,
 // its last known one marked stale when it is unavailable.
 func (s *server) offer() (sn *snapshot, stale bool, err error) {
+	s.fill()
 	s.mu.Lock()
 	if s.refreshing > 0 {
 		ch := s.settled

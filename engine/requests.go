@@ -311,6 +311,11 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 		return nil, err
 	}
 	defer h.release()
+	if len(h.snap.unlisted) > 0 {
+		if sn := s.fill(); sn != nil {
+			h.snap = sn
+		}
+	}
 	prompt := h.snap.promptByName[promptName]
 	if prompt == nil {
 		return nil, unknownName("prompt", req.Name, srvName, h.snap.names(listPrompts))

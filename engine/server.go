@@ -296,7 +296,11 @@ func (s *server) connect(ctx context.Context) error {
 	if err == nil {
 		// A refresh of the last connection may still be running.
 		s.refreshMu.Lock()
-		snap, err = s.list(sctx, cs, conn, &snapshot{})
+		base, only := &snapshot{}, []string(nil)
+		if s.e.opts.LazyLists {
+			base.unlisted, only = []string{listPrompts, listResources}, []string{listTools}
+		}
+		snap, err = s.list(sctx, cs, conn, base, only...)
 		s.refreshMu.Unlock()
 	}
 	if err != nil {
