@@ -176,7 +176,6 @@ func (c *Compiler) MustCompile(loc string) *Schema {
 
 // Compile compiles json-schema at given loc.
 func (c *Compiler) Compile(loc string) (*Schema, error) {
-	loadMetaschemas() // mcpctl patch: see draft.go
 	return c.compile(loc)
 }
 

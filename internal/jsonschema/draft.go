@@ -15,8 +15,13 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (mcpctl patch: schemas in vocabSch)
 	defaultVocabs []string           // names of default vocabs
+
+	// mcpctl patch: the draft's metaschema (sch) and vocabulary schemas
+	// (vocabSch) are compiled by load, once, on first use.
+	once     sync.Once
+	vocabSch map[string]*Schema
 }
 
 // String returns the specification url.
@@ -125,13 +130,13 @@ var (
 	draftLatest = Draft2020
 )
 
-// mcpctl patch: upstream compiles the metaschemas in init(), which costs
-// every program that links this package about 5 ms at start. They compile on
-// the first call to Compile instead.
-var metaschemasOnce sync.Once
-
-func loadMetaschemas() {
-	metaschemasOnce.Do(func() {
+// mcpctl patch: upstream compiles the metaschemas of every draft in init(),
+// which costs every program that links this package about 5 ms at start;
+// compiling them all on the first Compile still cost that Compile about 3 ms.
+// Each draft's are compiled the first time a schema of that draft is checked
+// against its metaschema (most schemas are of one draft, 2020-12).
+func (d *Draft) load() {
+	d.once.Do(func() {
 		c := NewCompiler()
 		c.AssertFormat()
 		mustCompile := func(loc string) *Schema {
@@ -141,11 +146,12 @@ func loadMetaschemas() {
 			}
 			return sch
 		}
-		for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
-			d.sch = mustCompile(d.url)
-			for name := range d.allVocabs {
-				d.allVocabs[name] = mustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
-			}
+		// Metaschemas are not checked against a metaschema (roots.addRoot),
+		// so this does not come back to load.
+		d.sch = mustCompile(d.url)
+		d.vocabSch = map[string]*Schema{}
+		for name := range d.allVocabs {
+			d.vocabSch[name] = mustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
 	})
 }
@@ -279,6 +285,7 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 }
 
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
+	d.draft.load()
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
 		return d.draft.sch
@@ -286,7 +293,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSch[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -297,7 +304,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSch["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}
