@@ -2,6 +2,13 @@
 // median, p90, min and max, as one line (or JSON with -json).
 //
 //	go run ./bench/timeit -n 100 -label "warm call" -- mcpctl call everything.echo message=hi
+//
+// Given two commands separated by a lone "::", it runs them in turn, A, B,
+// A, B, …, so that a machine getting busier or quieter during the runs
+// weighs on both alike, and prints the figures of each and the ratio of
+// their medians (A / B):
+//
+//	timeit -n 20 -- mcpctl call everything.echo message=hi :: rawclient -- node server.js
 package main
 
 import (
@@ -15,48 +22,74 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 50, "runs to time")
-	warmup := flag.Int("warmup", 3, "untimed runs first")
+	n := flag.Int("n", 50, "runs to time (of each command)")
+	warmup := flag.Int("warmup", 3, "untimed runs first (of each command)")
 	label := flag.String("label", "", "name printed before the figures")
 	target := flag.String("target", "", "the target, printed after the figures")
 	asJSON := flag.Bool("json", false, "print JSON")
 	flag.Parse()
-	args := flag.Args()
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: timeit [-n N] [-label L] -- COMMAND [ARG]...")
-		os.Exit(2)
+	var cmds [][]string
+	if i := slices.Index(flag.Args(), "::"); i >= 0 {
+		cmds = [][]string{flag.Args()[:i], flag.Args()[i+1:]}
+	} else {
+		cmds = [][]string{flag.Args()}
 	}
-	run := func() time.Duration {
-		cmd := exec.Command(args[0], args[1:]...)
-		t0 := time.Now()
-		out, err := cmd.CombinedOutput()
-		d := time.Since(t0)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "timeit: %v: %v\n%s", args, err, out)
-			os.Exit(1)
+	for _, c := range cmds {
+		if len(c) == 0 {
+			fmt.Fprintln(os.Stderr, "usage: timeit [-n N] [-label L] -- COMMAND [ARG]... [:: COMMAND [ARG]...]")
+			os.Exit(2)
 		}
-		return d
 	}
 	for range *warmup {
-		run()
+		for _, c := range cmds {
+			run(c)
+		}
 	}
-	ds := make([]time.Duration, *n)
+	ds := make([][]time.Duration, len(cmds))
+	for range *n {
+		for i, c := range cmds {
+			ds[i] = append(ds[i], run(c))
+		}
+	}
+	figs := make([]map[string]any, len(cmds))
 	for i := range ds {
-		ds[i] = run()
+		d := ds[i]
+		slices.Sort(d)
+		pct := func(p float64) time.Duration { return d[int(p*float64(len(d)-1))] }
+		figs[i] = map[string]any{"label": *label, "n": *n, "medianMs": ms(pct(0.5)), "p90Ms": ms(pct(0.9)), "minMs": ms(d[0]), "maxMs": ms(d[len(d)-1])}
+		if !*asJSON {
+			fmt.Printf("%-44s median %9s   p90 %9s   min %9s   (n=%d)", *label, fmtDur(pct(0.5)), fmtDur(pct(0.9)), fmtDur(d[0]), *n)
+			if *target != "" {
+				fmt.Printf("   target %s", *target)
+			}
+			fmt.Println()
+		}
 	}
-	slices.Sort(ds)
-	pct := func(p float64) time.Duration { return ds[int(p*float64(len(ds)-1))] }
-	if *asJSON {
-		json.NewEncoder(os.Stdout).Encode(map[string]any{
-			"label": *label, "n": *n, "medianMs": ms(pct(0.5)), "p90Ms": ms(pct(0.9)), "minMs": ms(ds[0]), "maxMs": ms(ds[len(ds)-1]),
-		})
+	if len(cmds) == 1 {
+		if *asJSON {
+			json.NewEncoder(os.Stdout).Encode(figs[0])
+		}
 		return
 	}
-	fmt.Printf("%-44s median %9s   p90 %9s   min %9s   (n=%d)", *label, fmtDur(pct(0.5)), fmtDur(pct(0.9)), fmtDur(ds[0]), *n)
-	if *target != "" {
-		fmt.Printf("   target %s", *target)
+	ratio := figs[0]["medianMs"].(float64) / figs[1]["medianMs"].(float64)
+	if *asJSON {
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"a": figs[0], "b": figs[1], "ratio": ratio})
+		return
 	}
-	fmt.Println()
+	fmt.Printf("ratio of the medians: %.3f\n", ratio)
+}
+
+// run runs a command once and returns its wall time; a failure ends timeit.
+func run(args []string) time.Duration {
+	cmd := exec.Command(args[0], args[1:]...)
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(t0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "timeit: %v: %v\n%s", args, err, out)
+		os.Exit(1)
+	}
+	return d
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
