@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,5 +270,39 @@ func TestDaemonSurface(t *testing.T) {
 	err = c.Watch(ctx(t), &WatchRequest{Subscribe: []string{"nope://x"}}, func(Event) error { return nil })
 	if KindOf(err) != KindUsage {
 		t.Errorf("watch with a bad subscription: %v", err)
+	}
+}
+
+// A Client used from many goroutines at once keeps the connections a burst
+// needed for the next one, instead of dialling nearly every call afresh.
+func TestClientReusesConnections(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", Sleep: "50ms"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	dial := c.Dial
+	var dials atomic.Int64
+	c.Dial = func(ctx context.Context) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx)
+	}
+	const n = 40
+	burst := func() {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if _, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	burst()
+	first := dials.Load()
+	burst()
+	if again := dials.Load() - first; again > n/4 {
+		t.Errorf("the second burst of %d calls dialled %d new connections (the first %d)", n, again, first)
 	}
 }
