@@ -184,7 +184,9 @@ func (d *Daemon) Handler() http.Handler {
 // Serve answers requests on ln until ctx ends or a client asks for shutdown,
 // then stops the engine. It returns once every server is stopped.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeer}
+	// IdleTimeout: connections a client keeps for reuse (engine.Client
+	// keeps up to 1024) are dropped after a minute unused.
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ConnContext: withPeer}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var idle <-chan time.Time
@@ -321,23 +323,27 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	t0 := time.Now()
 	res, err := d.engine.CallTool(r.Context(), &req)
+	took := time.Since(t0)
+	// The answer goes out before the log and audit lines are written: the
+	// caller need not wait for two file writes.
+	switch {
+	case stream != nil:
+		stream.end(res, err)
+	case err != nil:
+		writeError(w, err)
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 	// The outcome, never the message: messages can quote arguments.
 	outcome := outcomeOf(err, res != nil && res.IsError)
-	took := time.Since(t0)
 	d.log.InfoContext(r.Context(), "call", "tool", req.Name, "ms", took.Milliseconds(), "outcome", outcome)
 	ms := float64(took.Microseconds()) / 1000
 	server, _, _ := SplitName(req.Name)
 	d.audit.Record(AuditEntry{Event: "call", UID: peerUID(r.Context()), RequestID: RequestID(r.Context()),
 		Server: server, Name: req.Name, Args: argNames(&req), DurationMs: &ms, Outcome: outcome})
-	if stream != nil {
-		stream.end(res, err)
-		return
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 func (d *Daemon) serveShutdown(w http.ResponseWriter, r *http.Request) {
