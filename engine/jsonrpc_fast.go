@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // plainMessage reports whether line, one JSON object, is a JSON-RPC 2.0
@@ -16,42 +19,66 @@ import (
 // 32 KiB buffer and a full decode per message, on top of the SDK's own
 // decode of the same line). false means "look closer", not "invalid".
 func plainMessage(line []byte) bool {
+	_, ok := parsePlain(line)
+	return ok
+}
+
+// A plainMsg is the parts of a plain message ([plainMessage]), as slices of
+// its line.
+type plainMsg struct {
+	id, method, params, result []byte
+	hasMethod                  bool
+}
+
+// parsePlain is [plainMessage] returning the message's parts.
+func parsePlain(line []byte) (plainMsg, bool) {
+	var m plainMsg
 	if len(line) < 2 || line[0] != '{' || !utf8.Valid(line) || !json.Valid(line) {
-		return false
+		return m, false
 	}
-	var version, id, method []byte
-	var hasID, hasMethod bool
+	var version []byte
+	var hasID bool
 	i := skipSpace(line, 1)
 	for i < len(line) && line[i] != '}' {
 		kEnd := endOfString(line, i)
 		key := line[i:kEnd]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			return false // an escaped key may spell one of the names below
+			return m, false // an escaped key may spell one of the names below
 		}
 		i = skipSpace(line, skipSpace(line, kEnd)+1) // past the ':'
 		vEnd, ok := endOfValue(line, i)
 		if !ok {
-			return false
+			return m, false
 		}
 		val := line[i:vEnd]
 		switch string(key) {
 		case `"jsonrpc"`:
 			if version != nil {
-				return false
+				return m, false
 			}
 			version = val
 		case `"id"`:
 			if hasID {
-				return false
+				return m, false
 			}
-			hasID, id = true, val
+			hasID, m.id = true, val
 		case `"method"`:
-			if hasMethod {
-				return false
+			if m.hasMethod {
+				return m, false
 			}
-			hasMethod, method = true, val
+			m.hasMethod, m.method = true, val
+		case `"params"`:
+			if m.params != nil {
+				return m, false
+			}
+			m.params = val
+		case `"result"`:
+			if m.result != nil {
+				return m, false
+			}
+			m.result = val
 		case `"error"`:
-			return false
+			return m, false
 		}
 		i = skipSpace(line, vEnd)
 		if i < len(line) && line[i] == ',' {
@@ -59,16 +86,55 @@ func plainMessage(line []byte) bool {
 		}
 	}
 	if string(version) != `"2.0"` {
-		return false
+		return m, false
 	}
-	if hasMethod && method[0] != '"' {
-		return false
+	if m.hasMethod && m.method[0] != '"' {
+		return m, false
 	}
-	idSet := hasID && string(id) != "null"
-	if idSet && id[0] != '"' && !shortInteger(id) {
-		return false
+	if hasID && string(m.id) == "null" {
+		m.id = nil
 	}
-	return hasMethod || idSet
+	if m.id != nil && m.id[0] != '"' && !shortInteger(m.id) {
+		return m, false
+	}
+	return m, m.hasMethod || m.id != nil
+}
+
+// message is the SDK's message for m, as [jsonrpc.DecodeMessage] makes it
+// of the same line: a request (or notification) when there is a method,
+// else a response. Params and Result are slices of the line.
+func (m plainMsg) message() (jsonrpc.Message, error) {
+	var id jsonrpc.ID
+	if m.id != nil {
+		var v any
+		if m.id[0] == '"' {
+			var s string
+			if err := json.Unmarshal(m.id, &s); err != nil {
+				return nil, err
+			}
+			v = s
+		} else {
+			n, err := strconv.ParseInt(string(m.id), 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			v = float64(n)
+		}
+		var err error
+		if id, err = jsonrpc.MakeID(v); err != nil {
+			return nil, err
+		}
+	}
+	if m.hasMethod {
+		method := string(m.method[1 : len(m.method)-1])
+		if bytes.IndexByte(m.method, '\\') >= 0 {
+			if err := json.Unmarshal(m.method, &method); err != nil {
+				return nil, err
+			}
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: json.RawMessage(m.params)}, nil
+	}
+	return &jsonrpc.Response{ID: id, Result: json.RawMessage(m.result)}, nil
 }
 
 func skipSpace(b []byte, i int) int {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -53,9 +54,7 @@ func TestPlainMessage(t *testing.T) {
 			t.Errorf("plainMessage(%s) = %v, want %v", c.line, got, c.plain)
 		}
 		if c.plain {
-			if _, err := jsonrpc.DecodeMessage([]byte(c.line)); err != nil {
-				t.Errorf("plainMessage accepts %s, which the SDK refuses: %v", c.line, err)
-			}
+			sameMessage(t, []byte(c.line))
 		}
 	}
 }
@@ -68,8 +67,26 @@ func FuzzPlainMessage(f *testing.F) {
 		if !plainMessage(line) {
 			return
 		}
-		if _, err := jsonrpc.DecodeMessage(line); err != nil {
-			t.Errorf("plainMessage accepts %q, which the SDK refuses: %v", line, err)
-		}
+		sameMessage(t, line)
 	})
+}
+
+// sameMessage checks that the SDK decodes a plain line, and to the message
+// the fast path makes of it.
+func sameMessage(t *testing.T, line []byte) {
+	t.Helper()
+	want, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		t.Errorf("plainMessage accepts %q, which the SDK refuses: %v", line, err)
+		return
+	}
+	m, _ := parsePlain(line)
+	got, err := m.message()
+	if err != nil {
+		t.Errorf("the fast path cannot make a message of %q: %v", line, err)
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%q: the fast path makes %#v, the SDK %#v", line, got, want)
+	}
 }

@@ -485,7 +485,6 @@ const maxMessage = 64 << 20
 type jsonLines struct {
 	r    *bufio.Reader
 	c    io.Closer
-	buf  []byte
 	skip func(line []byte, why string)
 	// eof is set once the server closed its stdout: it is exiting.
 	eof atomic.Bool
@@ -500,37 +499,43 @@ func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
 }
 
-func (j *jsonLines) Read(p []byte) (int, error) {
-	for len(j.buf) == 0 {
-		line, tail, cut, err := readLineTail(j.r, maxMessage, 256)
-		if t := bytes.TrimSpace(line); cut {
+// next returns the next line that is a JSON-RPC message or a batch of them
+// (without its newline), with its parts when it is a plain message
+// ([parsePlain]). Each line is a slice of its own.
+func (j *jsonLines) next() (line []byte, pm plainMsg, plain bool, err error) {
+	for {
+		raw, tail, cut, err := readLineTail(j.r, maxMessage, 256)
+		var out []byte
+		if t := bytes.TrimSpace(raw); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
 			if id := cutResponseID(t, tail); id != nil {
-				j.buf = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`+"\n",
+				out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`,
 					id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker)
 			}
 		} else if len(t) > 0 {
+			if pm, plain = parsePlain(t); plain {
+				return t, pm, true, nil
+			}
 			if why := jsonRPCProblem(t); why == "" {
-				j.buf = append(t, '\n')
+				out = t
 			} else {
 				j.skip(t, why)
 			}
 		}
+		if err == io.EOF {
+			j.eof.Store(true)
+		}
+		// At the end, a last line without a newline still counts; the next
+		// call meets the end again.
+		if out != nil {
+			return out, plainMsg{}, false, nil
+		}
 		if err != nil {
-			if err == io.EOF {
-				j.eof.Store(true)
-			}
-			if len(j.buf) > 0 {
-				break
-			}
-			return 0, err
+			return nil, plainMsg{}, false, err
 		}
 	}
-	n := copy(p, j.buf)
-	j.buf = j.buf[n:]
-	return n, nil
 }
 
 // jsonRPCProblem says why line is not a JSON-RPC 2.0 message or a batch

@@ -239,14 +239,7 @@ func (s *server) connect(ctx context.Context) error {
 			s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
 		})
 		proc.lines = stdout
-		// jsonLines bounds lines itself.
-		inner, err := (&mcp.IOTransport{Reader: stdout, Writer: proc.stdin, MaxLineLength: -1}).Connect(ctx)
-		if err != nil {
-			endLife()
-			proc.stop(0, s.shutdownTimeout())
-			return err
-		}
-		conn.Connection = inner
+		conn.Connection = newStdioConn(stdout, proc.stdin)
 		conn.abortWrite = proc.abortWrites
 	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {

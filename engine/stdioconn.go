@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// stdioConn is the connection to a stdio server: one JSON-RPC message per
+// line each way. It stands in for the SDK's IOTransport, which decodes each
+// incoming message four times (once to find its end, once as a possible
+// batch, once as a message, once more for its method), three of them with a
+// fresh 32 KiB buffer: most of a session's garbage under load. Here a line
+// that [jsonLines] found to be a plain message is made into one from the
+// parts it already found; anything else (errors, batches) goes through the
+// SDK's own decoder.
+type stdioConn struct {
+	lines *jsonLines
+	stdin io.WriteCloser
+
+	// A goroutine reads, so that Read can give up when its context ends or
+	// the connection closes, as the SDK's connections do.
+	incoming chan lineMsgs
+	closed   chan struct{}
+	queue    []jsonrpc.Message // the rest of a batch; only Read's goroutine
+
+	writeMu   sync.Mutex
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type lineMsgs struct {
+	msgs []jsonrpc.Message
+	err  error
+}
+
+func newStdioConn(lines *jsonLines, stdin io.WriteCloser) *stdioConn {
+	c := &stdioConn{lines: lines, stdin: stdin, incoming: make(chan lineMsgs), closed: make(chan struct{})}
+	go c.readLoop()
+	return c
+}
+
+func (c *stdioConn) readLoop() {
+	for {
+		var in lineMsgs
+		line, pm, plain, err := c.lines.next()
+		switch {
+		case err != nil:
+			in.err = err
+		case plain:
+			var msg jsonrpc.Message
+			if msg, in.err = pm.message(); in.err == nil {
+				in.msgs = []jsonrpc.Message{msg}
+			}
+		default:
+			in.msgs, in.err = decodeLine(line)
+		}
+		select {
+		case c.incoming <- in:
+		case <-c.closed:
+			return
+		}
+		if in.err != nil {
+			return
+		}
+	}
+}
+
+// decodeLine decodes a line that is not a plain message: an error
+// response, or a batch.
+func decodeLine(line []byte) ([]jsonrpc.Message, error) {
+	if line[0] != '[' {
+		msg, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, len(raws))
+	for i, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = msg
+	}
+	return msgs, nil
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		return msg, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case in := <-c.incoming:
+		if in.err != nil {
+			return nil, in.err
+		}
+		c.queue = in.msgs[1:]
+		return in.msgs[0], nil
+	}
+}
+
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.stdin.Write(data)
+	return err
+}
+
+// Close closes the server's stdin (asking it to exit) and stdout.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = errors.Join(c.lines.Close(), c.stdin.Close())
+		close(c.closed)
+	})
+	return c.closeErr
+}
+
+func (c *stdioConn) SessionID() string { return "" }
