@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -424,9 +425,18 @@ func (d *Daemon) auditState(ev Event) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data, _ = json.Marshal(map[string]*Error{"error": errorf(KindInternal, "", "encoding the answer: %v", err)})
+		code = http.StatusInternalServerError
+	}
+	data = append(data, '\n')
+	// With its length known the answer goes out whole, in one write, even
+	// when the handler flushes it before doing more.
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	w.Write(data)
 }
 
 var statusOfKind = map[Kind]int{
