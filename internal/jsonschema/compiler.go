@@ -30,6 +30,14 @@ func NewCompiler() *Compiler {
 	}
 }
 
+// Trusted (an mcpctl patch) skips checking the schemas against their
+// draft's metaschema: for schemas built into the program, checked by its
+// tests, so that compiling them costs no metaschema (about 1.5 ms in a
+// fresh process). An invalid schema compiled this way may panic.
+func (c *Compiler) Trusted() {
+	c.roots.trusted = true
+}
+
 // DefaultDraft overrides the draft used to
 // compile schemas without `$schema` field.
 //
