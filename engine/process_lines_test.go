@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"strings"
 	"testing"
+
+	"github.com/mcpctl/mcpctl/config"
 )
 
 func TestReadLineTail(t *testing.T) {
@@ -50,5 +52,32 @@ func TestCutResponseID(t *testing.T) {
 		if got := string(cutResponseID(line, tail)); got != c.want {
 			t.Errorf("%s: id %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The last words of runtimes stopped by a memory limit mark the process as
+// out of memory, and only when it has a memory limit.
+func TestNoteSignsMemory(t *testing.T) {
+	for _, line := range []string{
+		"fatal error: runtime: out of memory",
+		"runtime: failed to create new OS thread (have 7 already; errno=12)",
+		"FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+		"MemoryError",
+	} {
+		p := &process{limits: config.Limits{Memory: 128 << 20}}
+		p.noteSigns(line)
+		if !p.outOfMemory.Load() {
+			t.Errorf("%q not taken for the memory limit", line)
+		}
+		unlimited := &process{}
+		unlimited.noteSigns(line)
+		if unlimited.outOfMemory.Load() {
+			t.Errorf("%q taken for a memory limit the server does not have", line)
+		}
+	}
+	p := &process{limits: config.Limits{Memory: 128 << 20}}
+	p.noteSigns("runtime: failed to create new OS thread (have 7 already; errno=11)")
+	if p.outOfMemory.Load() {
+		t.Error("EAGAIN creating a thread taken for the memory limit")
 	}
 }
