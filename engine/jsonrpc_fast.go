@@ -10,27 +10,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// plainMessage reports whether line, one JSON object, is a JSON-RPC 2.0
-// message that the SDK's decoder is sure to accept: valid UTF-8 and JSON,
-// "jsonrpc" exactly "2.0", a method that is a string, an id that is absent,
-// null, a string or a short integer (and present when there is no method),
-// no "error", no escaped key, no deep nesting. It is the fast path of
-// [jsonRPCProblem]: it reads the line once, without the SDK's decoder (a
-// 32 KiB buffer and a full decode per message, on top of the SDK's own
-// decode of the same line). false means "look closer", not "invalid".
-func plainMessage(line []byte) bool {
-	_, ok := parsePlain(line)
-	return ok
-}
-
-// A plainMsg is the parts of a plain message ([plainMessage]), as slices of
+// parsePlain reports whether line, one JSON object, is a JSON-RPC 2.0
+// message that the SDK's decoder is sure to accept, and returns its parts:
+// valid UTF-8 and JSON, "jsonrpc" exactly "2.0", a method that is a string,
+// an id that is absent, null, a string or a short integer (and present when
+// there is no method), no "error", no escaped key, no deep nesting. It is
+// the fast path of [jsonLines.next]: it reads the line once, without the
+// SDK's decoder (a 32 KiB buffer and a full decode per message). false
+// means "look closer", not "invalid".
+// A plainMsg is the parts of a plain message ([parsePlain]), as slices of
 // its line.
 type plainMsg struct {
 	id, method, params, result []byte
 	hasMethod                  bool
 }
 
-// parsePlain is [plainMessage] returning the message's parts.
 func parsePlain(line []byte) (plainMsg, bool) {
 	var m plainMsg
 	if len(line) < 2 || line[0] != '{' || !utf8.Valid(line) || !json.Valid(line) {

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// plainMessage must never accept a line the SDK's decoder refuses: that
+// parsePlain must never accept a line the SDK's decoder refuses: that
 // line would end the connection instead of being skipped.
 var plainCases = []struct {
 	line  string
@@ -50,8 +50,8 @@ var plainCases = []struct {
 
 func TestPlainMessage(t *testing.T) {
 	for _, c := range plainCases {
-		if got := plainMessage([]byte(c.line)); got != c.plain {
-			t.Errorf("plainMessage(%s) = %v, want %v", c.line, got, c.plain)
+		if _, got := parsePlain([]byte(c.line)); got != c.plain {
+			t.Errorf("parsePlain(%s) = %v, want %v", c.line, got, c.plain)
 		}
 		if c.plain {
 			sameMessage(t, []byte(c.line))
@@ -64,7 +64,7 @@ func FuzzPlainMessage(f *testing.F) {
 		f.Add([]byte(c.line))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if !plainMessage(line) {
+		if _, plain := parsePlain(line); !plain {
 			return
 		}
 		sameMessage(t, line)
@@ -77,7 +77,7 @@ func sameMessage(t *testing.T, line []byte) {
 	t.Helper()
 	want, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		t.Errorf("plainMessage accepts %q, which the SDK refuses: %v", line, err)
+		t.Errorf("parsePlain accepts %q, which the SDK refuses: %v", line, err)
 		return
 	}
 	m, _ := parsePlain(line)

@@ -501,28 +501,29 @@ func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
 }
 
-// next returns the next line that is a JSON-RPC message or a batch of them
-// (without its newline), with its parts when it is a plain message
-// ([parsePlain]). Each line is a slice of its own.
-func (j *jsonLines) next() (line []byte, pm plainMsg, plain bool, err error) {
+// next returns the messages of the next line that is a JSON-RPC message or
+// a batch of them. A plain message ([parsePlain]) is made from the parts
+// found checking it; anything else is decoded by the SDK's decoder, once.
+func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 	for {
 		raw, tail, cut, err := readLineTail(j.r, maxMessage, 256)
-		var out []byte
+		var msgs []jsonrpc.Message
 		if t := bytes.TrimSpace(raw); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
 			if id := cutResponseID(t, tail); id != nil {
-				out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`,
-					id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker)
+				msgs, _ = decodeMessages(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`,
+					id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker))
 			}
 		} else if len(t) > 0 {
-			if pm, plain = parsePlain(t); plain {
-				return t, pm, true, nil
+			if pm, plain := parsePlain(t); plain {
+				if msg, err := pm.message(); err == nil {
+					return []jsonrpc.Message{msg}, nil
+				}
 			}
-			if why := jsonRPCProblem(t); why == "" {
-				out = t
-			} else {
+			var why string
+			if msgs, why = decodeMessages(t); why != "" {
 				j.skip(t, why)
 			}
 		}
@@ -531,49 +532,48 @@ func (j *jsonLines) next() (line []byte, pm plainMsg, plain bool, err error) {
 		}
 		// At the end, a last line without a newline still counts; the next
 		// call meets the end again.
-		if out != nil {
-			return out, plainMsg{}, false, nil
+		if len(msgs) > 0 {
+			return msgs, nil
 		}
 		if err != nil {
-			return nil, plainMsg{}, false, err
+			return nil, err
 		}
 	}
 }
 
-// jsonRPCProblem says why line is not a JSON-RPC 2.0 message or a batch
-// of them, or returns "" when it is one: a log line such as
-// {"level":"info"} is valid JSON, but not that. A line that claims to be
-// JSON-RPC but does not decode as a message (a method that is not a
-// string, an id that is an object) is refused here too: passed on, it
-// would end the SDK's connection and so the server's session.
-func jsonRPCProblem(line []byte) string {
-	var msgs []json.RawMessage
+// decodeMessages decodes a line that is a JSON-RPC 2.0 message or a batch
+// of them, or says why it is not one: a log line such as {"level":"info"}
+// is valid JSON, but not that. A line that claims to be JSON-RPC but does
+// not decode as a message (a method that is not a string, an id that is an
+// object) is refused here too: passed on, it would end the SDK's
+// connection and so the server's session.
+func decodeMessages(line []byte) (msgs []jsonrpc.Message, why string) {
+	var raws []json.RawMessage
 	switch line[0] {
 	case '{':
-		if plainMessage(line) {
-			return ""
-		}
-		msgs = []json.RawMessage{line}
+		raws = []json.RawMessage{line}
 	case '[':
-		if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
-			return "not JSON-RPC"
+		if json.Unmarshal(line, &raws) != nil || len(raws) == 0 {
+			return nil, "not JSON-RPC"
 		}
 	default:
-		return "not JSON-RPC"
+		return nil, "not JSON-RPC"
 	}
-	for _, m := range msgs {
-		if _, err := jsonrpc.DecodeMessage(m); err != nil {
+	for _, m := range raws {
+		msg, err := jsonrpc.DecodeMessage(m)
+		if err != nil {
 			// Only on the unhappy path: was it meant as JSON-RPC at all?
 			var v struct {
 				Version string `json:"jsonrpc"`
 			}
 			if json.Unmarshal(m, &v) != nil || v.Version != "2.0" {
-				return "not JSON-RPC"
+				return nil, "not JSON-RPC"
 			}
-			return "invalid JSON-RPC: " + err.Error()
+			return nil, "invalid JSON-RPC: " + err.Error()
 		}
+		msgs = append(msgs, msg)
 	}
-	return ""
+	return msgs, ""
 }
 
 // cutResponseID returns the id of the response whose line was cut after

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -14,10 +13,8 @@ import (
 // line each way. It stands in for the SDK's IOTransport, which decodes each
 // incoming message four times (once to find its end, once as a possible
 // batch, once as a message, once more for its method), three of them with a
-// fresh 32 KiB buffer: most of a session's garbage under load. Here a line
-// that [jsonLines] found to be a plain message is made into one from the
-// parts it already found; anything else (errors, batches) goes through the
-// SDK's own decoder.
+// fresh 32 KiB buffer: most of a session's garbage under load. Here each
+// line is decoded once, by [jsonLines.next].
 type stdioConn struct {
 	lines *jsonLines
 	stdin io.WriteCloser
@@ -47,18 +44,7 @@ func newStdioConn(lines *jsonLines, stdin io.WriteCloser) *stdioConn {
 func (c *stdioConn) readLoop() {
 	for {
 		var in lineMsgs
-		line, pm, plain, err := c.lines.next()
-		switch {
-		case err != nil:
-			in.err = err
-		case plain:
-			var msg jsonrpc.Message
-			if msg, in.err = pm.message(); in.err == nil {
-				in.msgs = []jsonrpc.Message{msg}
-			}
-		default:
-			in.msgs, in.err = decodeLine(line)
-		}
+		in.msgs, in.err = c.lines.next()
 		select {
 		case c.incoming <- in:
 		case <-c.closed:
@@ -68,34 +54,6 @@ func (c *stdioConn) readLoop() {
 			return
 		}
 	}
-}
-
-// decodeLine decodes a line that is not a plain message: an error
-// response, or a batch.
-func decodeLine(line []byte) ([]jsonrpc.Message, error) {
-	if line[0] != '[' {
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
-			return nil, err
-		}
-		return []jsonrpc.Message{msg}, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, err
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
-	}
-	msgs := make([]jsonrpc.Message, len(raws))
-	for i, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
-			return nil, err
-		}
-		msgs[i] = msg
-	}
-	return msgs, nil
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
