@@ -304,11 +304,23 @@ func (c *captureConn) incoming(msg jsonrpc.Message) {
 	delete(c.pending, resp.ID)
 	c.mu.Unlock()
 	if found {
+		result := append(json.RawMessage(nil), resp.Result...)
+		if pc.method == "tools/call" && resp.Error == nil && !bytes.Contains(resp.Result, []byte(`"inputRequests"`)) {
+			// The raw result is the answer; the SDK would decode it into a
+			// CallToolResult nobody reads, a second copy of every byte of
+			// it. It gets an empty one. A result that asks for input is
+			// the SDK's to act on (it answers and calls again), whole.
+			result, resp.Result = resp.Result, emptyCallResult
+		}
 		pc.cap.mu.Lock()
-		pc.cap.results = append(pc.cap.results, rawResult{method: pc.method, result: append(json.RawMessage(nil), resp.Result...), err: resp.Error})
+		pc.cap.results = append(pc.cap.results, rawResult{method: pc.method, result: result, err: resp.Error})
 		pc.cap.mu.Unlock()
 	}
 }
+
+// emptyCallResult is the tools/call result the SDK decodes in place of a
+// captured one.
+var emptyCallResult = json.RawMessage(`{"content":[]}`)
 
 // A connTransport hands the SDK a connection mcpctl already made.
 type connTransport struct{ conn mcp.Connection }
