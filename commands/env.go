@@ -179,7 +179,7 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &engine.Client{Socket: sess.Socket, OnVersionMismatch: func(v string) {
+	c := &engine.Client{Socket: sess.Socket, Unpooled: true, OnVersionMismatch: func(v string) {
 		env.note("warning: the session runs mcpctl %s, this is mcpctl %s", v, engine.Version())
 		env.note("hint: restart it to use this version: mcpctl down && mcpctl up")
 	}}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,6 +27,12 @@ type Client struct {
 	// OnVersionMismatch is called once, with the session's version, when
 	// it differs from this build's.
 	OnVersionMismatch func(sessionVersion string)
+	// Unpooled makes each request on a connection of its own, dialled and
+	// read on the calling goroutine and closed with the answer's body. It
+	// suits a process that makes a request or two and exits, as the CLI
+	// does: a pool's dialling, reading and writing goroutines each cost a
+	// new thread in a fresh process (0.6 ms of a 7.5 ms warm call).
+	Unpooled bool
 
 	once   sync.Once
 	hc     *http.Client
@@ -41,6 +48,10 @@ func (c *Client) http() *http.Client {
 				return d.DialContext(ctx, "unix", c.Socket)
 			}
 		}
+		if c.Unpooled {
+			c.hc = &http.Client{Transport: unpooledTransport{dial}}
+			return
+		}
 		// A Go program calling from many goroutines at once keeps the
 		// connections it needed for the next burst instead of dialling
 		// each call afresh (the default keeps 2): 1000 calls at once
@@ -55,6 +66,55 @@ func (c *Client) http() *http.Client {
 		}}
 	})
 	return c.hc
+}
+
+// unpooledTransport is the transport of an Unpooled client.
+type unpooledTransport struct {
+	dial func(ctx context.Context) (net.Conn, error)
+}
+
+func (t unpooledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	conn, err := t.dial(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	// A cancelled request (Ctrl-C, the end of a watch) ends by closing its
+	// connection, whether it is being written or its answer read.
+	stop := context.AfterFunc(req.Context(), func() { conn.Close() })
+	done := func() {
+		stop()
+		conn.Close()
+	}
+	req.Close = true // the session closes its end after the answer too
+	resp, err := func() (*http.Response, error) {
+		if err := req.Write(conn); err != nil {
+			return nil, err
+		}
+		return http.ReadResponse(bufio.NewReader(conn), req)
+	}()
+	if err != nil {
+		done()
+		if ctxErr := req.Context().Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+	resp.Body = &closingBody{ReadCloser: resp.Body, close: done}
+	return resp, nil
+}
+
+// A closingBody closes its connection with itself. The connection goes
+// first: closing a body that is not read to its end reads it to its end,
+// and a stream of events has none.
+type closingBody struct {
+	io.ReadCloser
+	close func()
+}
+
+func (b *closingBody) Close() error {
+	b.close()
+	b.ReadCloser.Close() // fails: its connection is closed
+	return nil
 }
 
 // send makes one request; out, when not nil, receives the JSON answer.

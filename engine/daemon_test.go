@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -202,7 +203,15 @@ func TestDaemonServeStopsEngine(t *testing.T) {
 	}
 }
 
+// Every kind of request through the session, by a pooled client and an
+// Unpooled one; the Unpooled one leaves no connection open.
 func TestDaemonSurface(t *testing.T) {
+	for _, unpooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unpooled=%v", unpooled), func(t *testing.T) { daemonSurface(t, unpooled) })
+	}
+}
+
+func daemonSurface(t *testing.T, unpooled bool) {
 	spec := surface
 	spec.ProtocolVersion = "2025-11-25"
 	spec.Subscribe = true
@@ -212,6 +221,25 @@ func TestDaemonSurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := serveDaemon(t, e)
+	c.Unpooled = unpooled
+	dial := c.Dial
+	var dials, open atomic.Int64
+	c.Dial = func(ctx context.Context) (net.Conn, error) {
+		conn, err := dial(ctx)
+		if err == nil {
+			dials.Add(1)
+			open.Add(1)
+			conn = &countedConn{Conn: conn, open: &open}
+		}
+		return conn, err
+	}
+	if unpooled {
+		defer func() {
+			if n := open.Load(); n != 0 {
+				t.Errorf("%d of the %d connections an Unpooled client dialled are still open", n, dials.Load())
+			}
+		}()
+	}
 	if ps, err := c.Prompts(ctx(t), ""); err != nil || len(ps) != 1 || ps[0].Name() != "srv.greet" {
 		t.Errorf("prompts: %v %v", err, ps)
 	}
@@ -266,11 +294,35 @@ func TestDaemonSurface(t *testing.T) {
 	if err := <-watchErr; err != nil {
 		t.Errorf("watch ended with %v", err)
 	}
+	// A watch its caller stops ends at once.
+	enough := errors.New("enough")
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Watch(ctx(t), &WatchRequest{}, func(Event) error { return enough }) }()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, enough) {
+			t.Errorf("a watch stopped by its caller ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a watch stopped by its caller did not end")
+	}
 	// A watch that cannot be set up fails before it streams.
 	err = c.Watch(ctx(t), &WatchRequest{Subscribe: []string{"nope://x"}}, func(Event) error { return nil })
 	if KindOf(err) != KindUsage {
 		t.Errorf("watch with a bad subscription: %v", err)
 	}
+}
+
+// A countedConn counts itself out of open when first closed.
+type countedConn struct {
+	net.Conn
+	open   *atomic.Int64
+	closed sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.closed.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 // A Client used from many goroutines at once keeps the connections a burst
