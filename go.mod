@@ -16,7 +16,6 @@ require (
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
-	golang.org/x/text v0.14.0
 )
 
 require (

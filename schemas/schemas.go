@@ -21,8 +21,6 @@ import (
 
 	"github.com/mcpctl/mcpctl/internal/jsonschema"
 	"github.com/mcpctl/mcpctl/internal/jsonschema/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // ConfigJSON is the JSON Schema (2020-12) of mcp.json as mcpctl reads it.
@@ -206,7 +204,7 @@ func (s *Schema) Validate(instance any) []Violation {
 	return dedupe(out)
 }
 
-var printer = message.NewPrinter(language.English)
+var printer = &kind.Printer{}
 
 // collect flattens the validator's error tree into leaf violations. anyOf and
 // oneOf failures whose branches all disagree on type become one "expected A

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/mcpctl/mcpctl/internal/jsonschema/kind"
-	"golang.org/x/text/message"
 )
 
 // --
@@ -462,6 +461,6 @@ func (e *localizableError) Error() string {
 	return fmt.Sprintf(e.msg, e.args...)
 }
 
-func (e *localizableError) LocalizedError(p *message.Printer) string {
+func (e *localizableError) LocalizedError(p *kind.Printer) string {
 	return p.Sprintf(e.msg, e.args...)
 }
