@@ -85,7 +85,6 @@ func (t unpooledTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		stop()
 		conn.Close()
 	}
-	req.Close = true // the session closes its end after the answer too
 	resp, err := func() (*http.Response, error) {
 		if err := req.Write(conn); err != nil {
 			return nil, err
