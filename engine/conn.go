@@ -304,23 +304,28 @@ func (c *captureConn) incoming(msg jsonrpc.Message) {
 	delete(c.pending, resp.ID)
 	c.mu.Unlock()
 	if found {
-		result := append(json.RawMessage(nil), resp.Result...)
+		raw := rawResult{method: pc.method, result: resp.Result, err: resp.Error}
 		if pc.method == "tools/call" && resp.Error == nil && !bytes.Contains(resp.Result, []byte(`"inputRequests"`)) {
-			// The raw result is the answer; the SDK would decode it into a
-			// CallToolResult nobody reads, a second copy of every byte of
-			// it. It gets an empty one. A result that asks for input is
-			// the SDK's to act on (it answers and calls again), whole.
-			result, resp.Result = resp.Result, emptyCallResult
+			// The raw result is the answer (handle.do takes it from the
+			// capture). The SDK would decode it into a CallToolResult
+			// nobody reads, twice over, each time through a decoder with a
+			// fresh 32 KiB buffer: most of what a call allocates. It is
+			// told the result was kept, as an error handle.do ignores. A
+			// result that asks for input is the SDK's to act on (it
+			// answers and calls again), whole.
+			resp.Result, resp.Error = nil, errResultKept
+		} else {
+			raw.result = append(json.RawMessage(nil), resp.Result...)
 		}
 		pc.cap.mu.Lock()
-		pc.cap.results = append(pc.cap.results, rawResult{method: pc.method, result: result, err: resp.Error})
+		pc.cap.results = append(pc.cap.results, raw)
 		pc.cap.mu.Unlock()
 	}
 }
 
-// emptyCallResult is the tools/call result the SDK decodes in place of a
-// captured one.
-var emptyCallResult = json.RawMessage(`{"content":[]}`)
+// errResultKept is what the SDK gets in place of a tools/call result the
+// engine captured.
+var errResultKept = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpctl kept this result raw"}
 
 // A connTransport hands the SDK a connection mcpctl already made.
 type connTransport struct{ conn mcp.Connection }
