@@ -76,6 +76,9 @@ type unpooledTransport struct {
 func (t unpooledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	conn, err := t.dial(req.Context())
 	if err != nil {
+		if ctxErr := req.Context().Err(); ctxErr != nil {
+			return nil, ctxErr // not "no session": the caller gave up
+		}
 		return nil, err
 	}
 	// A cancelled request (Ctrl-C, the end of a watch) ends by closing its

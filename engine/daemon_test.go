@@ -358,3 +358,17 @@ func TestClientReusesConnections(t *testing.T) {
 		t.Errorf("the second burst of %d calls dialled %d new connections (the first %d)", n, again, first)
 	}
 }
+
+// A request its caller gave up on while dialling says so, not that no
+// session runs (which would send the CLI off to start the servers itself).
+func TestUnpooledCancelledDial(t *testing.T) {
+	c := &Client{Socket: "test.sock", Unpooled: true, Dial: func(ctx context.Context) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: ctx.Err()}
+	}}
+	cctx, cancel := context.WithCancel(ctx(t))
+	cancel()
+	if _, err := c.Status(cctx); !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoSession) {
+		t.Fatalf("a status given up on while dialling: %v", err)
+	}
+}
