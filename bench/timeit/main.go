@@ -5,8 +5,8 @@
 //
 // Given two commands separated by a lone "::", it runs them in turn, A, B,
 // A, B, …, so that a machine getting busier or quieter during the runs
-// weighs on both alike, and prints the figures of each and the ratio of
-// their medians (A / B):
+// weighs on both alike, and prints the figures of each, the ratio of their
+// medians (A / B) and the median of the ratios of each round's pair:
 //
 //	timeit -n 20 -- mcpctl call everything.echo message=hi :: rawclient -- node server.js
 package main
@@ -51,6 +51,13 @@ func main() {
 			ds[i] = append(ds[i], run(c))
 		}
 	}
+	var pairs []float64 // A / B, round by round
+	if len(cmds) == 2 {
+		for i := range ds[0] {
+			pairs = append(pairs, float64(ds[0][i])/float64(ds[1][i]))
+		}
+		slices.Sort(pairs)
+	}
 	figs := make([]map[string]any, len(cmds))
 	for i := range ds {
 		d := ds[i]
@@ -72,11 +79,12 @@ func main() {
 		return
 	}
 	ratio := figs[0]["medianMs"].(float64) / figs[1]["medianMs"].(float64)
+	pairRatio := pairs[len(pairs)/2]
 	if *asJSON {
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"a": figs[0], "b": figs[1], "ratio": ratio})
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"a": figs[0], "b": figs[1], "ratio": ratio, "pairRatio": pairRatio})
 		return
 	}
-	fmt.Printf("ratio of the medians: %.3f\n", ratio)
+	fmt.Printf("ratio of the medians: %.3f; median of the rounds' ratios: %.3f\n", ratio, pairRatio)
 }
 
 // run runs a command once and returns its wall time; a failure ends timeit.
