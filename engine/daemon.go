@@ -424,10 +424,13 @@ func (d *Daemon) auditState(ev Event) {
 	d.audit.Record(e)
 }
 
+// writeJSON answers with v. Like every answer of the session it escapes no
+// HTML: a server's "<" reaches the caller as a "<", as it does without a
+// session.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
+	data, err := marshalVerbatim(v)
 	if err != nil {
-		data, _ = json.Marshal(map[string]*Error{"error": errorf(KindInternal, "", "encoding the answer: %v", err)})
+		data, _ = marshalVerbatim(map[string]*Error{"error": errorf(KindInternal, "", "encoding the answer: %v", err)})
 		code = http.StatusInternalServerError
 	}
 	data = append(data, '\n')

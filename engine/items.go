@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/yosida95/uritemplate/v3"
 )
@@ -23,74 +25,186 @@ type field struct {
 
 // marshalItem writes raw (a JSON object) with first's fields first, then the
 // server's other fields sorted by key; fields of raw named in first are
-// replaced.
+// replaced. The server's keys and values are written as they came: nothing
+// is escaped again (a "<" stays a "<", as it does in a one-shot command's
+// output).
 func marshalItem(raw json.RawMessage, first ...field) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	ms, err := members(raw)
+	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := make([]byte, 0, len(raw)+64)
+	b = append(b, '{')
 	for i, f := range first {
-		delete(m, f.key)
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(f.key)
-		v, err := json.Marshal(f.value)
+		b = append(appendPlain(b, f.key), ':')
+		if s, ok := f.value.(string); ok {
+			b = appendPlain(b, s)
+			continue
+		}
+		v, err := marshalVerbatim(f.value)
 		if err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		b = append(b, v...)
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if b.Len() > 1 {
-			b.WriteByte(',')
+	for _, m := range sortedMembers(ms, func(key string) bool { return slices.ContainsFunc(first, func(f field) bool { return f.key == key }) }) {
+		if len(b) > 1 {
+			b = append(b, ',')
 		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(m[k])
+		b = append(append(append(b, m.rawKey...), ':'), m.value...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // unmarshalItem reads what marshalItem wrote: it returns mcpctl's fields
-// (taking them out) and the server's object with restore put back.
+// (taking them out) and the server's object, its keys sorted, with restore
+// put back (restore[k] names the field of ours that becomes k).
 func unmarshalItem(data []byte, take []string, restore map[string]string) (ours map[string]json.RawMessage, raw json.RawMessage, err error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	if !json.Valid(data) {
+		var m map[string]json.RawMessage
+		return nil, nil, json.Unmarshal(data, &m) // for its message
+	}
+	ms, err := members(data)
+	if err != nil {
 		return nil, nil, err
 	}
 	ours = map[string]json.RawMessage{}
-	for _, k := range take {
-		if v, ok := m[k]; ok {
-			ours[k] = v
-			delete(m, k)
+	kept := make([]member, 0, len(ms)+len(restore))
+	for _, m := range ms {
+		if slices.Contains(take, m.key) {
+			ours[m.key] = m.value
+		} else {
+			kept = append(kept, m)
 		}
 	}
 	for k, from := range restore {
 		if v, ok := ours[from]; ok {
-			m[k] = v
+			rawKey, err := marshalVerbatim(k)
+			if err != nil {
+				return nil, nil, err
+			}
+			kept = append(kept, member{key: k, rawKey: rawKey, value: v})
 		}
 	}
-	raw, err = json.Marshal(m)
-	return ours, raw, err
+	b := make([]byte, 0, len(data))
+	b = append(b, '{')
+	for _, m := range sortedMembers(kept, nil) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, m.rawKey...), ':'), m.value...)
+	}
+	return ours, append(b, '}'), nil
 }
 
+// A member is one member of a JSON object, as slices of the object.
+type member struct {
+	key           string // decoded
+	rawKey, value []byte // as written, the key with its quotes
+}
+
+// members returns the members of obj, a JSON object, in order; it reads
+// obj once, with the scanner of the JSON-RPC fast path. obj must be valid
+// JSON (a server's item was when it was listed); what is not an object is
+// an error.
+func members(obj []byte) ([]member, error) {
+	i := skipSpace(obj, 0)
+	if i == len(obj) || obj[i] != '{' {
+		return nil, fmt.Errorf("not a JSON object: %s", truncate(string(obj), 200))
+	}
+	var ms []member
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
+		if obj[i] != '"' {
+			return nil, fmt.Errorf("not a JSON object: %s", truncate(string(obj), 200))
+		}
+		kEnd := endOfString(obj, i)
+		colon := skipSpace(obj, kEnd)
+		if kEnd-i < 2 || obj[kEnd-1] != '"' || colon == len(obj) || obj[colon] != ':' {
+			return nil, fmt.Errorf("not a JSON object: %s", truncate(string(obj), 200))
+		}
+		m := member{rawKey: obj[i:kEnd]}
+		m.key = string(m.rawKey[1 : len(m.rawKey)-1])
+		if bytes.IndexByte(m.rawKey, '\\') >= 0 || !utf8.ValidString(m.key) {
+			if err := json.Unmarshal(m.rawKey, &m.key); err != nil {
+				return nil, err
+			}
+			if !utf8.Valid(m.rawKey) { // written again as a decoder reads it
+				m.rawKey, _ = marshalVerbatim(m.key)
+			}
+		}
+		i = skipSpace(obj, colon+1)
+		vEnd, ok := endOfValue(obj, i, len(obj))
+		if !ok || vEnd == i {
+			return nil, fmt.Errorf("not a JSON object: %s", truncate(string(obj), 200))
+		}
+		m.value = obj[i:vEnd]
+		ms = append(ms, m)
+		if i = skipSpace(obj, vEnd); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// sortedMembers returns ms sorted by key, without the members drop (when
+// not nil) names; of members with the same key the last counts, as when
+// decoding.
+func sortedMembers(ms []member, drop func(key string) bool) []member {
+	out := make([]member, 0, len(ms))
+	for _, m := range ms {
+		if drop == nil || !drop(m.key) {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	last := out[:0]
+	for i, m := range out {
+		if i+1 == len(out) || out[i+1].key != m.key {
+			last = append(last, m)
+		}
+	}
+	return last
+}
+
+// appendPlain appends s as a JSON string: as it is between quotes when
+// nothing in it needs escaping (mcpctl's fields: names, URIs), else as
+// marshalVerbatim writes it.
+func appendPlain(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := marshalVerbatim(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// marshalVerbatim is json.Marshal without HTML escaping, as output prints.
+func marshalVerbatim(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// stringField returns raw's member name when it is a string, else "".
 func stringField(raw json.RawMessage, name string) string {
-	var m map[string]json.RawMessage
+	ms, err := members(raw)
+	if err != nil {
+		return ""
+	}
 	var s string
-	if json.Unmarshal(raw, &m) == nil {
-		json.Unmarshal(m[name], &s)
+	for _, m := range ms {
+		if m.key == name {
+			s = ""
+			json.Unmarshal(m.value, &s)
+		}
 	}
 	return s
 }

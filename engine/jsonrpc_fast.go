@@ -40,7 +40,7 @@ func parsePlain(line []byte) (plainMsg, bool) {
 			return m, false // an escaped key may spell one of the names below
 		}
 		i = skipSpace(line, skipSpace(line, kEnd)+1) // past the ':'
-		vEnd, ok := endOfValue(line, i)
+		vEnd, ok := endOfValue(line, i, maxPlainDepth)
 		if !ok {
 			return m, false
 		}
@@ -157,8 +157,8 @@ func endOfString(b []byte, i int) int {
 const maxPlainDepth = 100
 
 // endOfValue returns the index after the value that starts at b[i], in
-// valid JSON; false when it nests deeper than maxPlainDepth.
-func endOfValue(b []byte, i int) (int, bool) {
+// valid JSON; false when it nests deeper than maxDepth.
+func endOfValue(b []byte, i, maxDepth int) (int, bool) {
 	if i >= len(b) {
 		return i, false
 	}
@@ -173,7 +173,7 @@ func endOfValue(b []byte, i int) (int, bool) {
 				i = endOfString(b, i)
 				continue
 			case '{', '[':
-				if depth++; depth > maxPlainDepth {
+				if depth++; depth > maxDepth {
 					return i, false
 				}
 			case '}', ']':

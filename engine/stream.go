@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -50,7 +49,7 @@ func (s *ndjson) line(v any) error {
 		s.w.WriteHeader(http.StatusOK)
 		s.started = true
 	}
-	data, err := json.Marshal(v)
+	data, err := marshalVerbatim(v)
 	if err != nil {
 		return err
 	}
