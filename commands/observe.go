@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"golang.org/x/sys/unix"
 )
 
 // parseLogLevel reads a --log-level or "logLevel" value; "" is info.
@@ -65,6 +66,12 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 		logf.Close()
 		return nil, err
 	}
+	if detached {
+		// The session's own stdout and stderr are the log file spawnSession
+		// opened (a panic's trace goes there). They follow the log across
+		// a rotation instead of filling session.log.1 until it is dropped.
+		logf.OnRotate(followWithStdio)
+	}
 	hopts := &slog.HandlerOptions{Level: level}
 	var handler slog.Handler = slog.NewJSONHandler(logf, hopts)
 	if !detached {
@@ -79,4 +86,10 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 		audit:  engine.NewAuditLog(auditf),
 		files:  []*engine.RotatingFile{logf, auditf},
 	}, nil
+}
+
+// followWithStdio points the process's stdout and stderr at f.
+func followWithStdio(f *os.File) {
+	unix.Dup2(int(f.Fd()), 1)
+	unix.Dup2(int(f.Fd()), 2)
 }

@@ -23,9 +23,10 @@ type RotatingFile struct {
 	maxBytes int64
 	keep     int
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	mu       sync.Mutex
+	f        *os.File
+	size     int64
+	onRotate func(*os.File)
 }
 
 // OpenRotating opens (or creates) path for appending. maxBytes <= 0 means
@@ -90,7 +91,21 @@ func (r *RotatingFile) rotate() error {
 			return err
 		}
 	}
-	return r.open()
+	if err := r.open(); err != nil {
+		return err
+	}
+	if r.onRotate != nil {
+		r.onRotate(r.f)
+	}
+	return nil
+}
+
+// OnRotate has fn called with each new file a rotation opens, before the
+// write that rotated it goes there. fn must not write to r.
+func (r *RotatingFile) OnRotate(fn func(*os.File)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onRotate = fn
 }
 
 // Close closes the file. Close is idempotent.

@@ -97,3 +97,29 @@ func TestRotatingFileConcurrent(t *testing.T) {
 		t.Errorf("%d lines, want 400", lines)
 	}
 }
+
+// OnRotate hears of each new file, and the write that rotated goes to it.
+func TestRotatingFileOnRotate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	r, err := OpenRotating(path, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	r.OnRotate(func(f *os.File) {
+		st, _ := f.Stat()
+		got = append(got, fmt.Sprintf("%s %d", filepath.Base(f.Name()), st.Size()))
+	})
+	for _, line := range []string{"12345678\n", "abcdefgh\n", "ABCDEFGH\n"} {
+		if _, err := r.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, ", ") != "x.log 0, x.log 0" {
+		t.Errorf("OnRotate calls = %q, want two, each with a new empty x.log", got)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "ABCDEFGH\n" {
+		t.Errorf("x.log = %q", b)
+	}
+}
