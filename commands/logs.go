@@ -25,6 +25,7 @@ type logsOptions struct {
 	follow bool
 	since  string
 	audit  bool
+	lines  int
 }
 
 func newLogsCmd(env *Env) *cli.Command {
@@ -43,17 +44,24 @@ with SERVER only that server's.
 
 The logs are in the session's state directory and rotate at 10 MiB,
 keeping 3 old files (NAME.1 to NAME.3); the old files are printed first.
---since keeps the lines newer than a duration ago or than a time; -f keeps
-printing lines as they come, across a rotation, until interrupted.
+--since keeps the lines newer than a duration ago or than a time; -n keeps
+the last N of them; -f keeps printing lines as they come, across a
+rotation, until interrupted.
+
+Lines are printed as they are in the file. With --jq or --json each line is
+a JSON value: the session and audit logs' lines as they are, a server's
+stderr line as {"time": ..., "text": ...}; --jq filters each one.
 
   mcpctl logs
   mcpctl logs github --since 10m
-  mcpctl logs -f --audit
-  mcpctl logs --since 2026-01-02T15:04:05Z`,
+  mcpctl logs -n 20 -f --audit
+  mcpctl logs --since 2026-01-02T15:04:05Z
+  mcpctl logs --jq 'select(.level == "ERROR") | .msg' -r`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted", Destination: &opts.follow},
 			&cli.StringFlag{Name: "since", Usage: "only lines newer than `WHEN`: a duration ago (10m, 2h) or a time (RFC 3339)", Destination: &opts.since},
 			&cli.BoolFlag{Name: "audit", Usage: "show the audit log", Destination: &opts.audit},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f)", Destination: &opts.lines},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 1 {
@@ -87,6 +95,13 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	since, err := parseSince(opts.since, time.Now())
 	if err != nil {
 		return usagef(err.Error(), "e.g. --since 10m, --since 2h or --since 2026-01-02T15:04:05Z")
+	}
+	if opts.lines < 0 {
+		return usagef(fmt.Sprintf("-n %d: the number of lines cannot be negative", opts.lines), "e.g. -n 20")
+	}
+	emit, err := logEmitter(env)
+	if err != nil {
+		return err
 	}
 	if opts.server != "" && !serverName.MatchString(opts.server) {
 		return usagef(fmt.Sprintf("invalid server name %q", opts.server), "server names have letters, digits, '_' and '-'")
@@ -127,7 +142,7 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
 		}
 	}
-	lf := &lineFilter{out: env.Out, since: since, keep: keep}
+	lf := &lineFilter{emit: emit, since: since, keep: keep, tail: opts.lines}
 	for i := engine.DefaultLogKeep; i >= 1; i-- {
 		if err := lf.file(fmt.Sprintf("%s.%d", path, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -137,24 +152,69 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		if err := lf.file(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return nil
+		return lf.flush()
 	}
 	return lf.follow(ctx, path)
+}
+
+// A stderrLine is a line of a server's stderr log (or any line that is not
+// JSON) as --jq and --json see it.
+type stderrLine struct {
+	Time string `json:"time,omitempty"`
+	Text string `json:"text"`
+}
+
+// logEmitter prints a log line: as it is, or with --jq or --json as a JSON
+// value through the printer, one per line as watch prints events.
+func logEmitter(env *Env) (func([]byte) error, error) {
+	if env.format.JQ == "" && !env.format.JSON {
+		return plainLines(env.Out), nil
+	}
+	p, err := env.Printer()
+	if err != nil {
+		return nil, err
+	}
+	return func(line []byte) error {
+		if json.Valid(line) {
+			return p.Line(json.RawMessage(line))
+		}
+		v := stderrLine{Text: string(line)}
+		if first, rest, ok := bytes.Cut(line, []byte(" ")); ok {
+			if _, err := time.Parse(time.RFC3339Nano, string(first)); err == nil {
+				v = stderrLine{Time: string(first), Text: string(rest)}
+			}
+		}
+		return p.Line(v)
+	}, nil
+}
+
+// plainLines prints each line as it is.
+func plainLines(w io.Writer) func([]byte) error {
+	return func(line []byte) error {
+		_, err := w.Write(append(line, '\n'))
+		return err
+	}
 }
 
 // A lineFilter prints the lines of log files newer than since. A line's
 // time is its JSON "time" field, or the time it starts with (a server's
 // stderr log); a line without one (a panic's trace in the session log)
-// goes with the line before it.
+// goes with the line before it. With tail > 0 it holds the lines kept
+// until flush, and prints the last tail of them; then it prints each line
+// as it comes.
 type lineFilter struct {
-	out      io.Writer
+	emit     func([]byte) error
 	since    time.Time
 	keep     func([]byte) bool
 	lastKept bool
+	tail     int
+	held     [][]byte
+	live     bool
+	err      error // the first error of emit; no line is printed after it
 }
 
 func (lf *lineFilter) line(line []byte) {
-	if len(line) == 0 {
+	if len(line) == 0 || lf.err != nil {
 		return
 	}
 	ok := lf.lastKept || lf.since.IsZero()
@@ -162,9 +222,32 @@ func (lf *lineFilter) line(line []byte) {
 		ok = lf.since.IsZero() || !t.Before(lf.since)
 	}
 	lf.lastKept = ok
-	if ok && lf.keep(line) {
-		lf.out.Write(append(line, '\n'))
+	if !ok || !lf.keep(line) {
+		return
 	}
+	if lf.tail > 0 && !lf.live {
+		if len(lf.held) == lf.tail {
+			lf.held = lf.held[1:]
+		}
+		lf.held = append(lf.held, bytes.Clone(line))
+		return
+	}
+	lf.err = lf.emit(line)
+}
+
+// flush prints the lines held for -n; from then on lines print as they
+// come.
+func (lf *lineFilter) flush() error {
+	if !lf.live {
+		lf.live = true
+		for _, l := range lf.held {
+			if lf.err == nil {
+				lf.err = lf.emit(l)
+			}
+		}
+		lf.held = nil
+	}
+	return lf.err
 }
 
 func lineTime(line []byte) (time.Time, bool) {
@@ -206,6 +289,9 @@ func (lf *lineFilter) copyLines(r io.Reader, pending []byte) ([]byte, error) {
 			return pending, err
 		}
 		lf.line(bytes.TrimRight(pending, "\r\n"))
+		if lf.err != nil {
+			return nil, lf.err
+		}
 		pending = pending[:0]
 	}
 }
@@ -251,6 +337,11 @@ func (lf *lineFilter) follow(ctx context.Context, path string) error {
 					continue
 				}
 			}
+		}
+		// What is there is read: print the last -n lines of it, then the
+		// rest as it comes.
+		if err := lf.flush(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():

@@ -23,7 +23,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	}
 	defer w.Close()
 	var out testutil.Buffer
-	lf := &lineFilter{out: &out, keep: func([]byte) bool { return true }}
+	lf := &lineFilter{emit: plainLines(&out), keep: func([]byte) bool { return true }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- lf.follow(ctx, path) }()
@@ -54,7 +54,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 // time; a line without one goes with the line before it.
 func TestLineFilterSince(t *testing.T) {
 	var out strings.Builder
-	lf := &lineFilter{out: &out, since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), keep: func([]byte) bool { return true }}
+	lf := &lineFilter{emit: plainLines(&out), since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), keep: func([]byte) bool { return true }}
 	for _, l := range []string{
 		`{"time":"2026-01-01T11:00:00Z","msg":"old"}`,
 		`trace of old`,
