@@ -32,6 +32,27 @@ type sessionLogs struct {
 	logger *slog.Logger
 	audit  *engine.AuditLog
 	files  []*engine.RotatingFile
+	// level is the log's level: --log-level's (fixed), else the config's,
+	// which a reload changes.
+	level *slog.LevelVar
+	fixed bool
+}
+
+// follow sets the log's level to cfg's logLevel, unless --log-level fixed
+// it; a reload calls it with the config it read.
+func (l *sessionLogs) follow(cfg *config.Config) error {
+	if l.fixed {
+		return nil
+	}
+	lvl, err := parseLogLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	if lvl != l.level.Level() {
+		l.level.Set(lvl)
+		l.logger.Info("log level changed", "to", lvl.String())
+	}
+	return nil
 }
 
 func (l *sessionLogs) close() {
@@ -72,7 +93,9 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 		// a rotation instead of filling session.log.1 until it is dropped.
 		logf.OnRotate(followWithStdio)
 	}
-	hopts := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	hopts := &slog.HandlerOptions{Level: lv}
 	var handler slog.Handler = slog.NewJSONHandler(logf, hopts)
 	if !detached {
 		var term slog.Handler = slog.NewJSONHandler(env.ErrOut, hopts)
@@ -85,6 +108,8 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 		logger: slog.New(engine.RequestIDHandler(handler)),
 		audit:  engine.NewAuditLog(auditf),
 		files:  []*engine.RotatingFile{logf, auditf},
+		level:  lv,
+		fixed:  flagLevel != "",
 	}, nil
 }
 

@@ -21,7 +21,8 @@ restart, and unchanged ones keep running with the same pid; unchanged ones
 that are down (they failed or exited) are started again. A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
-reported in "failed" (exit 3); the others are applied.
+reported in "failed" (exit 3); the others are applied. A new "logLevel"
+applies to the session's log at once, unless "up --log-level" set it.
 
   mcpctl reload
   mcpctl reload --jq .restarted`,

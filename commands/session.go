@@ -88,7 +88,11 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	// A reload reads the same files the session started from; inputs come
 	// from the session's environment, as nobody is there to ask.
 	d.SetConfigLoader(func() (*config.Config, error) {
-		return config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+		if err == nil {
+			err = obs.follow(next)
+		}
+		return next, err
 	})
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()

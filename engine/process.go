@@ -143,7 +143,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 		p.exitErr = cmd.Wait()
 		p.exitedAt = time.Now()
 		close(p.done)
-		logger.Debug("server process exited", "server", s.Name, "pid", cmd.Process.Pid, "status", exitDescription(p.exitErr))
+		logger.Debug("server process exited", "pid", cmd.Process.Pid, "status", exitDescription(p.exitErr))
 	}()
 	return p, nil
 }
