@@ -267,7 +267,7 @@ func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams, a
 		defer stop()
 		ctx = context.WithValue(ctx, completeKey{}, ch)
 	}
-	raw, err := json.Marshal(params)
+	raw, err := marshalVerbatim(params)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +301,7 @@ func (s *server) withSchemaAsSent(params json.RawMessage, decoded any) json.RawM
 		return params
 	}
 	m["requestedSchema"] = schema
-	out, err := json.Marshal(m)
+	out, err := marshalVerbatim(m)
 	if err != nil {
 		return params
 	}

@@ -117,8 +117,10 @@ func markCached(v json.RawMessage, age, ttl time.Duration) json.RawMessage {
 		meta = map[string]json.RawMessage{}
 	}
 	meta[CacheMetaKey], _ = json.Marshal(map[string]any{"hit": true, "ageSeconds": roundMillis(age), "ttlSeconds": ttl.Seconds()})
-	obj["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(obj)
+	// marshalVerbatim, not json.Marshal: the server's "<" and "&" stay
+	// as it wrote them, as in an answer that was not cached.
+	obj["_meta"], _ = marshalVerbatim(meta)
+	out, err := marshalVerbatim(obj)
 	if err != nil {
 		return v
 	}

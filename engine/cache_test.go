@@ -63,3 +63,20 @@ func TestCacheBounds(t *testing.T) {
 		}
 	}
 }
+
+// A cached answer is the server's answer plus _meta: text the server wrote
+// with "<" and "&" is not HTML-escaped on the way (Node servers write them
+// raw, and an uncached answer passes them through as written).
+func TestCachedAnswerKeepsServerText(t *testing.T) {
+	c := newCache(3, 1000)
+	c.put("k", "s", "prompts/get", "", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"<p> & q"}}],"_meta":{"x":"<y>"}}`), time.Minute)
+	got, ok := c.get("k")
+	if !ok {
+		t.Fatal("not cached")
+	}
+	for _, want := range []string{`"text":"<p> & q"`, `"x":"<y>"`, `"hit":true`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("cached answer %s lacks %s", got, want)
+		}
+	}
+}

@@ -63,6 +63,10 @@ func marshalItem(raw json.RawMessage, first ...field) ([]byte, error) {
 // (taking them out) and the server's object, its keys sorted, with restore
 // put back (restore[k] names the field of ours that becomes k).
 func unmarshalItem(data []byte, take []string, restore map[string]string) (ours map[string]json.RawMessage, raw json.RawMessage, err error) {
+	if string(bytes.TrimSpace(data)) == "null" {
+		// As encoding/json's own types read it: nothing.
+		return map[string]json.RawMessage{}, nil, nil
+	}
 	if !json.Valid(data) {
 		var m map[string]json.RawMessage
 		return nil, nil, json.Unmarshal(data, &m) // for its message

@@ -66,6 +66,30 @@ func TestItemJSONRefusesWhatIsNotAnObject(t *testing.T) {
 	}
 }
 
+// null reads as nothing, as encoding/json reads it into its own types: a
+// list with a null in it still reads.
+func TestItemJSONReadsNullAsNothing(t *testing.T) {
+	var prompts []Prompt
+	if err := json.Unmarshal([]byte(`[null,{"name":"s.p","server":"s","prompt":"p"}]`), &prompts); err != nil {
+		t.Fatal(err)
+	}
+	if len(prompts) != 2 || prompts[0].Server != "" || prompts[1].Prompt != "p" {
+		t.Errorf("got %+v", prompts)
+	}
+	var res []Resource
+	var tmpl []Template
+	var tools []Tool
+	if err := json.Unmarshal([]byte(`[null]`), &res); err != nil {
+		t.Error(err)
+	}
+	if err := json.Unmarshal([]byte(`[null]`), &tools); err != nil {
+		t.Error(err)
+	}
+	if err := json.Unmarshal([]byte(`[null]`), &tmpl); err != nil {
+		t.Error(err)
+	}
+}
+
 func BenchmarkToolJSON(b *testing.B) {
 	raw := json.RawMessage(`{"name":"get-weather","title":"Weather","description":"Returns the weather for a city, now or as a forecast for the next days.","inputSchema":{"type":"object","properties":{"city":{"type":"string","description":"The city"},"days":{"type":"integer","minimum":0,"maximum":14},"units":{"type":"string","enum":["metric","imperial"]}},"required":["city"],"$schema":"http://json-schema.org/draft-07/schema#"},"annotations":{"readOnlyHint":true}}`)
 	tool, err := newTool("weather", raw)

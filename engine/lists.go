@@ -539,10 +539,10 @@ func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 		if cs := s.cs; cs != nil && cs.InitializeResult() != nil {
 			ir := cs.InitializeResult()
 			if in.ServerInfo == nil && ir.ServerInfo != nil {
-				in.ServerInfo, _ = json.Marshal(ir.ServerInfo)
+				in.ServerInfo, _ = marshalVerbatim(ir.ServerInfo)
 			}
 			if in.Capabilities == nil && ir.Capabilities != nil {
-				in.Capabilities, _ = json.Marshal(ir.Capabilities)
+				in.Capabilities, _ = marshalVerbatim(ir.Capabilities)
 			}
 			if in.Instructions == "" {
 				in.Instructions = ir.Instructions

@@ -91,7 +91,7 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 	} else if sendErr == nil {
 		// The SDK answered without this request on the wire: from its
 		// own cache, or over another stream (2026-07-28 servers).
-		result, _ = json.Marshal(typed)
+		result, _ = marshalVerbatim(typed)
 	} else {
 		cp.mu.Lock()
 		if cp.sessionMissing {

@@ -562,7 +562,7 @@ func (s *server) newClient() *mcp.Client {
 			s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			data, _ := json.Marshal(req.Params.Data)
+			data, _ := marshalVerbatim(req.Params.Data)
 			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: req.Params.Logger, Data: data})
 		},
 	}
@@ -579,7 +579,7 @@ func (s *server) newClient() *mcp.Client {
 	opts.Capabilities.Sampling = &mcp.SamplingCapabilities{}
 	opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-		raw, err := json.Marshal(req.Params)
+		raw, err := marshalVerbatim(req.Params)
 		if err != nil {
 			return nil, err
 		}

@@ -129,7 +129,7 @@ func (t *Tool) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON wrote (the session's wire form).
 func (t *Tool) UnmarshalJSON(data []byte) error {
 	ours, raw, err := unmarshalItem(data, []string{"name", "server", "tool", "stale"}, map[string]string{"name": "tool"})
-	if err != nil {
+	if err != nil || raw == nil { // raw is nil for null
 		return err
 	}
 	if json.Unmarshal(ours["server"], &t.Server) != nil || json.Unmarshal(ours["tool"], &t.Tool) != nil {
