@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
@@ -136,22 +136,33 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 }
 
 // quietWhileAsking keeps the live progress line off the terminal while
-// the user answers a question there: clear wipes the line.
+// the user answers a question there: clear wipes the line. One lock holds
+// the check and the drawing together, so a line being drawn as the question
+// comes is finished before it is wiped, never drawn over the question.
 func quietWhileAsking(req *engine.CallRequest, clear func()) {
 	ask, show := req.Elicitation, req.OnProgress
 	if ask == nil || show == nil {
 		return
 	}
-	var asking atomic.Int32
+	var mu sync.Mutex
+	asking := 0
 	req.OnProgress = func(p engine.Progress) {
-		if asking.Load() == 0 {
+		mu.Lock()
+		defer mu.Unlock()
+		if asking == 0 {
 			show(p)
 		}
 	}
 	req.Elicitation = func(ctx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
-		asking.Add(1)
-		defer asking.Add(-1)
+		mu.Lock()
+		asking++
 		clear()
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			asking--
+			mu.Unlock()
+		}()
 		return ask(ctx, server, params)
 	}
 }

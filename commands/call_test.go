@@ -3,7 +3,10 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
 )
@@ -26,5 +29,36 @@ func TestQuietWhileAsking(t *testing.T) {
 	req.OnProgress(engine.Progress{Progress: 3})
 	if len(shown) != 2 || shown[0] != 1 || shown[1] != 3 || cleared != 1 {
 		t.Errorf("shown %v, cleared %d times", shown, cleared)
+	}
+}
+
+// A progress line being drawn when a question comes is finished before the
+// line is wiped: it is never drawn over the question.
+func TestQuietWhileAskingWaitsForTheLineBeingDrawn(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	drawing, release := make(chan struct{}), make(chan struct{})
+	req := &engine.CallRequest{OnProgress: func(engine.Progress) {
+		close(drawing)
+		<-release
+		note("drawn")
+	}}
+	req.Elicitation = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"cancel"}`), nil
+	}
+	quietWhileAsking(req, func() { note("cleared") })
+	go req.OnProgress(engine.Progress{Progress: 1})
+	<-drawing
+	asked := make(chan struct{})
+	go func() {
+		req.Elicitation(context.Background(), "srv", nil)
+		close(asked)
+	}()
+	time.Sleep(50 * time.Millisecond) // time for a wipe that does not wait
+	close(release)
+	<-asked
+	if want := []string{"drawn", "cleared"}; !slices.Equal(events, want) {
+		t.Errorf("events %v, want %v", events, want)
 	}
 }
