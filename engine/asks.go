@@ -17,8 +17,10 @@ import (
 // Servers ask things of their client: sampling/createMessage and
 // elicitation/create. MCP does not say which of the client's requests a
 // question belongs to (over stdio nothing can), so the engine asks a
-// caller only when the question can only be theirs: every call in flight
-// on that server is theirs. Otherwise the config's hook answers, else the
+// caller only when the question can only be theirs: every request in
+// flight on that server is their call (a prompt, a read or a completion
+// in flight answers no question, so it makes a question no caller's).
+// Otherwise the config's hook answers, else the
 // engine's option, else the question is declined. A question that comes
 // as the error of one call (URL elicitation required, -32042) goes to that
 // call's caller.

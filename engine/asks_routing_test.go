@@ -61,6 +61,23 @@ func TestQuestionOfNoOneInParticular(t *testing.T) {
 	}
 }
 
+// A question that comes while a prompt is read beside a person's call may
+// be the read's: the person is not asked, and it is declined.
+func TestQuestionDuringAReadIsNotACallersQuestion(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25",
+		Tools:   []fakemcp.Tool{{Name: "slow", Sleep: "2s"}},
+		Prompts: []fakemcp.Prompt{{Name: "ask", Elicit: formAsk}}})
+	var person atomic.Int32
+	callInFlight(t, e, "", counting(&person, `{"action":"accept","content":{"name":"me"}}`))
+	res, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Result), `{\"action\":\"decline\"}`) || person.Load() != 0 {
+		t.Errorf("prompt %s; the person at the call was asked %d times", res.Result, person.Load())
+	}
+}
+
 // Calls of one caller (mcpctl serve's client) are one: its questions reach
 // it though it has several calls in flight.
 func TestCallsOfOneCaller(t *testing.T) {

@@ -267,6 +267,14 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 // that asks again after every visit would otherwise loop.
 const maxURLRounds = 3
 
+// reader is a request other than a call in flight (a prompt, a read, a
+// completion): it answers no question itself, but while it is in flight a
+// question could be its, so no call's caller is asked one (a hook is, or
+// it is declined), and a hook answering holds its deadline.
+func (h *handle) reader() *asker {
+	return &asker{hold: h.holdDeadline}
+}
+
 // holdDeadline stops the running request's deadline until resume.
 func (h *handle) holdDeadline() (resume func()) {
 	return h.deadline.Load().hold()
@@ -331,6 +339,7 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
 		}
 	}
+	defer s.askers.add(h.reader())()
 	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.GetPrompt(ctx, params)
 	})
@@ -417,6 +426,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 			return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
+	defer s.askers.add(h.reader())()
 	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.ReadResource(ctx, params)
 	})
@@ -502,6 +512,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if len(req.Context) > 0 {
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
+	defer s.askers.add(h.reader())()
 	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.Complete(ctx, params)
 	})

@@ -112,6 +112,9 @@ type Prompt struct {
 	Description string                `json:"description,omitempty"`
 	Arguments   []*mcp.PromptArgument `json:"arguments,omitempty"`
 	Text        string                `json:"text,omitempty"`
+	// Elicit, when set, is asked first (elicitation/create); the answer
+	// is the prompt's text.
+	Elicit *Elicit `json:"elicit,omitempty"`
 }
 
 // A Resource is one resource with fixed text or blob (base64) content.
@@ -365,8 +368,20 @@ func (f *fake) addTool(srv *mcp.Server, t Tool) {
 }
 
 func addPrompt(srv *mcp.Server, p Prompt) {
-	srv.AddPrompt(&mcp.Prompt{Name: p.Name, Description: p.Description, Arguments: p.Arguments}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	srv.AddPrompt(&mcp.Prompt{Name: p.Name, Description: p.Description, Arguments: p.Arguments}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		text := p.Text
+		if p.Elicit != nil {
+			var schema any
+			if p.Elicit.RequestedSchema != nil {
+				schema = p.Elicit.RequestedSchema
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: p.Elicit.Message, RequestedSchema: schema})
+			if err != nil {
+				return nil, err
+			}
+			out, _ := json.Marshal(res)
+			text = string(out)
+		}
 		for k, v := range req.Params.Arguments {
 			text = strings.ReplaceAll(text, "{{"+k+"}}", v)
 		}
