@@ -40,6 +40,9 @@ func newWatchCmd(env *Env) *cli.Command {
   progress           progress of a request (token, progress, total, message)
   stderr             a line a server wrote to stderr (with --stderr)
 
+What --subscribe and --log-level ask of a server holds across its restarts:
+the session asks the new process again before anything else uses it.
+
 It ends on Ctrl-C, after --count events, or after --timeout (exit 4 when
 --count events did not come by then). Without a session it starts the
 servers for its own duration.

@@ -568,7 +568,8 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	}
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
-	if s.subs[uri] == 0 {
+	sub := s.subs[uri]
+	if sub == nil || sub.on != h.cs {
 		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
@@ -576,8 +577,13 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			h.release()
 			return nil, err
 		}
+		if sub == nil {
+			sub = &subscription{}
+			s.subs[uri] = sub
+		}
+		sub.on = h.cs
 	}
-	s.subs[uri]++
+	sub.n++
 	released := false
 	return func() {
 		s.subsMu.Lock()
@@ -587,14 +593,60 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 		}
 		released = true
 		defer h.release()
-		if s.subs[uri]--; s.subs[uri] > 0 {
+		if sub.n--; sub.n > 0 {
 			return
 		}
 		delete(s.subs, uri)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	}, nil
+}
+
+// A subscription is a resource URI some callers follow, and the connection
+// it was made on.
+type subscription struct {
+	n  int // subscribers
+	on *mcp.ClientSession
+}
+
+// restore makes the subscriptions of an earlier connection, and sets the
+// log level set on it, on cs (over conn), a new one: after a restart or a
+// reconnect the server knows nothing of them. A failure is logged: the
+// server runs without them, as a watch could not tell it apart from a
+// server that says nothing.
+func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captureConn) {
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return
+	}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	for uri, sub := range s.subs {
+		if sub.on == cs {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+		err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		cancel()
+		if err != nil {
+			s.log.Warn("could not subscribe again on a new connection", "uri", uri, "error", err.Error())
+			continue
+		}
+		sub.on = cs
+	}
+	if s.logLevel == "" || ir.Capabilities.Logging == nil {
+		return
+	}
+	if ir.ProtocolVersion >= "2026-07-28" {
+		conn.logLevel.Store(s.logLevel)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+	defer cancel()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(s.logLevel)}); err != nil {
+		s.log.Warn("could not set the log level again on a new connection", "level", s.logLevel, "error", err.Error())
+	}
 }
 
 // LogLevels are the levels of MCP logging, from most to least verbose.
@@ -616,15 +668,19 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if err != nil || h.capabilities().Logging == nil {
 			continue
 		}
+		s.subsMu.Lock()
 		if s.protocol >= "2026-07-28" {
 			// These take the level with each request.
 			h.conn.logLevel.Store(level)
-			set = append(set, s.cfg().Name)
-			continue
+		} else {
+			_, err = h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
+				return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+			})
 		}
-		_, err = h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
-			return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
-		})
+		if err == nil {
+			s.logLevel = level
+		}
+		s.subsMu.Unlock()
 		if err != nil {
 			return set, err
 		}

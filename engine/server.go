@@ -58,8 +58,11 @@ type server struct {
 	queued     map[refreshKey]bool // refreshes queued, not yet begun
 	client     *mcp.Client         // of the current run, for its roots
 
-	subsMu sync.Mutex
-	subs   map[string]int // subscribed resource URI → subscribers
+	// What callers asked of the server's connection, made again on each
+	// new one (see restore).
+	subsMu   sync.Mutex
+	subs     map[string]*subscription // by resource URI
+	logLevel string                   // set by SetLogLevel
 
 	askers      askers // requests in flight whose callers answer questions
 	elicitWaits elicitationWaits
@@ -74,7 +77,7 @@ func newServer(e *Engine, cfg *config.Server) *server {
 		state:    StateStopped,
 		since:    time.Now(),
 		rawItems: map[string]map[string]json.RawMessage{},
-		subs:     map[string]int{},
+		subs:     map[string]*subscription{},
 	}
 	s.conf.Store(cfg)
 	return s
@@ -312,6 +315,10 @@ func (s *server) connect(ctx context.Context) error {
 	if !ok {
 		init, _ = cp.last("server/discover")
 	}
+	// A restart or a reconnect is a new connection: the server knows
+	// nothing of the subscriptions and the log level set on the last one.
+	// They are made again before anyone else uses it.
+	s.restore(sctx, cs, conn)
 	s.mu.Lock()
 	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
 	s.life, s.endLife = life, endLife
