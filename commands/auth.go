@@ -190,14 +190,14 @@ func runAuthLogout(env *Env, name string) error {
 	if err != nil {
 		return err
 	}
-	path := engine.TokenPath(engine.TokenDir(env.getenv), s.URL)
-	if err := os.Remove(path); os.IsNotExist(err) {
-		env.note("server %s had no saved token", name)
-		return nil
-	} else if err != nil {
+	had, err := engine.ForgetToken(engine.TokenDir(env.getenv), s.URL)
+	if err != nil {
 		return err
 	}
-	os.Remove(path + ".lock")
+	if !had {
+		env.note("server %s had no saved token", name)
+		return nil
+	}
 	env.note("forgot the token of server %s", name)
 	return nil
 }

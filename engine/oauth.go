@@ -102,6 +102,25 @@ func (s *tokenStore) locked(fn func() error) error {
 // LoadToken reads the token saved for a server URL; nil when there is none.
 func LoadToken(dir, url string) (*savedToken, error) { return newTokenStore(dir, url, nil).load() }
 
+// ForgetToken removes the token saved for url, if any (it reports whether
+// there was one). It holds the store's lock, so a refresh under way in
+// another process cannot save the token back after it; the lock file stays,
+// for a lock file made anew while another process holds the old one would
+// let two processes refresh at once.
+func ForgetToken(dir, url string) (bool, error) {
+	s := newTokenStore(dir, url, nil)
+	had := false
+	err := s.locked(func() error {
+		err := os.Remove(s.path)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		had = err == nil
+		return err
+	})
+	return had, err
+}
+
 func (s *tokenStore) load() (*savedToken, error) {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -123,11 +142,32 @@ func (s *tokenStore) save(t *savedToken) error {
 	if err != nil {
 		return err
 	}
+	// Synced before the rename, and the directory after it: a refresh
+	// token is often good once, so a crash must leave the old file or the
+	// whole new one, never an empty one.
 	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.path)
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return err
+	}
+	if d, err := os.Open(s.dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // refreshTimeout bounds one token refresh. (A variable for tests.)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 )
 
 // authServer serves the fake behind fakemcp's test authorization server.
@@ -152,5 +154,53 @@ func TestOAuth(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "access-") || strings.Contains(err.Error(), "refresh-") {
 		t.Errorf("a token in the error: %v", err)
+	}
+}
+
+// auth logout while a refresh is under way: the refreshed token is not
+// saved back after it, and the lock file stays.
+func TestForgetTokenWaitsForARefresh(t *testing.T) {
+	dir := t.TempDir()
+	asked, release := make(chan struct{}), make(chan struct{})
+	tokenEndpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(asked)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"new","token_type":"Bearer","expires_in":3600,"refresh_token":"r2"}`)
+	}))
+	defer tokenEndpoint.Close()
+	const url = "https://mcp.example/mcp"
+	store := newTokenStore(dir, url, tokenEndpoint.Client())
+	if err := store.save(&savedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
+		Token: &oauth2.Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	refreshed := make(chan error, 1)
+	go func() {
+		_, err := (&storedSource{store: store, server: "s"}).Token()
+		refreshed <- err
+	}()
+	<-asked
+	forgot := make(chan bool, 1)
+	go func() {
+		had, err := ForgetToken(dir, url)
+		if err != nil {
+			t.Error(err)
+		}
+		forgot <- had
+	}()
+	time.Sleep(50 * time.Millisecond) // time for a logout that does not wait
+	close(release)
+	if err := <-refreshed; err != nil {
+		t.Fatal(err)
+	}
+	if !<-forgot {
+		t.Error("ForgetToken found no token")
+	}
+	if tok, err := LoadToken(dir, url); tok != nil || err != nil {
+		t.Errorf("after logout the token is %+v (%v)", tok, err)
+	}
+	if _, err := os.Stat(TokenPath(dir, url) + ".lock"); err != nil {
+		t.Errorf("the lock file: %v", err)
 	}
 }
