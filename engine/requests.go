@@ -638,15 +638,25 @@ func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captu
 	if s.logLevel == "" || ir.Capabilities.Logging == nil {
 		return
 	}
-	if ir.ProtocolVersion >= "2026-07-28" {
-		conn.logLevel.Store(s.logLevel)
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
-	defer cancel()
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(s.logLevel)}); err != nil {
+	err := setLevelOn(cs, conn, s.logLevel, func() error {
+		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+		defer cancel()
+		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(s.logLevel)})
+	})
+	if err != nil {
 		s.log.Warn("could not set the log level again on a new connection", "level", s.logLevel, "error", err.Error())
 	}
+}
+
+// setLevelOn sets the log level of a connection: a server of 2026-07-28 or
+// later takes it with each request (conn adds it), an older one is told
+// with logging/setLevel, which send makes.
+func setLevelOn(cs *mcp.ClientSession, conn *captureConn, level string, send func() error) error {
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= "2026-07-28" {
+		conn.logLevel.Store(level)
+		return nil
+	}
+	return send()
 }
 
 // LogLevels are the levels of MCP logging, from most to least verbose.
@@ -669,14 +679,12 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 			continue
 		}
 		s.subsMu.Lock()
-		if s.protocol >= "2026-07-28" {
-			// These take the level with each request.
-			h.conn.logLevel.Store(level)
-		} else {
-			_, err = h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
+		err = setLevelOn(h.cs, h.conn, level, func() error {
+			_, err := h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 				return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
 			})
-		}
+			return err
+		})
 		if err == nil {
 			s.logLevel = level
 		}
