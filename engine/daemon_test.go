@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -356,6 +357,104 @@ func TestClientReusesConnections(t *testing.T) {
 	burst()
 	if again := dials.Load() - first; again > n/4 {
 		t.Errorf("the second burst of %d calls dialled %d new connections (the first %d)", n, again, first)
+	}
+}
+
+// A pooled Client holds at most MaxConns connections to the session (64
+// when unset): a burst's other calls wait for one, and are all answered.
+func TestClientHoldsAtMostMaxConns(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", Sleep: "30ms"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ maxConns, calls, want int }{{4, 40, 4}, {0, 100, 64}} {
+		c := serveDaemon(t, e)
+		c.MaxConns = tc.maxConns
+		dial := c.Dial
+		var open, most atomic.Int64
+		c.Dial = func(ctx context.Context) (net.Conn, error) {
+			conn, err := dial(ctx)
+			if err == nil {
+				n := open.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				conn = &countedConn{Conn: conn, open: &open}
+			}
+			return conn, err
+		}
+		var wg sync.WaitGroup
+		for range tc.calls {
+			wg.Go(func() {
+				if _, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m > int64(tc.want) {
+			t.Errorf("MaxConns %d: %d calls at once held %d connections at once", tc.maxConns, tc.calls, m)
+		}
+	}
+}
+
+// Streams and answers are not held back by MaxConns: with the one
+// connection taken by a slow call, a watch starts and a call's question is
+// answered.
+func TestClientStreamsPassMaxConns(t *testing.T) {
+	// Two servers: a question goes to its call's caller only when no
+	// other call to that server is under way.
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask", Elicit: formAsk}}}),
+		fakeServer(t, "busy", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "3s"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	c.MaxConns = 1
+	slow := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx(t), &CallRequest{Name: "busy.slow"})
+		slow <- err
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	waitFor("the slow call", func() bool {
+		s := e.all()[1]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lc.inflight == 1
+	})
+
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ready := make(chan struct{})
+	go c.Watch(wctx, &WatchRequest{}, func(ev Event) error {
+		if ev.Type == EventReady {
+			close(ready)
+			return errors.New("enough")
+		}
+		return nil
+	})
+	select {
+	case <-ready:
+	case err := <-slow:
+		t.Fatalf("the watch waited for the slow call (%v)", err)
+	}
+	res, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.ask", Elicitation: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+	}})
+	if err != nil || !strings.Contains(string(res.Result), "Ada") {
+		t.Fatalf("the asking call: %v %+v", err, res)
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the asking call waited for the slow call (%v)", err)
+	default:
 	}
 }
 

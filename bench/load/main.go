@@ -30,13 +30,14 @@ func main() {
 	rounds := flag.Int("rounds", 1, "times to make the N calls (the best round is printed)")
 	label := flag.String("label", "throughput", "name printed before the figures")
 	target := flag.String("target", "", "the target, printed after the figures")
+	conns := flag.Int("conns", 0, "the client's MaxConns: connections to the session at once (0: its default)")
 	flag.Parse()
 	if *socket == "" || *servers == "" {
 		fmt.Fprintln(os.Stderr, "usage: load -socket PATH -servers A,B [-n N] [-tool T]")
 		os.Exit(2)
 	}
 	names := strings.Split(*servers, ",")
-	c := &engine.Client{Socket: *socket}
+	c := &engine.Client{Socket: *socket, MaxConns: *conns}
 	ctx := context.Background()
 	var best time.Duration
 	var failed, mismatched atomic.Int64
