@@ -47,7 +47,7 @@ valid one it fails at once with exit 7 and the login command to run.
 			},
 			{
 				Name: "status", Usage: "Show which remote servers have a saved token",
-				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
+				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed. A server is authorized when\nits token has not expired or can be refreshed; one that is not needs\nmcpctl auth login.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					if err := noArgs(cmd); err != nil {
 						return err
@@ -127,11 +127,14 @@ func openBrowser(url string) {
 }
 
 // An authStatus is one remote server's token, as auth status shows it.
+// Authorized says a command can use it: it has not expired, or it can be
+// refreshed.
 type authStatus struct {
 	Server      string     `json:"server"`
 	URL         string     `json:"url"`
 	Authorized  bool       `json:"authorized"`
 	Expires     *time.Time `json:"expires,omitempty"`
+	Expired     bool       `json:"expired,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	TokenFile   string     `json:"tokenFile,omitempty"`
 }
@@ -153,12 +156,13 @@ func runAuthStatus(env *Env) error {
 		}
 		st := authStatus{Server: s.Name, URL: s.Redact(s.URL)}
 		if saved, err := engine.LoadToken(dir, s.URL); err == nil && saved != nil {
-			st.Authorized, st.TokenFile = true, engine.TokenPath(dir, s.URL)
+			st.TokenFile = engine.TokenPath(dir, s.URL)
 			st.Refreshable = saved.Token.RefreshToken != ""
 			if !saved.Token.Expiry.IsZero() {
 				t := saved.Token.Expiry
-				st.Expires = &t
+				st.Expires, st.Expired = &t, t.Before(time.Now())
 			}
+			st.Authorized = !st.Expired || st.Refreshable
 		}
 		out = append(out, st)
 	}
@@ -166,11 +170,16 @@ func runAuthStatus(env *Env) error {
 		rows := make([][]string, len(out))
 		for i, st := range out {
 			state, exp := "no token", "-"
-			if st.Authorized {
+			switch {
+			case st.TokenFile == "":
+			case st.Expired && !st.Refreshable:
+				state = "expired: log in again"
+			case st.Expired:
+				state = "expired (refreshable)"
+			case st.Refreshable:
+				state = "authorized (refreshable)"
+			default:
 				state = "authorized"
-				if st.Refreshable {
-					state += " (refreshable)"
-				}
 			}
 			if st.Expires != nil {
 				exp = st.Expires.Local().Format(time.DateTime)

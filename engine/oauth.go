@@ -180,6 +180,9 @@ type storedSource struct {
 	server string
 	mu     sync.Mutex
 	last   *oauth2.Token
+	// refused is why the refresh token was dropped, told again to those
+	// who ask after (the SDK asks again on its way out).
+	refused error
 }
 
 func (ss *storedSource) Token() (*oauth2.Token, error) {
@@ -187,6 +190,9 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 	defer ss.mu.Unlock()
 	if ss.last.Valid() {
 		return ss.last, nil
+	}
+	if ss.refused != nil {
+		return nil, ss.refused
 	}
 	var tok *oauth2.Token
 	err := ss.store.locked(func() error {
@@ -210,6 +216,16 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		defer cancel()
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, ss.store.client)
 		fresh, err := saved.config().TokenSource(ctx, saved.Token).Token()
+		if refusedGrant(err) {
+			// The refresh token is dead (revoked, expired or used up):
+			// it is dropped, so that auth status no longer counts the
+			// server authorized and no later command tries it again.
+			saved.Token.RefreshToken = ""
+			if err := ss.store.save(saved); err != nil {
+				return err
+			}
+			return errRefused
+		}
 		if err != nil {
 			return fmt.Errorf("refreshing the token: %w", err)
 		}
@@ -218,10 +234,36 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		return ss.store.save(saved)
 	})
 	if err != nil {
-		return nil, authNeeded(ss.server, err.Error())
+		e := authNeeded(ss.server, err.Error())
+		if err == errRefused {
+			ss.refused = e
+		}
+		return nil, e
 	}
 	ss.last = tok
 	return tok, nil
+}
+
+var errRefused = errors.New("its authorization server refused the saved refresh token (invalid_grant)")
+
+// refusedGrant reports whether a token endpoint answered invalid_grant: the
+// grant (a refresh token, say) is revoked, expired or used up. The error
+// is read from the body as JSON whatever its content type: RFC 6749 asks
+// for application/json, and some servers label it text/plain.
+func refusedGrant(err error) bool {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return false
+	}
+	code := re.ErrorCode
+	if code == "" {
+		var body struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(re.Body, &body)
+		code = body.Error
+	}
+	return code == "invalid_grant"
 }
 
 // A gate is the OAuth handler of an engine that cannot ask the user: it

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,5 +203,62 @@ func TestForgetTokenWaitsForARefresh(t *testing.T) {
 	}
 	if _, err := os.Stat(TokenPath(dir, url) + ".lock"); err != nil {
 		t.Errorf("the lock file: %v", err)
+	}
+}
+
+// A refresh token the authorization server refuses (invalid_grant: revoked,
+// expired or used up) is dropped from the token file, the rest kept: the
+// error says to log in again, and no later command tries it again. A
+// refresh that fails otherwise (the server down) keeps it, to try later.
+func TestDeadRefreshTokenIsDropped(t *testing.T) {
+	var asked atomic.Int64
+	status := http.StatusBadRequest
+	tokenEndpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status == http.StatusBadRequest {
+			io.WriteString(w, `{"error":"invalid_grant","error_description":"refresh token revoked"}`)
+		}
+	}))
+	defer tokenEndpoint.Close()
+	const url = "https://mcp.example/mcp"
+	for _, tc := range []struct {
+		status  int
+		keepsIt bool
+	}{{http.StatusInternalServerError, true}, {http.StatusBadRequest, false}} {
+		dir := t.TempDir()
+		asked.Store(0)
+		status = tc.status
+		store := newTokenStore(dir, url, tokenEndpoint.Client())
+		if err := store.save(&savedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
+			Token: &oauth2.Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+		var first int64
+		for i := range 2 {
+			if i == 1 {
+				first = asked.Load()
+			}
+			_, err := (&storedSource{store: store, server: "s"}).Token()
+			if KindOf(err) != KindAuth || !strings.Contains(strings.Join(asError(err).Hint, "\n"), "mcpctl auth login s") {
+				t.Fatalf("status %d: %v", tc.status, err)
+			}
+			if strings.Contains(err.Error(), "r1") {
+				t.Errorf("the refresh token in the error: %v", err)
+			}
+		}
+		saved, err := LoadToken(dir, url)
+		if err != nil || saved == nil || saved.ClientID != "c" || saved.TokenURL != tokenEndpoint.URL {
+			t.Fatalf("status %d: the token file after: %v %+v", tc.status, err, saved)
+		}
+		if kept := saved.Token.RefreshToken == "r1"; kept != tc.keepsIt {
+			t.Errorf("status %d: refresh token kept %v, want %v", tc.status, kept, tc.keepsIt)
+		}
+		// (oauth2 asks twice a try when the endpoint fails: the client's
+		// credentials in a header, then in the form.)
+		if again := asked.Load() > first; first == 0 || again != tc.keepsIt {
+			t.Errorf("status %d: the first try asked the token endpoint %d times, the second asked again: %v", tc.status, first, again)
+		}
 	}
 }
