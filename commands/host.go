@@ -108,7 +108,9 @@ func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([
 // exits on end of input (as Go SDK servers do, within a millisecond) is gone
 // within it; a Node server, whose timers keep it alive, would make every
 // one-shot command wait the whole grace, then take SIGTERM anyway
-// (docs/performance.md: 10ms cost a one-shot call 3%).
+// (docs/performance.md: 10ms cost a one-shot call 3%). A server still at
+// work when the grace ends (saving its state) gets longer, up to its
+// shutdownTimeout (engine's process.waitExit).
 const oneShotGrace = 2 * time.Millisecond
 
 // serverOf returns a need function for one server.name or server name

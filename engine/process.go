@@ -266,7 +266,7 @@ func (p *process) stop(grace, timeout time.Duration) {
 		return
 	}
 	p.stdin.Close()
-	if !waitDone(p.done, grace) {
+	if !p.waitExit(grace, timeout) {
 		signalGroup(p.pgid, syscall.SIGTERM)
 		if !waitDone(p.done, timeout) {
 			signalGroup(p.pgid, syscall.SIGKILL)
@@ -293,10 +293,43 @@ func (p *process) stop(grace, timeout time.Duration) {
 	waitDone(p.stderrDone, time.Second)
 }
 
-// abortWrites makes the write in progress on the server's stdin, and every
-// later one, fail at once. A write blocks when the server stops reading; a
-// write cut short leaves half a message on the pipe, so the connection is
-// over after this.
+// waitExit waits for the process to exit after its stdin closed: grace, and
+// up to limit longer while the process or what it started is still at work
+// (running or waiting to run, using a tenth of a CPU or more, or in disk
+// sleep). A server that saves its state on end of input is not sent SIGTERM
+// halfway through, which most do not handle; one that sits idle (a Node
+// server, whose timers keep it alive) gets it when the grace ends, even if a
+// thread of its runtime wakes now and then. Whether it worked is read over
+// the grace's last millisecond, and then over stretches that double to 32ms
+// (Linux; elsewhere the grace is all).
+func (p *process) waitExit(grace, limit time.Duration) bool {
+	step := min(grace/2, time.Millisecond)
+	if step <= 0 {
+		return waitDone(p.done, grace)
+	}
+	next := time.Now().Add(grace)
+	if waitDone(p.done, grace-step) {
+		return true
+	}
+	then := time.Now()
+	before, _, ok := activity(p.pgid)
+	if !ok {
+		return waitDone(p.done, time.Until(next))
+	}
+	deadline := next.Add(limit)
+	for {
+		if waitDone(p.done, time.Until(next)) {
+			return true
+		}
+		now, active, _ := activity(p.pgid)
+		if !active && now-before < time.Since(then)/10 || time.Now().After(deadline) {
+			return false
+		}
+		step = min(2*step, 32*time.Millisecond)
+		before, then, next = now, time.Now(), time.Now().Add(step)
+	}
+}
+
 // closeStdin closes the server's stdin: the MCP way to ask it to exit.
 func (p *process) closeStdin() {
 	if p != nil {
@@ -304,6 +337,10 @@ func (p *process) closeStdin() {
 	}
 }
 
+// abortWrites makes the write in progress on the server's stdin, and every
+// later one, fail at once. A write blocks when the server stops reading; a
+// write cut short leaves half a message on the pipe, so the connection is
+// over after this.
 func (p *process) abortWrites() { p.stdin.SetWriteDeadline(time.Now()) }
 
 func waitDone(ch <-chan struct{}, d time.Duration) bool {

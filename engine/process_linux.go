@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -98,4 +99,49 @@ func applyLimits(pid int, l config.Limits) error {
 		}
 	}
 	return nil
+}
+
+// activity reads, for the process pid and its descendants, the CPU time
+// they have used, and whether any of their threads is running, waiting to
+// run, or in disk sleep now. ok is false when /proc knows nothing of pid.
+func activity(pid int) (cpu time.Duration, active, ok bool) {
+	seen := map[int]bool{}
+	var walk func(pid int)
+	walk = func(pid int) {
+		// A fork bomb's tree is not worth reading to the end.
+		if seen[pid] || len(seen) >= 64 {
+			return
+		}
+		seen[pid] = true
+		// The process's CPU clock counts the running threads' time up to
+		// now; /proc's figures lag by up to a scheduler tick.
+		var ts unix.Timespec
+		if unix.ClockGettime(int32(^pid<<3|2), &ts) == nil {
+			cpu += time.Duration(ts.Nano())
+		}
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		f, err := os.Open(dir)
+		if err != nil {
+			return
+		}
+		tids, _ := f.Readdirnames(-1)
+		f.Close()
+		for _, tid := range tids {
+			if data, err := os.ReadFile(dir + tid + "/stat"); err == nil {
+				ok = true
+				if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) {
+					active = active || data[i+2] == 'R' || data[i+2] == 'D'
+				}
+			}
+			if data, err := os.ReadFile(dir + tid + "/children"); err == nil {
+				for _, c := range strings.Fields(string(data)) {
+					if n, err := strconv.Atoi(c); err == nil {
+						walk(n)
+					}
+				}
+			}
+		}
+	}
+	walk(pid)
+	return cpu, active, ok
 }

@@ -5,6 +5,7 @@ package engine
 import (
 	"errors"
 	"syscall"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 )
@@ -24,3 +25,7 @@ func groupAlive(pgid int) bool { return pgid > 1 && syscall.Kill(-pgid, 0) == ni
 func applyLimits(pid int, l config.Limits) error {
 	return errors.New("limits can be applied only on Linux")
 }
+
+// activity: without Linux's /proc there is no telling whether a process is
+// at work, so a server gets its grace and no more.
+func activity(pid int) (cpu time.Duration, active, ok bool) { return 0, false, false }

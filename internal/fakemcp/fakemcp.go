@@ -60,6 +60,9 @@ type Spec struct {
 	// IgnoreStdinEOF keeps the process alive after stdin closes, as Node
 	// servers do.
 	IgnoreStdinEOF bool `json:"ignoreStdinEOF,omitempty"`
+	// SaveOnEOF, when stdin closes, works (on the CPU) for a while and
+	// then writes a file, as a server that saves its state on the way out.
+	SaveOnEOF *Save `json:"saveOnEOF,omitempty"`
 	// IgnoreSIGTERM makes only SIGKILL end the process.
 	IgnoreSIGTERM bool `json:"ignoreSIGTERM,omitempty"`
 	// ChildPIDFile, when set, starts a long-running child process (as npx
@@ -253,6 +256,9 @@ func run(spec *Spec) int {
 	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
 	f.srv = f.newServer()
 	err := f.srv.Run(context.Background(), &transport{f: f})
+	if spec.SaveOnEOF != nil {
+		saveOnEOF(spec.SaveOnEOF)
+	}
 	if spec.IgnoreStdinEOF {
 		select {}
 	}
@@ -260,6 +266,20 @@ func run(spec *Spec) int {
 		fmt.Fprintln(os.Stderr, "mcp-fake:", err)
 	}
 	return 0
+}
+
+// A Save is work done when stdin closes: Work of computing, then File
+// written with "saved".
+type Save struct {
+	Work string `json:"work"`
+	File string `json:"file"`
+}
+
+func saveOnEOF(s *Save) {
+	d, _ := time.ParseDuration(s.Work)
+	for start := time.Now(); time.Since(start) < d; {
+	}
+	os.WriteFile(s.File, []byte("saved\n"), 0o644)
 }
 
 type fake struct {
