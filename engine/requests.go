@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -566,48 +568,73 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 		h.release()
 		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not support resource subscriptions", s.cfg().Name)
 	}
+	// The map is held only to find the URI's entry; the round trips are
+	// made under the entry's own lock, which keeps one URI's subscribe and
+	// unsubscribe in order without making other URIs wait on a slow server.
 	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
 	sub := s.subs[uri]
-	if sub == nil || sub.on != h.cs {
+	if sub == nil {
+		sub = &subscription{}
+		s.subs[uri] = sub
+	}
+	sub.n++
+	s.subsMu.Unlock()
+	sub.mu.Lock()
+	if sub.on != h.cs {
 		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
+			s.leave(uri, sub)
+			sub.mu.Unlock()
 			h.release()
 			return nil, err
 		}
-		if sub == nil {
-			sub = &subscription{}
-			s.subs[uri] = sub
-		}
 		sub.on = h.cs
 	}
-	sub.n++
-	released := false
+	sub.mu.Unlock()
+	var once sync.Once
 	return func() {
-		s.subsMu.Lock()
-		defer s.subsMu.Unlock()
-		if released {
-			return
-		}
-		released = true
-		defer h.release()
-		if sub.n--; sub.n > 0 {
-			return
-		}
-		delete(s.subs, uri)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		once.Do(func() {
+			defer h.release()
+			sub.mu.Lock()
+			defer sub.mu.Unlock()
+			if s.leave(uri, sub) && sub.on != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+				sub.on = nil
+			}
+		})
 	}, nil
 }
 
 // A subscription is a resource URI some callers follow, and the connection
 // it was made on.
 type subscription struct {
-	n  int // subscribers
-	on *mcp.ClientSession
+	// mu is held across the URI's round trips (subscribe, unsubscribe,
+	// subscribe again on a new connection), so they reach the server in
+	// the order they were decided.
+	mu sync.Mutex
+	on *mcp.ClientSession // under mu; nil when the server was not told
+	n  int                // callers subscribed or subscribing, under the server's subsMu
+}
+
+// leave counts a caller out of sub (whose mu the caller holds), and drops
+// the URI's entry when it was the last: then it returns true, and the
+// server is to be unsubscribed. A caller that comes meanwhile counts
+// itself in first and finds the entry, so it waits for the unsubscribe
+// and subscribes again.
+func (s *server) leave(uri string, sub *subscription) (last bool) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if sub.n--; sub.n > 0 {
+		return false
+	}
+	if s.subs[uri] == sub {
+		delete(s.subs, uri)
+	}
+	return true
 }
 
 // restore makes the subscriptions of an earlier connection, and sets the
@@ -621,20 +648,24 @@ func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captu
 		return
 	}
 	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
-	for uri, sub := range s.subs {
-		if sub.on == cs {
-			continue
+	subs := maps.Clone(s.subs)
+	s.subsMu.Unlock()
+	for uri, sub := range subs {
+		sub.mu.Lock()
+		if sub.on != nil && sub.on != cs {
+			ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			cancel()
+			if err != nil {
+				s.log.Warn("could not subscribe again on a new connection", "uri", uri, "error", err.Error())
+			} else {
+				sub.on = cs
+			}
 		}
-		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
-		err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-		cancel()
-		if err != nil {
-			s.log.Warn("could not subscribe again on a new connection", "uri", uri, "error", err.Error())
-			continue
-		}
-		sub.on = cs
+		sub.mu.Unlock()
 	}
+	s.levelMu.Lock()
+	defer s.levelMu.Unlock()
 	if s.logLevel == "" || ir.Capabilities.Logging == nil {
 		return
 	}
@@ -678,7 +709,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if err != nil || h.capabilities().Logging == nil {
 			continue
 		}
-		s.subsMu.Lock()
+		s.levelMu.Lock()
 		err = setLevelOn(h.cs, h.conn, level, func() error {
 			_, err := h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
 				return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
@@ -688,7 +719,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if err == nil {
 			s.logLevel = level
 		}
-		s.subsMu.Unlock()
+		s.levelMu.Unlock()
 		if err != nil {
 			return set, err
 		}

@@ -61,8 +61,9 @@ type server struct {
 	// What callers asked of the server's connection, made again on each
 	// new one (see restore).
 	subsMu   sync.Mutex
-	subs     map[string]*subscription // by resource URI
-	logLevel string                   // set by SetLogLevel
+	subs     map[string]*subscription // by resource URI, under subsMu
+	levelMu  sync.Mutex               // held across setting the level, so settings stay in order
+	logLevel string                   // set by SetLogLevel, under levelMu
 
 	askers      askers // requests in flight whose callers answer questions
 	elicitWaits elicitationWaits

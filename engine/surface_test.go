@@ -370,6 +370,69 @@ func TestResourceSubscription(t *testing.T) {
 	}
 }
 
+// A server slow to answer one URI's subscribe holds up neither a
+// subscription to another URI of the same server nor its release, and
+// each URI's subscribe and unsubscribe reach the server in order.
+func TestSlowSubscriptionHoldsUpNoOther(t *testing.T) {
+	dir := t.TempDir()
+	log, answer := filepath.Join(dir, "calls.log"), filepath.Join(dir, "answer")
+	spec := surface
+	spec.ProtocolVersion = "2025-11-25"
+	spec.Subscribe, spec.CallLog = true, log
+	spec.Resources = []fakemcp.Resource{
+		{URI: "file:///slow.txt", Text: "slow", SubscribeWaitFor: answer},
+		{URI: "file:///fast.txt", Text: "fast"},
+	}
+	e := startOne(t, "srv", spec)
+	slow := make(chan error, 1)
+	var releaseSlow func()
+	go func() {
+		var err error
+		releaseSlow, err = e.SubscribeResource(ctx(t), "file:///slow.txt", "")
+		slow <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if data, _ := os.ReadFile(log); strings.Contains(string(data), "slow.txt") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got the slow subscribe")
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx(t), 10*time.Second)
+	defer cancel()
+	releaseFast, err := e.SubscribeResource(fctx, "file:///fast.txt", "")
+	if err != nil {
+		t.Fatalf("subscribing to another URI while one is slow: %v", err)
+	}
+	released := make(chan struct{})
+	go func() { releaseFast(); close(released) }()
+	select {
+	case <-released:
+	case <-fctx.Done():
+		t.Fatal("releasing a subscription waited for another URI's subscribe")
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the slow subscribe returned before its answer: %v", err)
+	default:
+	}
+	os.WriteFile(answer, nil, 0o644)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	releaseSlow()
+	data, _ := os.ReadFile(log)
+	want := `{"subscribe":"file:///slow.txt"}
+{"subscribe":"file:///fast.txt"}
+{"unsubscribe":"file:///fast.txt"}
+{"unsubscribe":"file:///slow.txt"}
+`
+	if string(data) != want {
+		t.Errorf("the server saw:\n%s\nwant:\n%s", data, want)
+	}
+}
+
 func TestCancellationReachesServer(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "calls.log")
 	e := startOne(t, "srv", fakemcp.Spec{CallLog: log, Tools: []fakemcp.Tool{{Name: "slow", Sleep: "30s"}, {Name: "echo"}}})

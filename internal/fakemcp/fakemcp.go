@@ -127,6 +127,9 @@ type Resource struct {
 	MIMEType string `json:"mimeType,omitempty"`
 	Text     string `json:"text,omitempty"`
 	Blob     string `json:"blob,omitempty"`
+	// SubscribeWaitFor names a file: a subscription to the resource is
+	// answered once it exists (a server slow to answer).
+	SubscribeWaitFor string `json:"subscribeWaitFor,omitempty"`
 }
 
 // A Template is one resource template; reading a URI that matches it
@@ -332,8 +335,23 @@ func (f *fake) newServer() *mcp.Server {
 		HasTools: true, HasPrompts: true, HasResources: true,
 	}
 	if spec.Subscribe {
-		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
+		opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			f.logCall(map[string]any{"subscribe": req.Params.URI})
+			for _, r := range spec.Resources {
+				if r.URI != req.Params.URI || r.SubscribeWaitFor == "" {
+					continue
+				}
+				for {
+					if _, err := os.Stat(r.SubscribeWaitFor); err == nil {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
 			return nil
 		}
 		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
