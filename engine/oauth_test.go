@@ -262,3 +262,32 @@ func TestDeadRefreshTokenIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// An authorization server's invalid_grant is read whether it says its body
+// is JSON, as RFC 6749 asks, or plain text, as some do; other failures are
+// not a refused grant.
+func TestRefusedGrant(t *testing.T) {
+	for _, c := range []struct {
+		contentType string
+		status      int
+		body        string
+		refused     bool
+	}{
+		{"application/json", 400, `{"error":"invalid_grant","error_description":"revoked"}`, true},
+		{"text/plain; charset=utf-8", 400, `{"error":"invalid_grant"}`, true},
+		{"application/json", 400, `{"error":"invalid_client"}`, false},
+		{"text/plain", 503, `busy`, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", c.contentType)
+			w.WriteHeader(c.status)
+			io.WriteString(w, c.body)
+		}))
+		conf := &oauth2.Config{ClientID: "c", Endpoint: oauth2.Endpoint{TokenURL: srv.URL}}
+		_, err := conf.TokenSource(context.Background(), &oauth2.Token{RefreshToken: "r", Expiry: time.Now().Add(-time.Hour)}).Token()
+		srv.Close()
+		if err == nil || refusedGrant(err) != c.refused {
+			t.Errorf("%s %d %s: refused %v, want %v (err %v)", c.contentType, c.status, c.body, refusedGrant(err), c.refused, err)
+		}
+	}
+}

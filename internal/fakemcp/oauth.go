@@ -34,15 +34,16 @@ type AuthServer struct {
 func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 	a := &AuthServer{ttl: ttl, challenges: map[string]string{}, tokens: map[string]time.Time{}, refreshes: map[string]bool{}}
 	mux := http.NewServeMux()
-	writeJSON := func(w http.ResponseWriter, v any) {
+	writeJSON := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("/.well-known/oauth-protected-resource/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"resource": a.URL + "/mcp", "authorization_servers": []string{a.URL}})
+		writeJSON(w, http.StatusOK, map[string]any{"resource": a.URL + "/mcp", "authorization_servers": []string{a.URL}})
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{
+		writeJSON(w, http.StatusOK, map[string]any{
 			"issuer": a.URL, "authorization_endpoint": a.URL + "/authorize", "token_endpoint": a.URL + "/token",
 			"registration_endpoint": a.URL + "/register", "response_types_supported": []string{"code"},
 			"grant_types_supported": []string{"authorization_code", "refresh_token"}, "code_challenge_methods_supported": []string{"S256"},
@@ -53,8 +54,7 @@ func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 		var meta map[string]any
 		json.NewDecoder(r.Body).Decode(&meta)
 		meta["client_id"] = "client-1"
-		w.WriteHeader(http.StatusCreated)
-		writeJSON(w, meta)
+		writeJSON(w, http.StatusCreated, meta)
 	})
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -78,15 +78,13 @@ func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 		case "authorization_code":
 			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
 			if want, ok := a.challenges[r.Form.Get("code")]; !ok || want != base64.RawURLEncoding.EncodeToString(sum[:]) {
-				w.WriteHeader(http.StatusBadRequest)
-				writeJSON(w, map[string]string{"error": "invalid_grant"})
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 				return
 			}
 			delete(a.challenges, r.Form.Get("code"))
 		case "refresh_token":
 			if !a.refreshes[r.Form.Get("refresh_token")] {
-				w.WriteHeader(http.StatusBadRequest)
-				writeJSON(w, map[string]string{"error": "invalid_grant"})
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 				return
 			}
 			delete(a.refreshes, r.Form.Get("refresh_token"))
@@ -99,7 +97,7 @@ func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 		access, refresh := fmt.Sprintf("access-%d", a.n), fmt.Sprintf("refresh-%d", a.n)
 		a.tokens[access] = time.Now().Add(a.ttl)
 		a.refreshes[refresh] = true
-		writeJSON(w, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds()), "refresh_token": refresh})
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds()), "refresh_token": refresh})
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
