@@ -534,6 +534,13 @@ type jsonLines struct {
 // words it did not send.
 const droppedMarker = "mcpctl: dropped an answer too long to read"
 
+// droppedAnswer is the error response mcpctl reads in place of the answer
+// to request id when that answer was too long to read.
+func droppedAnswer(id json.RawMessage) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`,
+		id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker)
+}
+
 func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
 }
@@ -550,8 +557,7 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
 			if id := cutResponseID(t, tail); id != nil {
-				msgs, _ = decodeMessages(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"the answer was longer than %d MiB, the most mcpctl reads in one message; it was dropped","data":%q}}`,
-					id, jsonrpc.CodeInternalError, maxMessage>>20, droppedMarker))
+				msgs, _ = decodeMessages(droppedAnswer(id))
 			}
 		} else if len(t) > 0 {
 			if pm, plain := parsePlain(t); plain {

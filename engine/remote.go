@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	var sentID json.RawMessage // of the request posted, when it is one
 	if req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
@@ -45,6 +47,9 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 			return nil, err
 		}
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			if r, ok := msg.(*jsonrpc.Request); ok && r.ID.IsValid() {
+				sentID, _ = json.Marshal(r.ID.Raw())
+			}
 			// Encoded again only when outgoing added to it (a task, a log level).
 			if out := t.conn.outgoing(req.Context(), msg); out != msg {
 				if data, err := jsonrpc.EncodeMessage(out); err == nil {
@@ -82,6 +87,15 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		if err != nil {
 			return nil, err
 		}
+		if len(body) > maxMessage {
+			// Cut short, it would make the SDK give up the connection;
+			// the request gets the error a stdio server's overlong
+			// answer gets.
+			if sentID == nil {
+				return nil, fmt.Errorf("the answer was longer than %d MiB, the most mcpctl reads in one message", maxMessage>>20)
+			}
+			body = droppedAnswer(sentID)
+		}
 		t.received(body)
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -99,67 +113,184 @@ func (t *captureRoundTripper) received(data []byte) {
 	}
 }
 
-// An sseTee passes a server-sent event stream through as it is read, and
-// hands the data of each event to onData once the event is complete.
+// An sseTee passes a server-sent event stream on an event at a time, and
+// hands the data of each event to onData as it does. An event longer than
+// maxMessage is not passed on, as the SDK would give up the whole stream
+// over it: in its place goes, when it answers a request (whose id is read
+// from the first and last bytes of its data), the error a stdio server's
+// overlong answer gets.
 type sseTee struct {
 	io.ReadCloser
-	onData  func([]byte)
-	partial []byte // an unfinished line
-	data    []byte // the data lines of the event so far
-	// long: the line, or the event, under way is over maxMessage and is
-	// dropped whole (the SDK refuses such an event too).
-	longLine, longEvent bool
+	onData func([]byte)
+	out    []byte // events checked, not yet read by the SDK
+	err    error  // the stream's, given once out is read
+	ev     sseEvent
 }
 
+// An sseEvent is the event under way.
+type sseEvent struct {
+	raw  []byte // its lines as they came; the last may be unfinished
+	line int    // where in raw the line under way starts
+	// long: the event is over maxMessage and is dropped; raw holds only
+	// the line under way. longLine: so is that line, and it is not kept
+	// at all (longData: it is a data line).
+	long, longLine, longData bool
+	dataLines                int
+	head, tail               []byte // the first and last bytes of its data
+}
+
+var dataKey = []byte("data:")
+
 func (s *sseTee) Read(p []byte) (int, error) {
-	n, err := s.ReadCloser.Read(p)
-	s.feed(p[:n])
-	if err != nil && (len(s.partial) > 0 || s.longLine) {
-		s.feed([]byte{'\n'}) // a last line with no newline ends at EOF
+	for len(s.out) == 0 && s.err == nil && len(p) > 0 {
+		// p is lent to read into: feed keeps what it needs.
+		n, err := s.ReadCloser.Read(p)
+		s.feed(p[:n])
+		if err == io.EOF {
+			s.finish()
+		}
+		s.err = err
 	}
-	if err != nil && len(s.data) > 0 && !s.longEvent {
-		s.onData(s.data)
+	n := copy(p, s.out)
+	if s.out = s.out[n:]; len(s.out) > 0 {
+		return n, nil
 	}
-	if err != nil {
-		s.data, s.longEvent = nil, false
-	}
-	return n, err
+	s.out = nil
+	return n, s.err
 }
 
 func (s *sseTee) feed(b []byte) {
+	e := &s.ev
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if s.longLine || len(s.partial)+len(b) > maxMessage {
-				s.longLine, s.partial = true, nil
-			} else {
-				s.partial = append(s.partial, b...)
-			}
-			return
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i+1]
 		}
-		line := append(s.partial, b[:i]...)
-		long := s.longLine || len(line) > maxMessage
-		s.partial, s.longLine = nil, false
-		b = b[i+1:]
-		line = bytes.TrimSuffix(line, []byte("\r"))
+		b = b[len(chunk):]
 		switch {
-		case len(line) == 0 && !long:
-			if len(s.data) > 0 && !s.longEvent {
-				s.onData(s.data)
+		case e.longLine:
+			if e.longData {
+				e.noteData(trimEOL(chunk))
 			}
-			s.data, s.longEvent = nil, false
-		case long || bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-			if long || len(s.data)+len(v) > maxMessage {
-				s.longEvent, s.data = true, nil
-				continue
+		case len(e.raw)+len(chunk) > maxMessage:
+			line := append(e.raw[e.line:len(e.raw):len(e.raw)], chunk...)
+			e.long, e.longLine, e.longData = true, true, bytes.HasPrefix(line, dataKey)
+			if e.longData {
+				e.noteDataLine(trimEOL(line))
 			}
-			if len(s.data) > 0 {
-				s.data = append(s.data, '\n')
-			}
-			s.data = append(s.data, v...)
+			e.raw, e.line = nil, 0
+		default:
+			e.raw = append(e.raw, chunk...)
+		}
+		if i < 0 {
+			continue
+		}
+		if e.longLine {
+			e.longLine = false
+			continue
+		}
+		s.endLine()
+	}
+}
+
+// endLine takes the line that has just ended the event's raw bytes.
+func (s *sseTee) endLine() {
+	e := &s.ev
+	line := trimEOL(e.raw[e.line:])
+	if len(line) == 0 {
+		s.dispatch()
+		return
+	}
+	if bytes.HasPrefix(line, dataKey) {
+		e.noteDataLine(line)
+	}
+	if e.long {
+		e.raw, e.line = e.raw[:0], 0
+	} else {
+		e.line = len(e.raw)
+	}
+}
+
+// finish ends the stream's last line and event: the SDK dispatches an
+// event whose last line has no newline at EOF.
+func (s *sseTee) finish() {
+	e := &s.ev
+	if e.longLine {
+		e.longLine = false
+	} else if len(e.raw) > e.line {
+		e.raw = append(e.raw, '\n')
+		s.endLine()
+	}
+	if e.long || len(e.raw) > 0 {
+		e.raw = append(e.raw, '\n')
+		s.endLine()
+	}
+}
+
+func (s *sseTee) dispatch() {
+	e := &s.ev
+	if e.long {
+		if id := cutResponseID(e.head, e.tail); id != nil {
+			answer := droppedAnswer(id)
+			s.onData(answer)
+			s.out = append(s.out, "data: "...)
+			s.out = append(s.out, answer...)
+			s.out = append(s.out, "\n\n"...)
+		}
+	} else {
+		if data := eventData(e.raw); len(data) > 0 {
+			s.onData(data)
+		}
+		s.out = append(s.out, e.raw...)
+	}
+	s.ev = sseEvent{}
+}
+
+func (e *sseEvent) noteDataLine(line []byte) {
+	if e.dataLines++; e.dataLines > 1 {
+		e.noteData([]byte{'\n'})
+	}
+	e.noteData(bytes.TrimLeft(line[len(dataKey):], " "))
+}
+
+// noteData keeps the first and last 256 bytes of the event's data.
+func (e *sseEvent) noteData(p []byte) {
+	const keep = 256
+	if len(e.head) < keep {
+		e.head = append(e.head, p[:min(len(p), keep-len(e.head))]...)
+	}
+	if len(p) >= keep {
+		e.tail = append(e.tail[:0], p[len(p)-keep:]...)
+	} else if e.tail = append(e.tail, p...); len(e.tail) > keep {
+		e.tail = append(e.tail[:0], e.tail[len(e.tail)-keep:]...)
+	}
+}
+
+// eventData is the data of an event: its data lines' values, one a line.
+func eventData(raw []byte) []byte {
+	var data []byte
+	n := 0
+	for line := range bytes.Lines(raw) {
+		line = trimEOL(line)
+		if !bytes.HasPrefix(line, dataKey) {
+			continue
+		}
+		v := bytes.TrimLeft(line[len(dataKey):], " ")
+		switch n++; n {
+		case 1:
+			data = v
+		case 2:
+			data = append(append(append([]byte(nil), data...), '\n'), v...)
+		default:
+			data = append(append(data, '\n'), v...)
 		}
 	}
+	return data
+}
+
+func trimEOL(line []byte) []byte {
+	return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 }
 
 // remoteTransport is the SDK transport for a server reached over HTTP:

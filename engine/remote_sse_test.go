@@ -33,21 +33,34 @@ type oneByte struct{ r io.Reader }
 
 func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
 
-// An event longer than mcpctl reads in one message is dropped whole, not
-// cut into a broken one, and the next event comes through intact.
+// An event longer than mcpctl reads in one message is not passed on, not
+// cut into a broken one: an answer to a request is replaced by the error
+// that says it was dropped (for the SDK and for onData), a notification
+// goes, whether its data is one line or many; the next event comes through
+// intact.
 func TestSSETeeDropsOverlongEvent(t *testing.T) {
+	long := func() io.Reader { return io.LimitReader(xs{}, maxMessage) }
+	body := io.MultiReader(
+		strings.NewReader("event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"text\":\""), long(), strings.NewReader("\"}}\n\n"),
+		strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\""), long(), strings.NewReader("\"}}\n\n"),
+		strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":\"s-8\",\r\ndata: \"result\":{\"text\":\""), io.LimitReader(xs{}, maxMessage/2),
+		strings.NewReader("\r\ndata: "), io.LimitReader(xs{}, maxMessage/2), strings.NewReader("\"}}\r\n\r\n"),
+		strings.NewReader("data: {\"ok\":1}\n\n"))
 	var got []string
-	long := io.LimitReader(xs{}, maxMessage+1)
-	body := io.MultiReader(strings.NewReader("data: "), long, strings.NewReader("\ndata: tail\n\ndata: {\"ok\":1}\n\n"))
 	tee := &sseTee{ReadCloser: io.NopCloser(body), onData: func(b []byte) { got = append(got, string(b)) }}
-	if _, err := io.Copy(io.Discard, tee); err != nil {
+	out, err := io.ReadAll(tee)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0] != `{"ok":1}` {
+	dropped7, dropped8 := string(droppedAnswer([]byte("7"))), string(droppedAnswer([]byte(`"s-8"`)))
+	if want := "data: " + dropped7 + "\n\ndata: " + dropped8 + "\n\ndata: {\"ok\":1}\n\n"; string(out) != want {
+		t.Errorf("passed on %d bytes, starting %q; want %q", len(out), out[:min(len(out), 300)], want)
+	}
+	if len(got) != 3 || got[0] != dropped7 || got[1] != dropped8 || got[2] != `{"ok":1}` {
 		for i, g := range got {
 			t.Logf("event %d: %d bytes, starting %q", i, len(g), g[:min(40, len(g))])
 		}
-		t.Fatalf("%d events, want only the one after the overlong event", len(got))
+		t.Errorf("onData had %d events, want the two dropped answers and the one after", len(got))
 	}
 }
 
