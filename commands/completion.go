@@ -42,9 +42,11 @@ const (
 var argCompletions = map[string]struct {
 	kinds []nameKind
 	all   bool
+	// args: the arguments after the first are the named tool's, key=value.
+	args bool
 }{
 	"tools":       {kinds: []nameKind{servers, toolNames}},
-	"call":        {kinds: []nameKind{toolNames}},
+	"call":        {kinds: []nameKind{toolNames}, args: true},
 	"prompts":     {kinds: []nameKind{servers}},
 	"prompt":      {kinds: []nameKind{promptNames}},
 	"resources":   {kinds: []nameKind{servers}},
@@ -69,7 +71,7 @@ func setCompletions(env *Env, root *cli.Command) {
 		for _, c := range cmds {
 			path := strings.TrimSpace(prefix + " " + c.Name)
 			if spec, ok := argCompletions[path]; ok {
-				c.ShellComplete = completeNames(env, spec.kinds, spec.all)
+				c.ShellComplete = completeNames(env, spec.kinds, spec.all, spec.args)
 			}
 			walk(path, c.Commands)
 		}
@@ -86,7 +88,8 @@ func shapeCompletionCmd(root, c *cli.Command) {
 	c.ArgsUsage = "SHELL"
 	c.Description = `Prints a script that completes mcpctl's commands, flags, and the names of
 tools, prompts, resources and servers: from the running session, else server
-names from the config (no server is started to complete a name). The same
+names from the config (no server is started to complete a name); after
+"call SERVER.TOOL", from the session, the tool's arguments as KEY=. The same
 scripts are in completions/ of the source tree.
 
   source <(mcpctl completion bash)                        # in ~/.bashrc
@@ -142,6 +145,23 @@ func completionScript(ctx context.Context, root *cli.Command, shell string, rend
 		return "", err
 	}
 	script := buf.String()
+	if shell == "zsh" {
+		// A tool's argument ("key=") is completed without the space
+		// after it, so its value can follow.
+		const describe = "\t\t_describe 'values' opts\n"
+		if !strings.Contains(script, describe) {
+			return "", fmt.Errorf("urfave/cli's zsh script changed: no %q to patch", describe)
+		}
+		script = strings.Replace(script, describe, `		local -a eq other
+		local o ret=1
+		for o in "${opts[@]}"; do
+			if [[ ${o%%:*} == *= ]]; then eq+=("$o"); else other+=("$o"); fi
+		done
+		(( ${#other} )) && _describe 'values' other && ret=0
+		(( ${#eq} )) && _describe 'values' eq -S '' && ret=0
+		(( ret == 0 ))
+`, 1)
+	}
 	if shell == "fish" {
 		const split = `set -l parts (string split -m 1 ":" -- "$line")`
 		if !strings.Contains(script, split) {
@@ -191,6 +211,14 @@ _mcpctl_completion() {
       COMPREPLY+=("${name#"$pre"}")
     fi
   done <<< "$out"
+  # A tool's argument ("key=") takes its value with no space between.
+  local all_keys=${#COMPREPLY[@]}
+  for name in "${COMPREPLY[@]}"; do
+    [[ $name == *= ]] || all_keys=0
+  done
+  if [[ $all_keys -gt 0 ]]; then
+    compopt -o nospace 2>/dev/null
+  fi
   return 0
 }
 
@@ -198,12 +226,19 @@ complete -o bashdefault -o default -F _mcpctl_completion mcpctl
 `
 
 // completeNames returns a ShellComplete func: flags after a "-", else the
-// names kinds asks for, from the session or else the config.
-func completeNames(env *Env, kinds []nameKind, all bool) cli.ShellCompleteFunc {
+// names kinds asks for, from the session or else the config; with
+// toolArgs, after the tool's name, its arguments not given yet.
+func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellCompleteFunc {
 	return func(ctx context.Context, cmd *cli.Command) {
 		args := cmd.Args().Slice()
 		if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "-") {
 			cli.DefaultCompleteWithFlags(ctx, cmd)
+			return
+		}
+		if len(args) > 0 && toolArgs {
+			for _, c := range env.argCandidates(ctx, args[0], args[1:]) {
+				fmt.Fprintln(env.Out, c)
+			}
 			return
 		}
 		if len(args) > 0 && !all {
@@ -241,6 +276,46 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
 		return nil
 	}
 	return cfg.Names()
+}
+
+// argCandidates lists "key=" for each argument of tool (from its input
+// schema, as the session lists it) that given does not set yet, described
+// by its type, whether it is required, and its description. Without a
+// session it lists nothing: no server is started to complete a word.
+func (env *Env) argCandidates(ctx context.Context, tool string, given []string) []string {
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	client, _, err := env.client()
+	if err != nil {
+		return nil
+	}
+	client.OnVersionMismatch = func(string) {}
+	tools, err := client.Tools(ctx, "")
+	if err != nil {
+		return nil
+	}
+	i := slices.IndexFunc(tools, func(t *engine.Tool) bool { return t.Name() == tool })
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range tools[i].Parameters() {
+		if slices.ContainsFunc(given, func(a string) bool {
+			k, _, ok := strings.Cut(a, "=")
+			return ok && strings.TrimSuffix(k, ":") == p.Name
+		}) {
+			continue
+		}
+		desc := p.Type
+		if p.Required {
+			desc = strings.TrimSpace("required " + desc)
+		}
+		if d := firstLine(p.Description, 60); d != "" {
+			desc = strings.TrimPrefix(desc+", "+d, ", ")
+		}
+		out = append(out, candidate(p.Name+"=", desc))
+	}
+	return out
 }
 
 // sessionNames lists the names of kind k that the session offers.

@@ -31,6 +31,14 @@ _mcpctl_completion() {
       COMPREPLY+=("${name#"$pre"}")
     fi
   done <<< "$out"
+  # A tool's argument ("key=") takes its value with no space between.
+  local all_keys=${#COMPREPLY[@]}
+  for name in "${COMPREPLY[@]}"; do
+    [[ $name == *= ]] || all_keys=0
+  done
+  if [[ $all_keys -gt 0 ]]; then
+    compopt -o nospace 2>/dev/null
+  fi
   return 0
 }
 
