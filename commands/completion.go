@@ -66,17 +66,50 @@ var argCompletions = map[string]struct {
 func setCompletions(env *Env, root *cli.Command) {
 	root.EnableShellCompletion = true
 	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(root, c) }
+	root.ShellComplete = valueless(cli.DefaultCompleteWithFlags)
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			path := strings.TrimSpace(prefix + " " + c.Name)
+			c.ShellComplete = valueless(cli.DefaultCompleteWithFlags)
 			if spec, ok := argCompletions[path]; ok {
-				c.ShellComplete = completeNames(env, spec.kinds, spec.all, spec.args)
+				c.ShellComplete = valueless(completeNames(env, spec.kinds, spec.all, spec.args))
 			}
 			walk(path, c.Commands)
 		}
 	}
 	walk("", root.Commands)
+}
+
+// valueless wraps a ShellComplete func so that after a flag that takes a
+// value ("-c ", "--timeout ") it lists nothing, and the shell completes a
+// file name as it does for any word mcpctl has no candidates for; without
+// it the line's last word, "-c", read as a partial flag, got "--config".
+func valueless(complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
+	return func(ctx context.Context, cmd *cli.Command) {
+		if args := cmd.Args().Slice(); len(args) > 0 && takesValue(cmd, args[len(args)-1]) {
+			return
+		}
+		complete(ctx, cmd)
+	}
+}
+
+// takesValue reports whether arg names a flag of cmd or of a command above
+// it that takes a value.
+func takesValue(cmd *cli.Command, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	name = strings.TrimPrefix(name, "-")
+	for _, c := range cmd.Lineage() {
+		for _, f := range c.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok && df.TakesValue() && slices.Contains(f.Names(), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shapeCompletionCmd turns the command urfave builds (hidden, with a
