@@ -585,7 +585,8 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
-			s.leave(uri, sub)
+			s.leave(sub)
+			s.drop(uri, sub)
 			sub.mu.Unlock()
 			h.release()
 			return nil, err
@@ -599,12 +600,13 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			defer h.release()
 			sub.mu.Lock()
 			defer sub.mu.Unlock()
-			if s.leave(uri, sub) && sub.on != nil {
+			if s.leave(sub) && sub.on != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 				sub.on = nil
 			}
+			s.drop(uri, sub)
 		})
 	}, nil
 }
@@ -620,21 +622,28 @@ type subscription struct {
 	n  int                // callers subscribed or subscribing, under the server's subsMu
 }
 
-// leave counts a caller out of sub (whose mu the caller holds), and drops
-// the URI's entry when it was the last: then it returns true, and the
-// server is to be unsubscribed. A caller that comes meanwhile counts
-// itself in first and finds the entry, so it waits for the unsubscribe
-// and subscribes again.
-func (s *server) leave(uri string, sub *subscription) (last bool) {
+// leave counts a caller out of sub (whose mu the caller holds) and
+// reports whether none is left: then the server is to be unsubscribed. The
+// URI's entry stays in the map until the caller drops it, after the
+// unsubscribe: a caller that comes meanwhile finds it, counts itself in
+// and waits on mu, then subscribes again. Were the entry gone, it would
+// make one of its own and its subscribe could reach the server before
+// the unsubscribe, which would undo it.
+func (s *server) leave(sub *subscription) (last bool) {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
-	if sub.n--; sub.n > 0 {
-		return false
-	}
-	if s.subs[uri] == sub {
+	sub.n--
+	return sub.n == 0
+}
+
+// drop removes uri's entry sub from the map unless a caller counted
+// itself in since it was left (the caller holds sub.mu).
+func (s *server) drop(uri string, sub *subscription) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if sub.n == 0 && s.subs[uri] == sub {
 		delete(s.subs, uri)
 	}
-	return true
 }
 
 // restore makes the subscriptions of an earlier connection, and sets the

@@ -433,6 +433,76 @@ func TestSlowSubscriptionHoldsUpNoOther(t *testing.T) {
 	}
 }
 
+// A subscriber that comes while the last one's unsubscribe is under way
+// waits for it and subscribes again, and so gets updates: subscribing
+// beside the unsubscribe, its subscribe could reach the server first and
+// be undone by it.
+func TestSubscribeDuringLastUnsubscribe(t *testing.T) {
+	dir := t.TempDir()
+	log, answer := filepath.Join(dir, "calls.log"), filepath.Join(dir, "answer")
+	spec := surface
+	spec.ProtocolVersion = "2025-11-25"
+	spec.Subscribe, spec.CallLog = true, log
+	spec.Resources = []fakemcp.Resource{{URI: "file:///notes.txt", Text: "notes", UnsubscribeWaitFor: answer}}
+	spec.Tools = []fakemcp.Tool{{Name: "touch", Touch: "file:///notes.txt"}}
+	e := startOne(t, "srv", spec)
+	updates := e.Events(EventFilter{Types: []string{EventResourceUpdated}})
+	defer updates.Close()
+
+	releaseA, err := e.SubscribeResource(ctx(t), "file:///notes.txt", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releasedA := make(chan struct{})
+	go func() { releaseA(); close(releasedA) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if data, _ := os.ReadFile(log); strings.Contains(string(data), "unsubscribe") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got the unsubscribe")
+		}
+	}
+	type subscribed struct {
+		release func()
+		err     error
+	}
+	b := make(chan subscribed, 1)
+	go func() {
+		release, err := e.SubscribeResource(ctx(t), "file:///notes.txt", "")
+		b <- subscribed{release, err}
+	}()
+	select {
+	case got := <-b:
+		t.Fatalf("the subscribe returned (error %v) before the unsubscribe under way was answered", got.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	os.WriteFile(answer, nil, 0o644)
+	<-releasedA
+	got := <-b
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer got.release()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.touch"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-updates.C:
+	case <-time.After(10 * time.Second):
+		data, _ := os.ReadFile(log)
+		t.Fatalf("subscribed, and no update came; the server saw:\n%s", data)
+	}
+	data, _ := os.ReadFile(log)
+	want := `{"subscribe":"file:///notes.txt"}
+{"unsubscribe":"file:///notes.txt"}
+{"subscribe":"file:///notes.txt"}
+`
+	if !strings.HasPrefix(string(data), want) {
+		t.Errorf("the server saw:\n%s\nwant first:\n%s", data, want)
+	}
+}
+
 func TestCancellationReachesServer(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "calls.log")
 	e := startOne(t, "srv", fakemcp.Spec{CallLog: log, Tools: []fakemcp.Tool{{Name: "slow", Sleep: "30s"}, {Name: "echo"}}})

@@ -130,6 +130,29 @@ type Resource struct {
 	// SubscribeWaitFor names a file: a subscription to the resource is
 	// answered once it exists (a server slow to answer).
 	SubscribeWaitFor string `json:"subscribeWaitFor,omitempty"`
+	// UnsubscribeWaitFor: the same for an unsubscribe.
+	UnsubscribeWaitFor string `json:"unsubscribeWaitFor,omitempty"`
+}
+
+// waitFor waits, until ctx ends, for the file that file names for the
+// resource uri of resources, if it names one.
+func waitFor(ctx context.Context, resources []Resource, uri string, file func(Resource) string) error {
+	for _, r := range resources {
+		if r.URI != uri || file(r) == "" {
+			continue
+		}
+		for {
+			if _, err := os.Stat(file(r)); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // A Template is one resource template; reading a URI that matches it
@@ -337,26 +360,11 @@ func (f *fake) newServer() *mcp.Server {
 	if spec.Subscribe {
 		opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			f.logCall(map[string]any{"subscribe": req.Params.URI})
-			for _, r := range spec.Resources {
-				if r.URI != req.Params.URI || r.SubscribeWaitFor == "" {
-					continue
-				}
-				for {
-					if _, err := os.Stat(r.SubscribeWaitFor); err == nil {
-						break
-					}
-					select {
-					case <-ctx.Done():
-						return ctx.Err()
-					case <-time.After(10 * time.Millisecond):
-					}
-				}
-			}
-			return nil
+			return waitFor(ctx, spec.Resources, req.Params.URI, func(r Resource) string { return r.SubscribeWaitFor })
 		}
-		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+		opts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 			f.logCall(map[string]any{"unsubscribe": req.Params.URI})
-			return nil
+			return waitFor(ctx, spec.Resources, req.Params.URI, func(r Resource) string { return r.UnsubscribeWaitFor })
 		}
 	}
 	if spec.Completions != nil {
