@@ -137,9 +137,14 @@ type sseEvent struct {
 	long, longLine, longData bool
 	dataLines                int
 	head, tail               []byte // the first and last bytes of its data
+	fields                   []byte // a dropped event's id, event and retry lines
 }
 
 var dataKey = []byte("data:")
+
+// decided is how much of a line is read before an overlong event's line
+// under way is judged (data or not): a read may end inside "data:".
+const decided = 16
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	for len(s.out) == 0 && s.err == nil && len(p) > 0 {
@@ -168,29 +173,62 @@ func (s *sseTee) feed(b []byte) {
 			chunk = b[:i+1]
 		}
 		b = b[len(chunk):]
+		ended := i >= 0
 		switch {
 		case e.longLine:
 			if e.longData {
 				e.noteData(trimEOL(chunk))
 			}
-		case len(e.raw)+len(chunk) > maxMessage:
-			line := append(e.raw[e.line:len(e.raw):len(e.raw)], chunk...)
-			e.long, e.longLine, e.longData = true, true, bytes.HasPrefix(line, dataKey)
-			if e.longData {
-				e.noteDataLine(trimEOL(line))
+			e.longLine = !ended
+			continue
+		case len(e.raw)+len(chunk) > maxMessage && (ended || len(e.raw)-e.line+len(chunk) >= decided):
+			s.overflow(chunk, ended)
+			if !ended {
+				continue
 			}
-			e.raw, e.line = nil, 0
 		default:
 			e.raw = append(e.raw, chunk...)
 		}
-		if i < 0 {
-			continue
+		if ended {
+			s.endLine()
 		}
-		if e.longLine {
-			e.longLine = false
-			continue
+	}
+}
+
+// overflow takes chunk, which takes the event over maxMessage (the SDK
+// counts every byte of it, the blank line that ends it too): the event is
+// dropped. What is kept of it: the first and last bytes of its data (noted
+// line by line), its id, event and retry lines, and the line under way
+// when chunk ends it, for endLine.
+func (s *sseTee) overflow(chunk []byte, ended bool) {
+	e := &s.ev
+	if !e.long {
+		e.long = true
+		for line := range bytes.Lines(e.raw[:e.line]) {
+			e.keepField(line)
 		}
-		s.endLine()
+	}
+	line := append(e.raw[e.line:len(e.raw):len(e.raw)], chunk...)
+	e.raw, e.line = nil, 0
+	if ended {
+		e.raw = line
+		return
+	}
+	e.longLine, e.longData = true, bytes.HasPrefix(line, dataKey)
+	if e.longData {
+		e.noteDataLine(line)
+	}
+}
+
+// keepField keeps an id, event or retry line of a dropped event, for the
+// event sent in its place: the SDK's last event id moves on past it, and
+// an event the SDK would not take as a message stays one it does not.
+func (e *sseEvent) keepField(line []byte) {
+	for _, key := range []string{"id:", "event:", "retry:"} {
+		if bytes.HasPrefix(line, []byte(key)) && len(line) <= 1024 {
+			e.fields = append(append(e.fields, trimEOL(line)...), '\n')
+			return
+		}
 	}
 }
 
@@ -206,25 +244,23 @@ func (s *sseTee) endLine() {
 		e.noteDataLine(line)
 	}
 	if e.long {
+		e.keepField(line)
 		e.raw, e.line = e.raw[:0], 0
 	} else {
 		e.line = len(e.raw)
 	}
 }
 
-// finish ends the stream's last line and event: the SDK dispatches an
-// event whose last line has no newline at EOF.
+// finish ends the stream's last line and event, as the SDK dispatches an
+// event whose last line has no newline at EOF; the newlines count towards
+// maxMessage as any other byte.
 func (s *sseTee) finish() {
 	e := &s.ev
-	if e.longLine {
-		e.longLine = false
-	} else if len(e.raw) > e.line {
-		e.raw = append(e.raw, '\n')
-		s.endLine()
+	if e.longLine || len(e.raw) > e.line {
+		s.feed([]byte{'\n'})
 	}
 	if e.long || len(e.raw) > 0 {
-		e.raw = append(e.raw, '\n')
-		s.endLine()
+		s.feed([]byte{'\n'})
 	}
 }
 
@@ -234,6 +270,7 @@ func (s *sseTee) dispatch() {
 		if id := cutResponseID(e.head, e.tail); id != nil {
 			answer := droppedAnswer(id)
 			s.onData(answer)
+			s.out = append(s.out, e.fields...)
 			s.out = append(s.out, "data: "...)
 			s.out = append(s.out, answer...)
 			s.out = append(s.out, "\n\n"...)
@@ -242,7 +279,11 @@ func (s *sseTee) dispatch() {
 		if data := eventData(e.raw); len(data) > 0 {
 			s.onData(data)
 		}
-		s.out = append(s.out, e.raw...)
+		if len(s.out) == 0 {
+			s.out = e.raw // no copy of an event that may be tens of MiB
+		} else {
+			s.out = append(s.out, e.raw...)
+		}
 	}
 	s.ev = sseEvent{}
 }

@@ -53,7 +53,7 @@ func TestSSETeeDropsOverlongEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropped7, dropped8 := string(droppedAnswer([]byte("7"))), string(droppedAnswer([]byte(`"s-8"`)))
-	if want := "data: " + dropped7 + "\n\ndata: " + dropped8 + "\n\ndata: {\"ok\":1}\n\n"; string(out) != want {
+	if want := "event: message\nid: 1\ndata: " + dropped7 + "\n\ndata: " + dropped8 + "\n\ndata: {\"ok\":1}\n\n"; string(out) != want {
 		t.Errorf("passed on %d bytes, starting %q; want %q", len(out), out[:min(len(out), 300)], want)
 	}
 	if len(got) != 3 || got[0] != dropped7 || got[1] != dropped8 || got[2] != `{"ok":1}` {
@@ -61,6 +61,65 @@ func TestSSETeeDropsOverlongEvent(t *testing.T) {
 			t.Logf("event %d: %d bytes, starting %q", i, len(g), g[:min(40, len(g))])
 		}
 		t.Errorf("onData had %d events, want the two dropped answers and the one after", len(got))
+	}
+}
+
+// teeAll passes body through an sseTee: what it passed on, and the data
+// it handed to onData.
+func teeAll(t *testing.T, body ...io.Reader) (string, []string) {
+	t.Helper()
+	var got []string
+	tee := &sseTee{ReadCloser: io.NopCloser(io.MultiReader(body...)), onData: func(b []byte) { got = append(got, string(b)) }}
+	out, err := io.ReadAll(tee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), got
+}
+
+// The SDK counts the blank line that ends an event: an event whose lines
+// come to exactly maxMessage bytes is over it, is dropped, and the next
+// one still goes on whole (the blank line was once taken for part of an
+// overlong line, and the two events went as one).
+func TestSSETeeEventAtTheLimit(t *testing.T) {
+	for _, eol := range []string{"\n", "\r\n"} {
+		head := `data: {"jsonrpc":"2.0","id":7,"result":{"text":"`
+		foot := `"}}` + eol
+		next := `data: {"jsonrpc":"2.0","id":8,"result":{}}` + eol + eol
+		out, got := teeAll(t, strings.NewReader(head), io.LimitReader(xs{}, int64(maxMessage-len(head)-len(foot))),
+			strings.NewReader(foot+eol+next))
+		dropped := string(droppedAnswer([]byte("7")))
+		if want := "data: " + dropped + "\n\n" + next; out != want {
+			t.Errorf("%q: passed on %d bytes, starting %q; want %q", eol, len(out), out[:min(len(out), 300)], want)
+		}
+		if len(got) != 2 || got[0] != dropped || got[1] != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+			t.Errorf("%q: onData had %d events, want the dropped answer and the next", eol, len(got))
+		}
+	}
+}
+
+// At the end of the stream the newlines the last event lacks count as any
+// other byte: an event that would be over maxMessage with them is dropped
+// rather than passed on for the SDK to give up the stream over.
+func TestSSETeeLimitAtEOF(t *testing.T) {
+	head := `data: {"jsonrpc":"2.0","id":7,"result":{"text":"`
+	foot := `"}}`
+	out, _ := teeAll(t, strings.NewReader(head), io.LimitReader(xs{}, int64(maxMessage-len(head)-len(foot))), strings.NewReader(foot))
+	if want := "data: " + string(droppedAnswer([]byte("7"))) + "\n\n"; out != want {
+		t.Errorf("passed on %d bytes, starting %q; want %q", len(out), out[:min(len(out), 300)], want)
+	}
+}
+
+// A read that ends inside "data:" of the line that takes an event over
+// the limit: the line is still read as data, and the request's id at its
+// end answered.
+func TestSSETeeReadEndsInsideDataKey(t *testing.T) {
+	head := `data: {"result":{"text":"`
+	foot := "\"}},\n"
+	out, _ := teeAll(t, strings.NewReader(head), io.LimitReader(xs{}, int64(maxMessage-2-len(head)-len(foot))), strings.NewReader(foot),
+		strings.NewReader("dat"), strings.NewReader(`a: "jsonrpc":"2.0","id":7}`+"\n\n"))
+	if want := "data: " + string(droppedAnswer([]byte("7"))) + "\n\n"; out != want {
+		t.Errorf("passed on %d bytes, starting %q; want %q", len(out), out[:min(len(out), 300)], want)
 	}
 }
 
