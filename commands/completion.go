@@ -188,7 +188,7 @@ func completionScript(ctx context.Context, root *cli.Command, shell string, rend
 		script = strings.Replace(script, describe, `		local -a eq other
 		local o ret=1
 		for o in "${opts[@]}"; do
-			if [[ ${o%%:*} == *= ]]; then eq+=("$o"); else other+=("$o"); fi
+			if [[ ${${o//\\:/}%%:*} == *= ]]; then eq+=("$o"); else other+=("$o"); fi
 		done
 		(( ${#other} )) && _describe 'values' other && ret=0
 		(( ${#eq} )) && _describe 'values' eq -S '' && ret=0
@@ -240,6 +240,8 @@ _mcpctl_completion() {
     name=${line//\\:/$'\x1f'}
     name=${name%%:*}
     name=${name//$'\x1f'/:}
+    # A key= already typed whole is left to bash: a file name may follow.
+    [[ $name == *= && $name == "$cur" ]] && continue
     if [[ $name == "$cur"* ]]; then
       COMPREPLY+=("${name#"$pre"}")
     fi
@@ -323,7 +325,7 @@ func (env *Env) argCandidates(ctx context.Context, tool string, given []string) 
 		return nil
 	}
 	client.OnVersionMismatch = func(string) {}
-	tools, err := client.Tools(ctx, "")
+	tools, err := client.Tools(ctx, tool)
 	if err != nil {
 		return nil
 	}
@@ -334,7 +336,8 @@ func (env *Env) argCandidates(ctx context.Context, tool string, given []string) 
 	var out []string
 	for _, p := range tools[i].Parameters() {
 		if slices.ContainsFunc(given, func(a string) bool {
-			k, _, ok := strings.Cut(a, "=")
+			// bash and zsh pass the words as typed: "a=1" or 'a=1' too.
+			k, _, ok := strings.Cut(strings.TrimLeft(a, `"'`), "=")
 			return ok && strings.TrimSuffix(k, ":") == p.Name
 		}) {
 			continue
@@ -384,7 +387,8 @@ func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *en
 func candidate(name, desc string) string {
 	name = strings.ReplaceAll(name, ":", `\:`)
 	if d := firstLine(desc, 60); d != "" {
-		return name + ":" + d
+		// fish takes a tab for the end of the name.
+		return name + ":" + strings.ReplaceAll(d, "\t", " ")
 	}
 	return name
 }

@@ -27,6 +27,8 @@ _mcpctl_completion() {
     name=${line//\\:/$'\x1f'}
     name=${name%%:*}
     name=${name//$'\x1f'/:}
+    # A key= already typed whole is left to bash: a file name may follow.
+    [[ $name == *= && $name == "$cur" ]] && continue
     if [[ $name == "$cur"* ]]; then
       COMPREPLY+=("${name#"$pre"}")
     fi
