@@ -386,6 +386,28 @@ func TestCloseStopsProcessGroup(t *testing.T) {
 	}
 }
 
+// A server that sits idle after its stdin closes (as Node servers do) gets
+// SIGTERM when the grace ends, not its shutdownTimeout: only one at work
+// gets longer.
+func TestIdleServerStopsWhenGraceEnds(t *testing.T) {
+	dir := t.TempDir()
+	e := New(&config.Config{Servers: []*config.Server{fakeServer(t, "idle", fakemcp.Spec{
+		IgnoreStdinEOF: true, PIDFile: filepath.Join(dir, "pid"),
+	})}}, &Options{ShutdownTimeout: 30 * time.Second})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	t0 := time.Now()
+	e.Close()
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("stopping an idle server took %v: it waited for its shutdownTimeout (30s)", d)
+	}
+	if alive(pid) {
+		t.Error("the idle server survived Close")
+	}
+}
+
 type jsonrpcError = jsonrpc.Error
 
 // A server that stops reading stdin must not make a call outlive its
