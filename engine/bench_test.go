@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,6 +235,46 @@ func BenchmarkGroupAliveGone(b *testing.B) {
 	for b.Loop() {
 		if groupAlive(1 << 22) {
 			b.Fatal("a process group that cannot exist is alive")
+		}
+	}
+}
+
+// BenchmarkCallPrep is what the engine does with a call besides the round
+// trip, on a tool the size of server-everything's larger ones: type the
+// key=value arguments by the schema, validate them, read the tool's task
+// support, and read the result's isError (here 16 KiB of text).
+func BenchmarkCallPrep(b *testing.B) {
+	props := map[string]any{}
+	for _, name := range []string{"path", "mode", "count", "verbose", "pattern", "exclude"} {
+		props[name] = map[string]any{"type": "string", "description": strings.Repeat("what "+name+" is for; ", 12)}
+	}
+	props["count"].(map[string]any)["type"] = "integer"
+	props["verbose"].(map[string]any)["type"] = "boolean"
+	raw, _ := json.Marshal(map[string]any{
+		"name": "search", "description": strings.Repeat("Searches the files under a path for a pattern. ", 20),
+		"inputSchema": map[string]any{"type": "object", "properties": props, "required": []string{"path", "pattern"}},
+		"annotations": map[string]any{"readOnlyHint": true},
+	})
+	tool, err := newTool("fs", raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	result, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", 16<<10)}}, "isError": false})
+	pairs := []string{"path=/tmp", "pattern=a.*b", "count=3", "verbose=true"}
+	b.ReportAllocs()
+	for b.Loop() {
+		args, err := buildArguments(tool, nil, pairs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tool.validate(args); err != nil {
+			b.Fatal(err)
+		}
+		if tool.TaskSupport() != "forbidden" {
+			b.Fatal("task support")
+		}
+		if res, err := callResult("fs", tool, result); err != nil || res.IsError {
+			b.Fatal(res, err)
 		}
 	}
 }

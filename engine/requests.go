@@ -283,15 +283,20 @@ func (h *handle) holdDeadline() (resume func()) {
 }
 
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
-	var head struct {
-		IsError    bool   `json:"isError"`
-		ResultType string `json:"resultType"`
+	// Scanned, not decoded: a result can be megabytes of content.
+	var isError bool
+	ms, _ := members(raw)
+	for _, m := range ms {
+		switch m.key {
+		case "isError":
+			isError = string(m.value) == "true"
+		case "resultType":
+			if stringField(raw, "resultType") == "input_required" {
+				return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
+			}
+		}
 	}
-	json.Unmarshal(raw, &head)
-	if head.ResultType == "input_required" {
-		return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
-	}
-	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: head.IsError}, nil
+	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: isError}, nil
 }
 
 // GetPrompt gets server.prompt with its arguments, checked against the ones

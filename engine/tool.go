@@ -32,6 +32,11 @@ type toolSchema struct {
 	once sync.Once
 	s    *schemas.Schema
 	err  error
+
+	// What every call reads, read from the tool object once.
+	factsOnce   sync.Once
+	taskSupport string
+	propTypes   map[string][]string // each top-level property's JSON types
 }
 
 // Name is the address of the tool: server.tool.
@@ -43,11 +48,50 @@ func (t *Tool) Raw() json.RawMessage { return t.raw }
 // Field returns one top-level field of the tool object (inputSchema,
 // description, annotations, execution, ...), or nil.
 func (t *Tool) Field(name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(t.raw, &m) != nil {
+	return bytes.Clone(t.field(name))
+}
+
+// field is Field without the copy: a part of t.raw, not to be written to.
+// The object is scanned, not decoded: a tool's schema and description
+// can be long, and calls read fields of it.
+func (t *Tool) field(name string) json.RawMessage {
+	ms, err := members(t.raw)
+	if err != nil {
 		return nil
 	}
-	return m[name]
+	var v json.RawMessage
+	for _, m := range ms {
+		if m.key == name {
+			v = m.value // the last counts, as when decoding
+		}
+	}
+	return v
+}
+
+// facts reads, once for the tool and its copies, what each call needs.
+func (t *Tool) facts() *toolSchema {
+	ts := t.schema
+	if ts == nil {
+		ts = &toolSchema{} // a Tool not made by newTool or UnmarshalJSON
+	}
+	ts.factsOnce.Do(func() {
+		var e struct {
+			TaskSupport string `json:"taskSupport"`
+		}
+		if json.Unmarshal(t.field("execution"), &e) != nil || e.TaskSupport == "" {
+			e.TaskSupport = "forbidden"
+		}
+		ts.taskSupport = e.TaskSupport
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		json.Unmarshal(t.field("inputSchema"), &schema)
+		ts.propTypes = make(map[string][]string, len(schema.Properties))
+		for name, raw := range schema.Properties {
+			ts.propTypes[name] = schemaTypes(raw, 0)
+		}
+	})
+	return ts
 }
 
 // Description returns the tool's description, or "".
@@ -70,7 +114,7 @@ func (t *Tool) Parameters() []Parameter {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
 	}
-	json.Unmarshal(t.Field("inputSchema"), &schema)
+	json.Unmarshal(t.field("inputSchema"), &schema)
 	out := make([]Parameter, 0, len(schema.Properties))
 	for name, raw := range schema.Properties {
 		p := Parameter{Name: name, Type: strings.Join(dedupe(schemaTypes(raw, 0)), "|"), Description: stringField(raw, "description")}
@@ -104,21 +148,13 @@ func (t *Tool) Idempotent() bool {
 	var a struct {
 		IdempotentHint bool `json:"idempotentHint"`
 	}
-	json.Unmarshal(t.Field("annotations"), &a)
+	json.Unmarshal(t.field("annotations"), &a)
 	return a.IdempotentHint
 }
 
 // TaskSupport returns the tool's execution.taskSupport: "required",
 // "optional", or "forbidden" (also when absent).
-func (t *Tool) TaskSupport() string {
-	var e struct {
-		TaskSupport string `json:"taskSupport"`
-	}
-	if json.Unmarshal(t.Field("execution"), &e) != nil || e.TaskSupport == "" {
-		return "forbidden"
-	}
-	return e.TaskSupport
-}
+func (t *Tool) TaskSupport() string { return t.facts().taskSupport }
 
 // MarshalJSON writes the server's tool object with name set to server.tool,
 // plus "server" and "tool" (and "stale" when set).
@@ -153,7 +189,7 @@ func newTool(server string, raw json.RawMessage) (*Tool, error) {
 func (t *Tool) compiled() (*schemas.Schema, error) {
 	ts := t.schema
 	ts.once.Do(func() {
-		raw := t.Field("inputSchema")
+		raw := t.field("inputSchema")
 		if len(raw) == 0 || string(raw) == "null" {
 			return
 		}
@@ -168,15 +204,7 @@ func (t *Tool) compiled() (*schemas.Schema, error) {
 // propertyTypes returns the JSON types the input schema allows for a
 // top-level property: from type, or from the values of enum and const, or
 // from the branches of anyOf and oneOf. Nil means nothing is known.
-func (t *Tool) propertyTypes(name string) []string {
-	var schema struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(t.Field("inputSchema"), &schema) != nil {
-		return nil
-	}
-	return schemaTypes(schema.Properties[name], 0)
-}
+func (t *Tool) propertyTypes(name string) []string { return t.facts().propTypes[name] }
 
 func schemaTypes(raw json.RawMessage, depth int) []string {
 	if len(raw) == 0 || depth > 4 {
