@@ -151,6 +151,14 @@ type serveClient struct {
 	logs         []*mcp.LoggingMessageParams
 	elicitations []*mcp.ElicitParams
 	samplings    []*mcp.CreateMessageParams
+	updated      []string // URIs of resources/updated, in order
+}
+
+// updates returns the URIs of the resources/updated the client got.
+func (sc *serveClient) updates() []string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return slices.Clone(sc.updated)
 }
 
 // newServeClient builds a client that answers sampling (with "sampled:
@@ -185,6 +193,11 @@ func newServeClient() (*serveClient, *mcp.Client) {
 				}
 			}
 			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled: " + text}}, nil
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			sc.mu.Lock()
+			sc.updated = append(sc.updated, req.Params.URI)
+			sc.mu.Unlock()
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			sc.mu.Lock()
@@ -565,6 +578,105 @@ func TestServeHTTP(t *testing.T) {
 			}
 			if mode == "session" {
 				w.mcpctl("down")
+			}
+		})
+	}
+}
+
+const serveSubsSpec = `{
+  "callLog": "calls.log", "protocolVersion": "2025-11-25", "subscribe": true,
+  "tools": [{"name": "touch", "touch": "file:///notes.txt"}, {"name": "touch-other", "touch": "file:///other.txt"}],
+  "resources": [{"uri": "file:///notes.txt", "name": "notes", "text": "n"}, {"uri": "file:///other.txt", "name": "other", "text": "o"}]
+}`
+
+// TestServeSubscriptions: a client subscribed through serve gets the
+// server's resources/updated for that URI and no other; its unsubscribe,
+// and its going away without one, reach the server once no other client
+// follows the URI; a URI no server has is refused. Over stdio with and
+// without a session, and over HTTP with two clients.
+func TestServeSubscriptions(t *testing.T) {
+	for _, mode := range []string{"oneshot", "session", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := newServeWorld(t, map[string]string{
+				"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+				"fake.json": serveSubsSpec,
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			var sc, other *serveClient
+			if mode == "http" {
+				w.mcpctl("up")
+				defer w.mcpctl("down")
+				token := "test-token-" + w.mark
+				url, _ := w.serveHTTP([]string{"MCPCTL_SERVE_TOKEN=" + token})
+				sc, other = w.connectHTTP(url, token), w.connectHTTP(url, token)
+			} else {
+				if mode == "session" {
+					w.mcpctl("up")
+					defer w.mcpctl("down")
+				}
+				sc = w.serveStdio()
+			}
+			if caps := sc.cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
+				t.Fatalf("serve does not declare resource subscriptions: %+v", caps.Resources)
+			}
+			notes := &mcp.SubscribeParams{URI: "file:///notes.txt"}
+			for _, uri := range []string{"file:///notes.txt", "file:///other.txt"} {
+				if err := sc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if other != nil {
+				if err := other.cs.Subscribe(ctx, notes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			call := func(name string) {
+				t.Helper()
+				if _, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			call("fake.touch-other")
+			call("fake.touch")
+			if !within(10*time.Second, func() bool { return len(sc.updates()) >= 2 }) {
+				t.Fatalf("updates: %q, want one for each URI subscribed to", sc.updates())
+			}
+			time.Sleep(100 * time.Millisecond) // for any update too many
+			if got := slices.Sorted(slices.Values(sc.updates())); !slices.Equal(got, []string{"file:///notes.txt", "file:///other.txt"}) {
+				t.Errorf("updates: %q, want one for each URI subscribed to", got)
+			}
+			err := sc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///nowhere.txt"})
+			if err == nil || !strings.Contains(err.Error(), "nowhere.txt") {
+				t.Errorf("subscribing to a URI no server has: %v", err)
+			}
+			unsubscribed := func() bool {
+				data, _ := os.ReadFile(filepath.Join(w.dir, "calls.log"))
+				return strings.Contains(string(data), `{"unsubscribe":"file:///notes.txt"}`)
+			}
+			if err := sc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "file:///notes.txt"}); err != nil {
+				t.Fatal(err)
+			}
+			if other != nil {
+				// Another client still follows it: the server is not told,
+				// and that client still gets its updates.
+				call("fake.touch")
+				if !within(10*time.Second, func() bool { return len(other.updates()) >= 2 }) {
+					t.Errorf("the other client's updates: %q, want two", other.updates())
+				}
+				if unsubscribed() {
+					t.Error("the server was unsubscribed while a client still followed the URI")
+				}
+				// It goes away without unsubscribing.
+				other.cs.Close()
+			}
+			if !within(10*time.Second, unsubscribed) {
+				data, _ := os.ReadFile(filepath.Join(w.dir, "calls.log"))
+				t.Errorf("the server was never unsubscribed; it saw:\n%s", data)
+			}
+			if n := len(sc.updates()); n != 2 {
+				t.Errorf("%d updates after unsubscribing, want the two before", n)
 			}
 		})
 	}

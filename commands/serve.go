@@ -49,7 +49,10 @@ a server's lists change, or it stops or comes back, the client is sent
 list_changed. Progress and cancellation go both ways; a server's sampling
 and elicitation requests during a call go to the client, when it declared
 it can answer them; its log messages are sent as notifications/message
-with the server's name as logger.
+with the server's name as logger. A client's resource subscriptions are
+made on the server that has the resource, once however many clients
+follow it, and its updates go to those clients; the server is
+unsubscribed when the last of them unsubscribes or goes away.
 
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends. Over stdio,

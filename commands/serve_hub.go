@@ -38,6 +38,8 @@ type hub struct {
 	warned                               map[string]bool
 	lostErr                              error
 	logLevel                             string // the most verbose a client asked for
+
+	subs subscriptions // resource subscriptions relayed to the host
 }
 
 func newHub(env *Env, h host, session string) *hub {
@@ -84,9 +86,11 @@ func (hb *hub) start(ctx context.Context) error {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Logging:   &mcp.LoggingCapabilities{},
 		},
+		SubscribeHandler:          hb.subscribe,
+		UnsubscribeHandler:        hb.unsubscribe,
 		CompletionHandler:         hb.complete,
 		SupportedProtocolVersions: serveProtocolVersions(),
 	})
