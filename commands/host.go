@@ -62,13 +62,24 @@ func (h localHost) Inspect(_ context.Context, server string) ([]*engine.Inspecti
 // Falling back is safe: a session that is not there fails at dial time,
 // before anything was sent.
 func (env *Env) withHost(ctx context.Context, need func(*config.Config) ([]string, error), fn func(host) error) error {
-	return env.withHostEvents(ctx, need, nil, fn)
+	return env.withHostOpts(ctx, need, hostOptions{}, fn)
 }
 
-// withHostEvents is withHost that, without a session, subscribes to the
-// events early chooses before starting the servers, so that a watch sees
-// them from their first line.
-func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([]string, error), early *engine.EventFilter, fn func(host) error) error {
+// hostOptions are what a command asks of the servers withHostOpts starts
+// when there is no session.
+type hostOptions struct {
+	// early: the events subscribed to before the servers start, so that a
+	// watch sees them from their first line.
+	early *engine.EventFilter
+	// guard: a watchdog kills the servers' process groups should this
+	// process be killed (kill -9) before it stops them, as a session's
+	// does. For commands that run long (serve, watch); it costs a process
+	// start, which a one-shot call would feel.
+	guard bool
+}
+
+// withHostOpts is withHost with options for the servers it starts.
+func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]string, error), hopts hostOptions, fn func(host) error) error {
 	client, sess, err := env.client()
 	if err != nil {
 		return err
@@ -89,11 +100,18 @@ func (env *Env) withHostEvents(ctx context.Context, need func(*config.Config) ([
 	opts := env.engineOptions(sess, slog.New(slog.DiscardHandler))
 	opts.ShutdownGrace = oneShotGrace
 	opts.LazyLists = true
+	if hopts.guard {
+		if wd, err := startWatchdog(); err == nil {
+			// Closed after the servers are stopped (deferred first).
+			defer wd.close()
+			opts.OnProcess = wd.report(slog.New(slog.DiscardHandler))
+		}
+	}
 	e := engine.New(cfg, opts)
 	defer e.Close()
 	h := localHost{Engine: e}
-	if early != nil {
-		h.early = e.Events(*early)
+	if hopts.early != nil {
+		h.early = e.Events(*hopts.early)
 		defer h.early.Close()
 	}
 	if err := e.Start(ctx, names...); err != nil {

@@ -126,7 +126,7 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
 	all := func(*config.Config) ([]string, error) { return nil, nil }
-	return env.withHost(ctx, all, func(h host) error {
+	return env.withHostOpts(ctx, all, hostOptions{guard: true}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
 		if err := hb.start(ctx); err != nil {
 			return err

@@ -106,7 +106,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	}
 	seen := 0
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
-	err = env.withHostEvents(wctx, need, &req.Filter, func(h host) error {
+	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true}, func(h host) error {
 		return h.Watch(wctx, req, func(ev engine.Event) error {
 			if err := p.Line(ev); err != nil {
 				return err
