@@ -118,33 +118,42 @@ func (hb *hub) forget(client *mcp.ServerSession) {
 }
 
 // relay holds the subscription to uri through a watch until ctx ends, and
-// sends each of its updates to the clients subscribed.
+// sends each of its updates to the clients subscribed. Events the watch
+// lost (its reader fell behind) may have held one: an update is sent for
+// them, as one too many does no harm. A watch that ends takes the relay
+// with it: its clients get no more updates (serve is ending: its host is
+// gone), and a later subscriber starts another.
 func (hb *hub) relay(ctx context.Context, uri string, r *relay) {
 	req := &engine.WatchRequest{Filter: engine.EventFilter{Types: []string{engine.EventResourceUpdated}}, Subscribe: []string{uri}}
 	readied := false
+	updated := func() { hb.srv.ResourceUpdated(hb.ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}) }
 	err := hb.h.Watch(ctx, req, func(ev engine.Event) error {
 		switch {
 		case ev.Type == engine.EventReady:
 			readied = true
 			close(r.ready)
-		case ev.Type == engine.EventResourceUpdated && ev.URI == uri:
-			hb.srv.ResourceUpdated(hb.ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		case ev.Type == engine.EventResourceUpdated && ev.URI == uri, ev.Type == engine.EventDropped:
+			updated()
 		}
 		return nil
 	})
-	if readied {
-		return
-	}
-	// It never held the subscription: those waiting get why, and the
-	// next subscriber tries again.
-	r.err = err
-	if r.err == nil {
-		r.err = ctx.Err()
-	}
+	r.cancel()
 	hb.subs.mu.Lock()
 	if hb.subs.relays[uri] == r {
 		delete(hb.subs.relays, uri)
 	}
 	hb.subs.mu.Unlock()
+	if readied {
+		return
+	}
+	// It never held the subscription: those waiting get why.
+	switch {
+	case err != nil:
+		r.err = err
+	case ctx.Err() != nil:
+		r.err = ctx.Err()
+	default:
+		r.err = sessionEnded(nil)
+	}
 	close(r.ready)
 }
