@@ -95,13 +95,16 @@ func valueless(complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
 }
 
 // takesValue reports whether arg names a flag of cmd or of a command above
-// it that takes a value.
+// it that takes a value: "-c" or "--config", not "--c", which is a long
+// flag being typed.
 func takesValue(cmd *cli.Command, arg string) bool {
-	name, ok := strings.CutPrefix(arg, "-")
-	if !ok || strings.Contains(name, "=") {
+	name, long := strings.CutPrefix(arg, "--")
+	if !long {
+		name, _ = strings.CutPrefix(arg, "-")
+	}
+	if name == arg || strings.Contains(name, "=") || long != (len(name) > 1) {
 		return false
 	}
-	name = strings.TrimPrefix(name, "-")
 	for _, c := range cmd.Lineage() {
 		for _, f := range c.Flags {
 			if df, ok := f.(cli.DocGenerationFlag); ok && df.TakesValue() && slices.Contains(f.Names(), name) {
