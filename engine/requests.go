@@ -291,7 +291,7 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 		case "isError":
 			isError = string(m.value) == "true"
 		case "resultType":
-			if stringField(raw, "resultType") == "input_required" {
+			if string(m.value) == `"input_required"` {
 				return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
 			}
 		}
