@@ -147,10 +147,12 @@ func (hb *hub) start(ctx context.Context) error {
 	return nil
 }
 
-// stop ends the watch and the resync loop.
+// stop ends the watches and the resync loop.
 func (hb *hub) stop() {
 	hb.cancel()
 	<-hb.done
+	// Their subscriptions are released before the host's servers stop.
+	hb.subs.running.Wait()
 }
 
 // lose ends serve because its host is gone.

@@ -29,6 +29,7 @@ type subscriptions struct {
 	mu       sync.Mutex
 	relays   map[string]*relay
 	followed map[*mcp.ServerSession]bool
+	running  sync.WaitGroup // relays' watches, waited for when serve stops
 }
 
 // subscribe is the SDK server's SubscribeHandler.
@@ -45,7 +46,7 @@ func (hb *hub) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		subs.relays[uri] = r
 		var wctx context.Context
 		wctx, r.cancel = context.WithCancel(hb.ctx)
-		go hb.relay(wctx, uri, r)
+		subs.running.Go(func() { hb.relay(wctx, uri, r) })
 	}
 	r.clients[client] = true
 	if !subs.followed[client] {
