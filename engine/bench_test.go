@@ -35,7 +35,7 @@ import (
 var benchSpec = fakemcp.Spec{Tools: []fakemcp.Tool{{
 	Name:        "echo",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
-}}}
+}, {Name: "big", ResultBytes: 1 << 20}}}
 
 // benchServer is fakeServer for a benchmark.
 func benchServer(b *testing.B, name string) *config.Server {
@@ -139,6 +139,17 @@ func BenchmarkSessionCall(b *testing.B) {
 	ctx := context.Background()
 	timed(b, func() error {
 		_, err := c.CallTool(ctx, &CallRequest{Name: "fake.echo", Arguments: benchArgs})
+		return err
+	})
+}
+
+// BenchmarkSessionCallLarge is a call whose result is 1 MiB of text,
+// through the session: what the session does with each byte.
+func BenchmarkSessionCallLarge(b *testing.B) {
+	c := benchSession(b, startedEngine(b))
+	ctx := context.Background()
+	timed(b, func() error {
+		_, err := c.CallTool(ctx, &CallRequest{Name: "fake.big"})
 		return err
 	})
 }

@@ -249,11 +249,52 @@ func (c *Client) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if req.OnProgress != nil || req.Sampling != nil || req.Elicitation != nil {
 		return c.callStreaming(ctx, req)
 	}
-	var res CallResult
-	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/tools/call", req, &res); err != nil {
+	path := "/" + APIVersion + "/tools/call"
+	resp, err := c.do(ctx, http.MethodPost, path, req, "application/json")
+	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= 2*maxMessage {
+		body.Grow(int(n))
+	}
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		return nil, errorf(KindUnavailable, "", "the session stopped answering (was it stopped or killed?): %v", err).wrap(err)
+	}
+	res, err := parseCallResult(body.Bytes())
+	if err != nil {
+		return nil, errorf(KindInternal, "", "bad answer from the session to POST %s: %v", path, err)
+	}
+	return res, nil
+}
+
+// parseCallResult reads a CallResult as the session writes it
+// ([CallResult.appendJSON]). Its result stays a part of data, neither
+// copied nor checked again (the session checked it as it came from the
+// server): encoding/json would read a result of megabytes twice.
+func parseCallResult(data []byte) (*CallResult, error) {
+	ms, err := members(data)
+	if err != nil {
+		return nil, err
+	}
+	var r CallResult
+	for _, m := range ms {
+		switch m.key {
+		case "server":
+			err = json.Unmarshal(m.value, &r.Server)
+		case "tool":
+			err = json.Unmarshal(m.value, &r.Tool)
+		case "result":
+			r.Result = json.RawMessage(m.value)
+		case "isError":
+			err = json.Unmarshal(m.value, &r.IsError)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.key, err)
+		}
+	}
+	return &r, nil
 }
 
 // Shutdown stops every server and then the session; it returns the final

@@ -95,6 +95,16 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 	defer asks.wg.Wait()
 	defer cancel()
 	err := c.stream(ctx, http.MethodPost, "/v1/tools/call", req, func(line []byte) error {
+		// The result, the last line, is read as CallTool reads it, from
+		// a copy: line is the scanner's, read into again.
+		if rest, ok := bytes.CutPrefix(line, []byte(`{"result":`)); ok && bytes.HasSuffix(rest, []byte("}")) {
+			r, err := parseCallResult(bytes.Clone(rest[:len(rest)-1]))
+			if err != nil {
+				return err
+			}
+			res = r
+			return nil
+		}
 		var msg struct {
 			Progress *Progress   `json:"progress"`
 			Ask      *Ask        `json:"ask"`

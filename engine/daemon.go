@@ -333,7 +333,7 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, err)
 	default:
-		writeJSON(w, http.StatusOK, res)
+		writeJSONBytes(w, http.StatusOK, res.appendJSON(make([]byte, 0, len(res.Result)+128)))
 	}
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
@@ -433,6 +433,30 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		data, _ = marshalVerbatim(map[string]*Error{"error": errorf(KindInternal, "", "encoding the answer: %v", err)})
 		code = http.StatusInternalServerError
 	}
+	writeJSONBytes(w, code, data)
+}
+
+// appendJSON appends r as JSON, its result as the server sent it:
+// encoding/json would check and compact the result again, a pass over
+// what may be megabytes, which was checked as it was read.
+func (r *CallResult) appendJSON(b []byte) []byte {
+	b = append(b, `{"server":`...)
+	b = appendPlain(b, r.Server)
+	b = append(b, `,"tool":`...)
+	b = appendPlain(b, r.Tool)
+	b = append(b, `,"result":`...)
+	if len(r.Result) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, r.Result...)
+	}
+	b = append(b, `,"isError":`...)
+	b = strconv.AppendBool(b, r.IsError)
+	return append(b, '}')
+}
+
+// writeJSONBytes writes data, one JSON value, as the answer.
+func writeJSONBytes(w http.ResponseWriter, code int, data []byte) {
 	data = append(data, '\n')
 	// With its length known the answer goes out whole, in one write, even
 	// when the handler flushes it before doing more.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -469,5 +471,40 @@ func TestUnpooledCancelledDial(t *testing.T) {
 	cancel()
 	if _, err := c.Status(cctx); !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoSession) {
 		t.Fatalf("a status given up on while dialling: %v", err)
+	}
+}
+
+// A call's answer carries its result as the server sent it (not checked
+// and compacted again), and the client reads it back as encoding/json
+// would.
+func TestCallResultJSON(t *testing.T) {
+	for _, res := range []*CallResult{
+		{Server: "fs", Tool: "read", Result: json.RawMessage(`{ "content" : [ {"type":"text","text":"a\u00e9 <b>\n"} ] }`)},
+		{Server: `odd "name"`, Tool: "tool\twith\ttabs é", Result: json.RawMessage(`{"isError":true}`), IsError: true},
+		{Server: "s", Tool: "t"},
+	} {
+		got := res.appendJSON(nil)
+		want, _ := marshalVerbatim(res)
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		json.Unmarshal(want, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("got %s\nwant %s", got, want)
+		}
+		if len(res.Result) > 0 && !bytes.Contains(got, res.Result) {
+			t.Errorf("%s does not carry the result as sent: %s", got, res.Result)
+		}
+		// What the client reads back, as encoding/json read it.
+		back, err := parseCallResult(got)
+		var old CallResult
+		json.Unmarshal(got, &old)
+		if err != nil || !reflect.DeepEqual(*back, old) {
+			t.Errorf("parseCallResult(%s) = %+v, %v; want %+v", got, back, err, old)
+		}
+	}
+	if _, err := parseCallResult([]byte(`{"server": 1}`)); err == nil {
+		t.Error("a server that is not a string: no error")
 	}
 }

@@ -49,9 +49,14 @@ func (s *ndjson) line(v any) error {
 		s.w.WriteHeader(http.StatusOK)
 		s.started = true
 	}
-	data, err := marshalVerbatim(v)
-	if err != nil {
-		return err
+	var data []byte
+	if raw, ok := v.(rawLine); ok {
+		data = raw
+	} else {
+		var err error
+		if data, err = marshalVerbatim(v); err != nil {
+			return err
+		}
 	}
 	if _, err := s.w.Write(append(data, '\n')); err != nil {
 		return err
@@ -62,10 +67,18 @@ func (s *ndjson) line(v any) error {
 	return nil
 }
 
+// A rawLine is a line written as it is, already JSON.
+type rawLine []byte
+
 // end writes the last line: {"result": v} or {"error": e}.
 func (s *ndjson) end(v any, err error) {
 	if err != nil {
 		s.line(map[string]*Error{"error": asError(err)})
+		return
+	}
+	if res, ok := v.(*CallResult); ok && res != nil {
+		b := append(make([]byte, 0, len(res.Result)+140), `{"result":`...)
+		s.line(rawLine(append(res.appendJSON(b), '}')))
 		return
 	}
 	s.line(map[string]any{"result": v})
