@@ -47,7 +47,7 @@ func (s *Server) Check() []*CheckError {
 	}
 	if s.IsStdio() {
 		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
-			add("cwd", fmt.Sprintf("working directory %s does not exist", s.Cwd), "create it, or fix cwd")
+			add("cwd", fmt.Sprintf("working directory %s does not exist", s.Redact(s.Cwd)), "create it, or fix cwd")
 		} else if _, err := s.ResolveCommand(); err != nil {
 			ce := err.(*CheckError)
 			errs = append(errs, ce)
@@ -58,7 +58,7 @@ func (s *Server) Check() []*CheckError {
 			continue
 		}
 		if _, err := os.Stat(f.path); err != nil {
-			add(f.field, fmt.Sprintf("%s %s does not exist", f.field, f.path), "fix the path; relative paths are relative to the project directory")
+			add(f.field, fmt.Sprintf("%s %s does not exist", f.field, s.Redact(f.path)), "fix the path; relative paths are relative to the project directory")
 		}
 	}
 	if s.Limits.Any() {
@@ -77,7 +77,7 @@ func (s *Server) Check() []*CheckError {
 func (s *Server) ResolveCommand() (string, error) {
 	notFound := func() error {
 		return &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
-			Msg: "command not found: " + s.Command, Hint: fmt.Sprintf("install %s, or fix the command of server %s", s.Command, s.Name)}
+			Msg: "command not found: " + s.Redact(s.Command), Hint: fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name)}
 	}
 	if strings.ContainsRune(s.Command, '/') {
 		p := s.Command
@@ -90,7 +90,7 @@ func (s *Server) ResolveCommand() (string, error) {
 		}
 		if st.IsDir() || st.Mode()&0o111 == 0 {
 			return "", &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
-				Msg: s.Command + " is not executable", Hint: fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Command)}
+				Msg: s.Redact(s.Command) + " is not executable", Hint: fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Redact(s.Command))}
 		}
 		return p, nil
 	}

@@ -371,7 +371,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		s.EnvFile = r.path(r.str("envFile", p, v))
 		vals, err := readEnvFile(s.EnvFile)
 		if err != nil {
-			d.errorAt(p, false, err.Error(), "")
+			d.errorAt(p, false, s.Redact(err.Error()), "")
 		}
 		for _, kv := range vals {
 			s.Env[kv[0]] = kv[1]

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -126,4 +127,21 @@ func unknownName(what, name, server string, known []string) *Error {
 		e.hint("known %ss: %s", what, strings.Join(known, ", "))
 	}
 	return e
+}
+
+// redactJSON is data, a JSON value from a server, with redact applied to
+// its text: a secret it quotes (in a log message, say) never reaches a
+// watch or a log. Should the secret have stood for more than a part of a
+// string (a number, a key), the value becomes the redacted text as a
+// string, so that it stays JSON.
+func redactJSON(redact func(string) string, data json.RawMessage) json.RawMessage {
+	text := redact(string(data))
+	if text == string(data) {
+		return data
+	}
+	if json.Valid([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	q, _ := marshalVerbatim(text)
+	return q
 }

@@ -57,7 +57,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 		return nil, checkError(err)
 	}
 	if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
-		return nil, errorf(KindUnavailable, s.Name, "server %s: working directory %s does not exist", s.Name, s.Cwd).
+		return nil, errorf(KindUnavailable, s.Name, "server %s: working directory %s does not exist", s.Name, s.Redact(s.Cwd)).
 			hint("fix cwd of server %s (%s)", s.Name, s.Source)
 	}
 	// The child's ends of three pipes. They are *os.File, so exec hands

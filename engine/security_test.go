@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -207,5 +208,20 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A secret in a server's log data is redacted, and the data stays JSON
+// even when the secret stood for a whole value.
+func TestRedactJSON(t *testing.T) {
+	redact := func(s string) string { return strings.ReplaceAll(s, "12345678", "<redacted>") }
+	for in, want := range map[string]string{
+		`{"msg":"key 12345678"}`: `{"msg":"key <redacted>"}`,
+		`{"n":12345678}`:         `"{\"n\":<redacted>}"`,
+		`"plain"`:                `"plain"`,
+	} {
+		if got := string(redactJSON(redact, json.RawMessage(in))); got != want {
+			t.Errorf("redactJSON(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

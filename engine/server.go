@@ -571,7 +571,7 @@ func (s *server) newClient() *mcp.Client {
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			data, _ := marshalVerbatim(req.Params.Data)
-			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: req.Params.Logger, Data: data})
+			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: s.cfg().Redact(req.Params.Logger), Data: redactJSON(s.cfg().Redact, data)})
 		},
 	}
 	if len(s.cfg().Roots) > 0 {
