@@ -213,3 +213,25 @@ func TestRedactExactly(t *testing.T) {
 		t.Errorf("Redact = %q", got)
 	}
 }
+
+// The files of the clients whose shapes mcpctl reads load as they are
+// written: VS Code's dev field of a server, and the other top-level keys
+// of Claude Desktop's claude_desktop_config.json (its app settings). A key
+// close to one of mcpctl's is still taken for a typo.
+func TestClientFilesAsWritten(t *testing.T) {
+	for name, body := range map[string]string{
+		"vscode": `{"servers": {"app": {"type": "stdio", "command": "node", "args": ["build/index.js"],
+			"dev": {"watch": "build/**/*.js", "debug": {"type": "node"}}}}}`,
+		"claude desktop": `{"globalShortcut": "Ctrl+Space", "preferences": {"menuBarEnabled": false},
+			"mcpServers": {"app": {"command": "node", "args": ["build/index.js"]}}}`,
+	} {
+		cfg, err := loadFile(t, "mcp.json", body, nil)
+		if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Command != "node" {
+			t.Errorf("%s: %v, %+v", name, err, cfg)
+		}
+	}
+	_, err := loadFile(t, "mcp.json", `{"default": {}, "mcpServers": {"app": {"command": "node"}}}`, nil)
+	if err == nil || !strings.Contains(err.Error(), "default: unknown field") {
+		t.Errorf("a typo of defaults beside mcpServers: %v", err)
+	}
+}

@@ -74,7 +74,15 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		}
 		d.dir = f.dir
 		d.unreadable = map[string]bool{}
+		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
+			// A file in Claude's shape may be an app's whole config
+			// (claude_desktop_config.json: globalShortcut, ...): its other
+			// top-level keys are the app's, unless one is close to a key of
+			// mcpctl's, a likely typo.
+			if claudeShape && v.Unknown && len(v.Path) == 1 && len(v.Suggest) == 0 {
+				continue
+			}
 			hint := ""
 			if len(v.Suggest) > 0 {
 				hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
