@@ -203,6 +203,9 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	if ctx.Err() != nil || (err != nil && !countsAsFailure(err)) {
 		return
 	}
+	if err != nil && ctx.Value(retryKey{}) != nil {
+		return // the request's first try counted already
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs != h.cs || (s.state != StateReady && s.state != StateDegraded) {
@@ -374,16 +377,26 @@ func (s *server) healthCheck(h *handle, interval time.Duration) {
 // learns only from the tool whether it may be retried) while its failure is
 // transient (a timeout, or a server that a restart will bring back),
 // waiting 1s, then twice as long each time, at most 30s.
-func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func() error) error {
+//
+// A request's tries count as one failure toward the server's
+// failureThreshold: the tries after the first are marked (retryKey), and
+// their failures not counted again, so that one command cannot stop a
+// server by itself.
+func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func(context.Context) error) error {
 	delay := restartBackoff
+	again := context.WithValue(ctx, retryKey{}, true)
 	for n := 1; ; n++ {
-		err := try()
+		tctx := ctx
+		if n > 1 {
+			tctx = again
+		}
+		err := try(tctx)
 		var ee *Error
 		if errors.As(err, &ee) && ee.unsent && n == 1 {
 			// It never reached the server: sending it again once is safe,
 			// and at once, as the connection is renewed already.
 			e.log.Info("sending a request again that the server did not take", "server", s.cfg().Name, "error", err.Error())
-			if err = try(); err == nil {
+			if err = try(again); err == nil {
 				return nil
 			}
 		}
@@ -406,6 +419,20 @@ func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func()
 		}
 		delay = min(2*delay, maxBackoff)
 	}
+}
+
+// retryKey marks the context of a request's try after its first.
+type retryKey struct{}
+
+// readTries is how often a prompt or a read is tried: once when
+// its caller set a timeout, which bounds the request rather than each try
+// of it; else retryTries.
+func readTries(timeoutMs int64) *int {
+	n := retryTries
+	if timeoutMs > 0 {
+		n = 1
+	}
+	return &n
 }
 
 func (e *Engine) transient(err error, s *server) bool {

@@ -408,3 +408,33 @@ func TestHealthCheck(t *testing.T) {
 		t.Errorf("lastError = %q", st.LastError)
 	}
 }
+
+// A request tried several times counts as one failure toward the server's
+// failureThreshold: a call retried twice that times out each time leaves
+// the server degraded, not stopped (three failures in a row would).
+func TestRetriesCountAsOneFailure(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hang", Sleep: "30s"}}})
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.hang", TimeoutMs: 100, Retry: 2})
+	if KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "tried 3 times") {
+		t.Fatalf("a call that times out thrice: %v", err)
+	}
+	st := e.Status()[0]
+	if st.State != StateDegraded || st.Failures != 1 {
+		t.Errorf("after one call tried 3 times: %s with %d failures, want degraded with 1", st.State, st.Failures)
+	}
+}
+
+// A prompt whose caller set a timeout is tried once: the timeout bounds
+// the request, not each try of it.
+func TestTimeoutBoundsPromptTries(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Prompts: []fakemcp.Prompt{{Name: "slow", Sleep: "30s"}}})
+	_, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.slow", TimeoutMs: 100})
+	if KindOf(err) != KindTimeout {
+		t.Fatalf("a prompt past its timeout: %v", err)
+	}
+	for _, m := range e.Metrics()[0].Methods {
+		if m.Method == "prompts/get" && m.Requests != 1 {
+			t.Errorf("prompts/get sent %d times, want once", m.Requests)
+		}
+	}
+}

@@ -194,7 +194,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	// says calling it twice does no harm.
 	tries := 1 + max(req.Retry, 0)
 	var res *CallResult
-	err = e.retrying(ctx, &tries, s, func() (err error) {
+	err = e.retrying(ctx, &tries, s, func(ctx context.Context) (err error) {
 		res, err = e.callOnce(ctx, s, toolName, req, &tries)
 		return err
 	})
@@ -311,8 +311,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 		return nil, err
 	}
 	var res *PromptResult
-	tries := retryTries
-	err = e.retrying(ctx, &tries, s, func() (err error) {
+	err = e.retrying(ctx, readTries(req.TimeoutMs), s, func(ctx context.Context) (err error) {
 		res, err = e.promptOnce(ctx, s, promptName, req)
 		return err
 	})
@@ -412,8 +411,7 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		return nil, err
 	}
 	var res *ResourceResult
-	tries := retryTries
-	err = e.retrying(ctx, &tries, s, func() (err error) {
+	err = e.retrying(ctx, readTries(req.TimeoutMs), s, func(ctx context.Context) (err error) {
 		res, err = e.readOnce(ctx, s, req)
 		return err
 	})

@@ -118,6 +118,7 @@ type Prompt struct {
 	// Elicit, when set, is asked first (elicitation/create); the answer
 	// is the prompt's text.
 	Elicit *Elicit `json:"elicit,omitempty"`
+	Sleep  string  `json:"sleep,omitempty"` // sleep (honouring cancellation), then answer
 }
 
 // A Resource is one resource with fixed text or blob (base64) content.
@@ -415,6 +416,13 @@ func (f *fake) addTool(srv *mcp.Server, t Tool) {
 
 func addPrompt(srv *mcp.Server, p Prompt) {
 	srv.AddPrompt(&mcp.Prompt{Name: p.Name, Description: p.Description, Arguments: p.Arguments}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if d, _ := time.ParseDuration(p.Sleep); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		text := p.Text
 		if p.Elicit != nil {
 			var schema any
