@@ -69,7 +69,7 @@ requests go to --sampling-command, else the config's sampling hook; the
 timeout stops while they are answered.
 
   mcpctl call everything.echo message=hi
-  mcpctl call filesystem.read_text_file path=README.md --jq -r '.content[0].text'
+  mcpctl call filesystem.read_text_file path=README.md -r --jq '.content[0].text'
   mcpctl call everything.get-sum a:=2 b:=3
   echo '{"message": "hi"}' | mcpctl call everything.echo --args -`,
 		Flags: []cli.Flag{

@@ -216,7 +216,7 @@ else the first that exists of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json,
 ./mcp.toml, ./.codex/config.toml. Exits 2 when none is found.
 
   mcpctl config path
-  mcpctl config path --jq -r '.files[0]'`,
+  mcpctl config path -r --jq '.files[0]'`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(cmd); err != nil {
 				return err

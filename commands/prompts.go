@@ -93,7 +93,7 @@ A session caches answers for cacheTTL (default 5m); a cached answer carries
 _meta["mcpctl/cache"] with its age. --no-cache asks the server again.
 
   mcpctl prompt everything.simple-prompt
-  mcpctl prompt everything.args-prompt city=Paris state=TX --jq -r '.messages[0].content.text'`,
+  mcpctl prompt everything.args-prompt city=Paris state=TX -r --jq '.messages[0].content.text'`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-cache", Usage: "ask the server even if the session has a fresh answer", Destination: &opts.noCache},
 			timeoutFlag(&opts.timeout),

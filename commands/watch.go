@@ -49,7 +49,7 @@ servers for its own duration.
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
-  mcpctl watch --server everything --log-level debug --jq -r '.data'`,
+  mcpctl watch --server everything --log-level debug -r --jq '.data'`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Usage: "only events of `SERVER` (repeatable)", Destination: &opts.servers},
 			&cli.StringSliceFlag{Name: "type", Usage: "only events of `TYPE` (repeatable)", Destination: &opts.types},
