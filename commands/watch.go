@@ -44,8 +44,9 @@ What --subscribe and --log-level ask of a server holds across its restarts:
 the session asks the new process again before anything else uses it.
 
 It ends on Ctrl-C, after --count events, or after --timeout (exit 4 when
---count events did not come by then). Without a session it starts the
-servers for its own duration.
+--count events did not come by then); when the session ends under it
+(mcpctl down), it exits 3. Without a session it starts the servers for its
+own duration.
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
@@ -129,6 +130,15 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch saw %d of %d events in %s", seen, opts.count, opts.timeout)}
 	case wctx.Err() != nil && (err == nil || errors.Is(err, context.DeadlineExceeded)):
 		return nil
+	case err == nil:
+		// The events stopped without Ctrl-C, --count or --timeout: the
+		// session went away (mcpctl down), which a script must not take
+		// for the end it asked for.
+		msg := fmt.Sprintf("the session ended while watching, after %d events", seen)
+		if opts.count > 0 {
+			msg = fmt.Sprintf("the session ended while watching, after %d of %d events", seen, opts.count)
+		}
+		return &engine.Error{Kind: engine.KindUnavailable, Message: msg, Hint: []string{"start it again with: mcpctl up"}}
 	}
 	return err
 }

@@ -771,6 +771,12 @@ func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) er
 // req.Filter is not applied again. WatchFrom closes sub.
 func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchRequest, fn func(Event) error) error {
 	defer sub.Close()
+	// A server that is not there would be watched in silence.
+	for _, name := range req.Filter.Servers {
+		if _, err := e.lookup(name); err != nil {
+			return err
+		}
+	}
 	for _, uri := range req.Subscribe {
 		release, err := e.SubscribeResource(ctx, uri, req.SubscribeServer)
 		if err != nil {
