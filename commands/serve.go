@@ -57,7 +57,8 @@ unsubscribed when the last of them unsubscribes or goes away.
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends. Over stdio,
 stdout carries only MCP messages and serve ends when stdin closes; it also
-ends on Ctrl-C or SIGTERM.
+ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
+with its JSON-RPC error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError
@@ -235,8 +236,9 @@ func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
 // serveStdio serves one client on stdin and stdout until stdin closes or
 // serve is stopped.
 func (hb *hub) serveStdio() error {
-	in := newClosableReader(hb.env.In)
-	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{hb.env.Out}}, grace: stdinGrace}
+	out := &lockedWriter{w: hb.env.Out}
+	in := filterLines(newClosableReader(hb.env.In), out)
+	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out}, grace: stdinGrace}
 	err := hb.srv.Run(hb.ctx, t)
 	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
@@ -329,10 +331,6 @@ func (c *closableReader) Close() error {
 	c.once.Do(func() { c.pr.Close() })
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // stdinGrace is how long requests read before stdin closed may take to be
 // answered before serve ends anyway.

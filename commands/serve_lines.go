@@ -1,0 +1,144 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// serve's stdin is read a line at a time before the SDK sees it: one line
+// the SDK cannot decode (garbage, an empty batch, a message that is not
+// JSON-RPC 2.0) ends its connection, and with it every request in flight.
+// Such a line is answered here instead, as JSON-RPC asks (-32700 for what
+// is not JSON, -32600 for what is not a request), and reading goes on.
+
+// maxServeLine is the longest line serve reads from its client (a
+// variable for tests).
+var maxServeLine = 64 << 20
+
+// A lockedWriter makes each Write one whole line on the shared stdout:
+// the SDK's messages and the errors of the line filter.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return nil }
+
+// filterLines passes the JSON-RPC lines of in to the reader it returns and
+// answers the others on out. Closing the reader closes in.
+func filterLines(in io.ReadCloser, out io.Writer) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, tooLong, err := readServeLine(br)
+			if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
+				if reply := badLineReply(t, tooLong); reply != nil {
+					out.Write(reply)
+				} else if _, werr := pw.Write(append(t, '\n')); werr != nil {
+					in.Close()
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err) // io.EOF: the end of input
+				return
+			}
+		}
+	}()
+	return &filteredReader{pr: pr, in: in}
+}
+
+type filteredReader struct {
+	pr *io.PipeReader
+	in io.Closer
+}
+
+func (f *filteredReader) Read(p []byte) (int, error) { return f.pr.Read(p) }
+
+func (f *filteredReader) Close() error {
+	f.pr.Close()
+	return f.in.Close()
+}
+
+// readServeLine reads a line; one longer than maxServeLine is read to its
+// end and dropped (tooLong).
+func readServeLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > maxServeLine {
+				line, tooLong = nil, true
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, tooLong, err
+		}
+	}
+}
+
+// badLineReply is the error answering line when the SDK would not take it
+// as JSON-RPC, or nil.
+func badLineReply(line []byte, tooLong bool) []byte {
+	code, why := int64(0), ""
+	switch {
+	case tooLong:
+		code, why = jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is longer than %d MiB", maxServeLine>>20)
+	case !json.Valid(line):
+		code, why = jsonrpc.CodeParseError, "not JSON"
+	case line[0] == '[':
+		var batch []json.RawMessage
+		json.Unmarshal(line, &batch)
+		if len(batch) == 0 {
+			code, why = jsonrpc.CodeInvalidRequest, "an empty batch"
+		}
+		for _, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				code, why = jsonrpc.CodeInvalidRequest, err.Error()
+			}
+		}
+	default:
+		if _, err := jsonrpc.DecodeMessage(line); err != nil {
+			code, why = jsonrpc.CodeInvalidRequest, err.Error()
+		}
+	}
+	if code == 0 {
+		return nil
+	}
+	// The request's id when one can be read, else null.
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	id := json.RawMessage("null")
+	if json.Unmarshal(line, &head) == nil && len(head.ID) > 0 && (head.ID[0] == '"' || head.ID[0] == '-' || head.ID[0] >= '0' && head.ID[0] <= '9') {
+		id = head.ID
+	}
+	msg := "Invalid Request: " + why
+	if code == jsonrpc.CodeParseError {
+		msg = "Parse error: the line is " + why
+	}
+	type wireError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	reply, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   wireError       `json:"error"`
+	}{"2.0", id, wireError{code, msg}})
+	return append(reply, '\n')
+}
