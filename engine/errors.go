@@ -56,6 +56,9 @@ type Error struct {
 	// unsent: the request never reached the server, so sending it again
 	// is safe, whatever it does.
 	unsent bool
+	// unreachable: a remote server could not be reached for a request; it
+	// counts toward failureThreshold, as a stdio server's death ends it.
+	unreachable bool
 }
 
 func (e *Error) Error() string {

@@ -244,10 +244,11 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	}()
 }
 
-// countsAsFailure: a timeout, or an answer that shows the server broken
-// (a parse, invalid-request or internal error, or one that is not JSON-RPC
-// at all). Errors about the request itself (unknown method, bad params, a
-// resource not found) show a working server.
+// countsAsFailure: a timeout, a remote server that cannot be reached, or
+// an answer that shows the server broken (a parse, invalid-request or
+// internal error, or one that is not JSON-RPC at all). Errors about the
+// request itself (unknown method, bad params, a resource not found) show a
+// working server.
 func countsAsFailure(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -256,6 +257,8 @@ func countsAsFailure(err error) bool {
 	switch e.Kind {
 	case KindTimeout:
 		return true
+	case KindUnavailable:
+		return e.unreachable
 	case KindProtocol:
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) {

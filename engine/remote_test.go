@@ -210,6 +210,37 @@ func TestRemoteUnavailable(t *testing.T) {
 	}
 }
 
+// A remote server that goes away after it started: a call says the
+// server is unavailable (exit 3), that it cannot connect when it could not
+// (not that the server answered an error, -32005, as the SDK reports a
+// request it could not post), and failureThreshold such calls leave the
+// server unavailable, with the error, not ready.
+func TestRemoteGoneAfterStart(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	cfg := remoteServer("r", "http", ts.URL)
+	cfg.FailureThreshold = 2
+	e := newEngine(t, cfg)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ts.CloseClientConnections()
+	ts.Close()
+	// The first call may meet its kept-alive connection closed instead.
+	for range 3 {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+		if KindOf(err) != KindUnavailable || strings.Contains(err.Error(), "-32005") || strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("a call to a server gone: %v (%s)", err, KindOf(err))
+		}
+		if strings.Contains(err.Error(), "cannot connect") && !strings.Contains(err.Error(), "server r ("+ts.URL+"): cannot connect") {
+			t.Errorf("the error does not name the server and its URL: %v", err)
+		}
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable || st.LastError == "" {
+		t.Errorf("after failureThreshold calls to a server gone: %s, last error %q", st.State, st.LastError)
+	}
+}
+
 func TestRemoteStop(t *testing.T) {
 	url, _ := serveRemote(t, "http")
 	e := newEngine(t, remoteServer("r", "http", url))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,10 +159,26 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			return e.hint("server %s restarts by itself (restart: on-failure); try again, or add --retry 1", name).wrap(err)
 		}
 		return e.hint("start it again with: mcpctl restart %s", name).wrap(err)
+	case !h.s.cfg().IsStdio() && dialFailed(err) != nil:
+		// The SDK reports a request it could not post as rejected
+		// (-32005), as if the server had answered so.
+		e := remoteFailure(h.s.cfg(), dialFailed(err))
+		e.unreachable = true
+		return e
 	case errors.As(err, &werr):
 		return protocolError(name, method, werr)
 	}
 	return errorf(KindProtocol, name, "server %s: %s failed: %v", name, method, err).wrap(err)
+}
+
+// dialFailed is the error of a connection that could not be made, when
+// that is what err says.
+func dialFailed(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return oe
+	}
+	return nil
 }
 
 func protocolError(server, method string, err error) *Error {
