@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
 )
 
 // progressReporter shows a request's progress on stderr: as JSON lines with
@@ -42,8 +43,9 @@ func (env *Env) progressReporter(asJSON bool, name string) (onProgress func(engi
 }
 
 // progressLine is "name: message (40%)", or for a task "name: task
-// working: message".
+// working: message", the server's message made printable for a terminal.
 func progressLine(name string, p engine.Progress) string {
+	p.Message = output.Printable(p.Message)
 	s := name + ":"
 	if p.Status != "" {
 		s += " task " + p.Status

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
 )
 
 // upProgress is one server's start, as the session reports it to the `up`
@@ -121,7 +122,7 @@ func (b *startBoard) draw() {
 		default:
 			fmt.Fprintf(&sb, "%s %-*s  %s  %.2fs", b.paint("✗", "31"), width, n, "failed", r.took.Seconds())
 			if r.err != "" {
-				sb.WriteString(": " + r.err)
+				sb.WriteString(": " + output.Printable(r.err))
 			}
 		}
 		sb.WriteString("\n")

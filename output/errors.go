@@ -40,16 +40,18 @@ func PrintError(w io.Writer, e ErrorInfo, jsonMode bool) {
 	if e.Text != "" {
 		text = e.Text
 	}
-	for _, line := range strings.Split(text, "\n") {
+	// Errors quote servers (their stderr, their messages): nothing in them
+	// may act on the terminal.
+	for _, line := range strings.Split(Printable(text), "\n") {
 		fmt.Fprintf(&b, "mcpctl: error: %s\n", line)
 	}
 	for _, h := range e.Hints {
-		fmt.Fprintf(&b, "mcpctl: hint: %s\n", h)
+		fmt.Fprintf(&b, "mcpctl: hint: %s\n", Printable(h))
 	}
 	io.WriteString(w, b.String())
 }
 
 // Note writes a diagnostic line for people (progress, "nothing to do") to w.
 func Note(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "mcpctl: "+format+"\n", args...)
+	io.WriteString(w, "mcpctl: "+Printable(fmt.Sprintf(format, args...))+"\n")
 }

@@ -133,3 +133,27 @@ func TestToolResult(t *testing.T) {
 		t.Errorf("structured only: %q", b.String())
 	}
 }
+
+// Text of servers shown on a terminal (table cells, errors with their
+// stderr lines, notes) cannot act on it: control characters are escaped.
+func TestPrintable(t *testing.T) {
+	osc52 := "evil\x1b]52;c;aGk=\x07 tool"
+	var b bytes.Buffer
+	Table(&b, []string{"name", "description"}, [][]string{{"s.x", osc52}})
+	PrintError(&b, ErrorInfo{Message: "server s exited\n\x1b[2Jcleared", Hints: []string{"try \u009b31m \x9b"}}, false)
+	Note(&b, "warning: %s", "\x1b[31mred")
+	got := b.String()
+	for _, c := range []string{"\x1b", "\x07", "\u009b", "\x9b"} {
+		if strings.Contains(got, c) {
+			t.Errorf("%q reached the terminal: %q", c, got)
+		}
+	}
+	for _, want := range []string{`evil\x1b]52;c;aGk=\x07 tool`, `mcpctl: error: \x1b[2Jcleared`, `try \u009b31m \x9b`, `warning: \x1b[31mred`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in %q", want, got)
+		}
+	}
+	if s := "plain é\ttext\n"; Printable(s) != s {
+		t.Errorf("Printable changed %q", s)
+	}
+}

@@ -1,8 +1,11 @@
 package output
 
 import (
+	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 )
@@ -26,7 +29,7 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 	for _, r := range rows {
 		row := make([]string, len(r))
 		for i, c := range r {
-			row[i] = oneLine(c)
+			row[i] = Printable(oneLine(c))
 		}
 		cells = append(cells, row)
 	}
@@ -70,4 +73,42 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s))
+}
+
+// Printable makes s safe to show on a terminal: control characters other
+// than newline and tab (ESC, BEL, C1) and bytes that are not UTF-8 are
+// written as escapes (\x1b, \u009b), so that a server's name, description
+// or stderr line cannot move the cursor, clear the screen or set the
+// clipboard (OSC 52). JSON output needs none of this: encoding/json
+// escapes them already.
+func Printable(s string) string {
+	unsafe := func(r rune, size int) bool {
+		return r == utf8.RuneError && size == 1 || r != '\n' && r != '\t' && unicode.IsControl(r)
+	}
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unsafe(r, size) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case !unsafe(r, size):
+			b.WriteString(s[i : i+size])
+		case size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+	}
+	return b.String()
 }
