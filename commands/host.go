@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -119,7 +120,23 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	if err := e.Start(ctx, names...); err != nil {
 		return err
 	}
-	return fn(h)
+	return oneShotHints(fn(h))
+}
+
+// oneShotHints rewrites the engine's "mcpctl restart NAME" hints for a
+// command that ran without a session: there is no session to restart the
+// server in, and the next command starts it afresh.
+func oneShotHints(err error) error {
+	var e *engine.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for i, h := range e.Hint {
+		if strings.HasPrefix(h, "start it again with: mcpctl restart ") {
+			e.Hint[i] = "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh"
+		}
+	}
+	return err
 }
 
 // oneShotGrace is how long a server started for one command has to exit
