@@ -99,6 +99,9 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := sess.CheckSocket(); err != nil {
+		return err
+	}
 	if opts.notifyFD == 0 {
 		if st, err := client.Status(ctx); err == nil {
 			noteTTL(env, st, opts.ttl)

@@ -172,8 +172,17 @@ func TestSessionListen(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := SessionFor([]string{"/x/mcp.json"}, "", long); err == nil || !strings.Contains(err.Error(), "too long") {
+	// A path too long is a session no one can start, not an error of
+	// the commands that only look for one.
+	ls, err := SessionFor([]string{"/x/mcp.json"}, "", long)
+	if err != nil {
+		t.Fatalf("long socket path: %v", err)
+	}
+	if err := ls.CheckSocket(); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("long socket path: %v", err)
+	}
+	if _, _, err := ls.Listen(); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("listening on a long socket path: %v", err)
 	}
 }
 

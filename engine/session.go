@@ -71,11 +71,18 @@ func SessionFor(configPaths []string, name string, getenv func(string) string) (
 		Lock:     filepath.Join(dir, name+".lock"),
 		StateDir: filepath.Join(stateDir(getenv), name),
 	}
+	return s, nil
+}
+
+// CheckSocket says whether the session's socket path is short enough to
+// listen on. Only starting a session needs it: a client finds no session
+// at a path too long (the dial fails), and a command goes on without one.
+func (s *Session) CheckSocket() error {
 	if len(s.Socket) > maxSocketPath {
-		return nil, errorf(KindUsage, "", "socket path %s is too long for a unix socket (%d bytes, at most %d)", s.Socket, len(s.Socket), maxSocketPath).
+		return errorf(KindUsage, "", "socket path %s is too long for a unix socket (%d bytes, at most %d)", s.Socket, len(s.Socket), maxSocketPath).
 			hint("point MCPCTL_RUNTIME_DIR at a shorter directory, e.g. export MCPCTL_RUNTIME_DIR=/tmp/mcpctl-$(id -u)")
 	}
-	return s, nil
+	return nil
 }
 
 func runtimeDir(getenv func(string) string) string {
@@ -142,6 +149,9 @@ var ErrSessionRunning = errors.New("a session is already running")
 // replaces a stale socket file, listens, and restricts the socket to its
 // owner. Connections from other users are refused.
 func (s *Session) Listen() (ln net.Listener, release func(), err error) {
+	if err := s.CheckSocket(); err != nil {
+		return nil, nil, err
+	}
 	if err := ensureDir(s.Dir); err != nil {
 		return nil, nil, fmt.Errorf("runtime directory: %w", err)
 	}
