@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -155,13 +156,16 @@ func (env *Env) loadConfig() (*config.Config, error) {
 
 // session names the session of the config files (or --session).
 func (env *Env) session() (*engine.Session, error) {
-	paths, err := env.configPaths()
-	if err != nil {
-		return nil, err
-	}
 	name := env.sessionFlag
 	if name == "" {
 		name = env.getenv("MCPCTL_SESSION")
+	}
+	paths, err := env.configPaths()
+	// A session named needs no config to be found: status, down and the
+	// rest reach it from anywhere.
+	var nf *config.NotFoundError
+	if err != nil && (name == "" || !errors.As(err, &nf) || nf.Path != "") {
+		return nil, err
 	}
 	return engine.SessionFor(paths, name, env.getenv)
 }
