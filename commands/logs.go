@@ -110,10 +110,13 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) {
+	noSession := func(missing string) error {
 		return &engine.Error{Kind: engine.KindNoSession,
-			Message: fmt.Sprintf("no logs: session %s has never run for %s (no %s)", sess.Name, env.configShown(), sess.StateDir),
-			Hint:    []string{"start it with: mcpctl up", "a command run without a session keeps no log"}}
+			Message: fmt.Sprintf("no logs: session %s has never run for %s (no %s)", sess.Name, env.configShown(), missing),
+			Hint:    []string{"start it with: mcpctl up", "a command run without a session keeps only its servers' stderr: mcpctl logs SERVER"}}
+	}
+	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) {
+		return noSession(sess.StateDir)
 	}
 	path := sess.LogFile()
 	keep := func([]byte) bool { return true }
@@ -141,6 +144,11 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
 				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
 		}
+	}
+	if opts.server == "" && !opts.follow && !exists(path) && !exists(path+".1") {
+		// Commands run without a session leave their servers' logs
+		// here, but a session's own log is only ever the session's.
+		return noSession(path)
 	}
 	lf := &lineFilter{emit: emit, since: since, keep: keep, tail: opts.lines}
 	for i := engine.DefaultLogKeep; i >= 1; i-- {
@@ -349,4 +357,9 @@ func (lf *lineFilter) follow(ctx context.Context, path string) error {
 		case <-time.After(followPoll):
 		}
 	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
