@@ -554,3 +554,17 @@ func TestToolParameters(t *testing.T) {
 		t.Errorf("parameters:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 }
+
+// A server that answers initialize with a protocol version mcpctl does
+// not speak is refused saying so, not as a server that exited (the SDK
+// hangs up on it, and it exits on end of input).
+func TestStartUnsupportedVersion(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "old", fakemcp.Spec{ProtocolVersion: "2025-06-18", AnswerVersion: "1999-01-01"}))
+	err := e.Start(ctx(t))
+	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), `server old answered initialize with a protocol version mcpctl does not speak ("1999-01-01")`) {
+		t.Fatalf("start: %v (%s)", err, KindOf(err))
+	}
+	if h := strings.Join(asError(err).Hint, "\n"); !strings.Contains(h, "set protocolVersion of server old") {
+		t.Errorf("hint: %s", h)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,6 +347,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	var e *Error
 	var already *Error
 	switch {
+	case err != nil && strings.Contains(err.Error(), "unsupported protocol version"):
+		// The SDK hung up on it: the process's exit that follows is ours.
+		e = errorf(KindProtocol, name, "server %s answered initialize with a protocol version mcpctl does not speak (%s); it speaks %s",
+			name, strings.TrimPrefix(err.Error(), "unsupported protocol version: "), strings.Join(mcp.SupportedProtocolVersions(), ", "))
+		e.hint("update the server, or set protocolVersion of server %s to a version both speak (%s)", name, s.cfg().Source)
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)

@@ -133,6 +133,12 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		resp = &jsonrpc.Response{ID: resp.ID, Error: t.RPCError}
 	case found:
 		resp = &jsonrpc.Response{ID: resp.ID, Result: t.Result}
+	case isInit && f.spec.AnswerVersion != "":
+		var r map[string]json.RawMessage
+		json.Unmarshal(resp.Result, &r)
+		r["protocolVersion"], _ = json.Marshal(f.spec.AnswerVersion)
+		result, _ := json.Marshal(r)
+		resp = &jsonrpc.Response{ID: resp.ID, Result: result}
 	case isInit && f.spec.Tasks:
 		resp = &jsonrpc.Response{ID: resp.ID, Result: withTasksCapability(resp.Result)}
 	default:

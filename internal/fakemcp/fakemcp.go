@@ -37,6 +37,10 @@ type Spec struct {
 	// server refuse server/discover, so clients fall back to initialize
 	// (as the TypeScript reference servers do).
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// AnswerVersion, when set, is the protocolVersion of the server's
+	// answer to initialize, whatever was asked: a server that speaks a
+	// version its client does not.
+	AnswerVersion string `json:"answerVersion,omitempty"`
 	// Stdout is printed on stdout before the server starts (a banner that
 	// breaks the MCP rule that stdout carries only JSON-RPC).
 	Stdout []string `json:"stdout,omitempty"`
