@@ -48,7 +48,7 @@ func (s *Server) Check() []*CheckError {
 	if s.IsStdio() {
 		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
 			add("cwd", fmt.Sprintf("working directory %s does not exist", s.Redact(s.Cwd)), "create it, or fix cwd")
-		} else if _, err := s.ResolveCommand(); err != nil {
+		} else if _, err := s.ResolveCommand(); err != nil && s.Command != "" { // a missing command is the file's error
 			ce := err.(*CheckError)
 			errs = append(errs, ce)
 		}

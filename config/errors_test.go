@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,29 @@ hint: did you mean "startup_timeout_sec"?`},
 				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// A dependency cycle is reported beside an unknown dependency elsewhere in
+// the file, and a server with no command gets one error, not two.
+func TestErrorsTogether(t *testing.T) {
+	_, err := loadFile(t, "mcp.json", `{"servers": {
+  "b": {"command": "sh", "dependsOn": ["zzz"]},
+  "f": {"command": "sh", "dependsOn": ["g"]},
+  "g": {"command": "sh", "dependsOn": ["f"]},
+  "h": {"type": "stdio"}
+}}`, nil)
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("%v", err)
+	}
+	got := errs.Error()
+	for _, want := range []string{`unknown server "zzz"`, "dependency cycle: f → g → f", "servers.h.command: required, but missing"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "command not found") {
+		t.Errorf("a missing command is also 'not found':\n%s", got)
 	}
 }

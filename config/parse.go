@@ -700,10 +700,9 @@ func checkDependencies(servers []*Server, known map[string]bool) Errors {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return errs
-	}
-	// Depth-first search; a grey node met again closes a cycle.
+	// Depth-first search; a grey node met again closes a cycle. Unknown
+	// and unreadable servers are passed over: a cycle among the others is
+	// reported beside them.
 	const white, grey, black = 0, 1, 2
 	color := map[string]int{}
 	var stack []string
@@ -734,12 +733,12 @@ func checkDependencies(servers []*Server, known map[string]bool) Errors {
 			if cycle := visit(s.Name); cycle != nil {
 				first := byName[cycle[0]]
 				i := slices.Index(first.DependsOn, cycle[1])
-				return Errors{errorAtPlace(first.Where("dependsOn."+strconv.Itoa(i)), fmt.Sprintf("servers.%s.dependsOn[%d]", first.Name, i),
-					"dependency cycle: "+strings.Join(cycle, " → "), "remove one of these dependencies")}
+				return append(errs, errorAtPlace(first.Where("dependsOn."+strconv.Itoa(i)), fmt.Sprintf("servers.%s.dependsOn[%d]", first.Name, i),
+					"dependency cycle: "+strings.Join(cycle, " → "), "remove one of these dependencies"))
 			}
 		}
 	}
-	return nil
+	return errs
 }
 
 // errorAtPlace builds an Error from a "file:line:col" place.
