@@ -11,7 +11,7 @@ type durationFlag struct{ d time.Duration }
 
 // timeoutFlag is the one --timeout every request command has.
 func timeoutFlag(dst *durationFlag) cli.Flag {
-	return &cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default 60s); the server is told to cancel", Destination: &dst.d}
+	return &cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default: the server's requestTimeout, 60s unless set); the server is told to cancel", Destination: &dst.d, HideDefault: true}
 }
 
 // millis returns the timeout in milliseconds (0: the default).

@@ -2,9 +2,11 @@ package commands
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcpctl/mcpctl/engine"
 	"github.com/urfave/cli/v3"
 )
 
@@ -31,4 +33,24 @@ func TestHelpExamplesGiveFlagsValues(t *testing.T) {
 		}
 	}
 	walk(root.Commands)
+}
+
+// watch's help names every event type it can print, and no --timeout
+// claims a default of 0s (it is the server's requestTimeout, or never).
+func TestHelpTellsTheTruth(t *testing.T) {
+	root := newRootCmd(newEnv(nil, io.Discard, io.Discard))
+	for _, c := range root.Commands {
+		if c.Name == "watch" {
+			for _, typ := range engine.EventTypes {
+				if !strings.Contains(c.Description, "\n  "+typ+" ") {
+					t.Errorf("watch --help does not name the event type %s", typ)
+				}
+			}
+		}
+		for _, f := range c.Flags {
+			if slices.Contains(f.Names(), "timeout") && strings.Contains(cli.FlagStringer(f), "(default: 0s)") {
+				t.Errorf("mcpctl %s --help: %s", c.Name, cli.FlagStringer(f))
+			}
+		}
+	}
 }

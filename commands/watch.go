@@ -39,6 +39,9 @@ func newWatchCmd(env *Env) *cli.Command {
                      the level on the servers that support logging
   progress           progress of a request (token, progress, total, message)
   stderr             a line a server wrote to stderr (with --stderr)
+  config             the config was reloaded (added, removed, restarted), or
+                     could not be and the running one stays (error)
+  dropped            the watch fell behind and count events were lost
 
 What --subscribe and --log-level ask of a server holds across its restarts:
 the session asks the new process again before anything else uses it.
@@ -58,7 +61,7 @@ own duration.
 			&cli.StringFlag{Name: "log-level", Usage: "set the servers' log level to `LEVEL` (debug, info, notice, warning, error, ...)", Destination: &opts.logLevel},
 			&cli.BoolFlag{Name: "stderr", Usage: "include the servers' stderr lines", Destination: &opts.stderr},
 			&cli.IntFlag{Name: "count", Usage: "stop after `N` events", Destination: &opts.count},
-			&cli.DurationFlag{Name: "timeout", Usage: "stop after `DURATION`", Destination: &opts.timeout},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop after `DURATION` (default: never)", Destination: &opts.timeout, HideDefault: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
