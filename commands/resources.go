@@ -97,7 +97,7 @@ resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
   mcpctl resource demo://resource/static/blob/1 --output-file blob.bin`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "server", Usage: "read from `SERVER`", Destination: &opts.server},
-			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content to `FILE`", Destination: &opts.outFile},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content to `FILE` (-: to stdout, raw)", Destination: &opts.outFile},
 			&cli.BoolFlag{Name: "no-cache", Usage: "ask the server even if the session has a fresh answer", Destination: &opts.noCache},
 			timeoutFlag(&opts.timeout),
 		},
@@ -162,6 +162,11 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 			data = append(data, *c.Text...)
 		}
 		mime = c.MIMEType
+	}
+	if file == "-" {
+		// The content itself, raw, as tools that take -o - do.
+		_, err := env.Out.Write(data)
+		return err
 	}
 	if err := os.WriteFile(env.abs(file), data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", file, unwrapPathError(err))
