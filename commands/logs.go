@@ -26,6 +26,7 @@ type logsOptions struct {
 	since  string
 	audit  bool
 	lines  int
+	tail   bool // -n given: lines is how many
 }
 
 func newLogsCmd(env *Env) *cli.Command {
@@ -61,13 +62,14 @@ stderr line as {"time": ..., "text": ...}; --jq filters each one.
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted", Destination: &opts.follow},
 			&cli.StringFlag{Name: "since", Usage: "only lines newer than `WHEN`: a duration ago (10m, 2h) or a time (RFC 3339)", Destination: &opts.since},
 			&cli.BoolFlag{Name: "audit", Usage: "show the audit log", Destination: &opts.audit},
-			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f)", Destination: &opts.lines},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f; -n 0 -f: new lines only)", Destination: &opts.lines},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 1 {
 				return usagef("logs takes at most one server name", "e.g. mcpctl logs SERVER")
 			}
 			opts.server = cmd.Args().First()
+			opts.tail = cmd.IsSet("lines")
 			return runLogs(ctx, env, opts)
 		},
 	}
@@ -151,6 +153,8 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		return noSession(path)
 	}
 	lf := &lineFilter{emit: emit, since: since, keep: keep, tail: opts.lines}
+	// -n 0: none of the lines there, so that -f -n 0 follows new lines only.
+	lf.none = opts.tail && opts.lines == 0
 	for i := engine.DefaultLogKeep; i >= 1; i-- {
 		if err := lf.file(fmt.Sprintf("%s.%d", path, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -208,14 +212,15 @@ func plainLines(w io.Writer) func([]byte) error {
 // time is its JSON "time" field, or the time it starts with (a server's
 // stderr log); a line without one (a panic's trace in the session log)
 // goes with the line before it. With tail > 0 it holds the lines kept
-// until flush, and prints the last tail of them; then it prints each line
-// as it comes.
+// until flush, and prints the last tail of them (with none set, none of
+// them); then it prints each line as it comes.
 type lineFilter struct {
 	emit     func([]byte) error
 	since    time.Time
 	keep     func([]byte) bool
 	lastKept bool
 	tail     int
+	none     bool
 	held     [][]byte
 	live     bool
 	err      error // the first error of emit; no line is printed after it
@@ -231,6 +236,9 @@ func (lf *lineFilter) line(line []byte) {
 	}
 	lf.lastKept = ok
 	if !ok || !lf.keep(line) {
+		return
+	}
+	if lf.none && !lf.live {
 		return
 	}
 	if lf.tail > 0 && !lf.live {
