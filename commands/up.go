@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -156,6 +158,11 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.
 			return err
 		case st.Session.Ready || time.Now().After(deadline):
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
+			if !slices.Equal(st.Session.ConfigFiles, cfg.Paths) && len(st.Session.ConfigFiles) > 0 {
+				// A session named by --session may run another project's
+				// config: its servers are not this one's.
+				env.note("warning: it runs %s, not %s", strings.Join(st.Session.ConfigFiles, ", "), strings.Join(cfg.Paths, ", "))
+			}
 			return printUp(p, st)
 		}
 		select {
