@@ -72,7 +72,10 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 
 // Same reports whether o runs exactly as s does: what a reload keeps
 // running. Where the server is written does not count, nor a change of
-// roots that keeps some, nor of its hooks (asked when a request comes).
+// roots that keeps some, nor of its hooks (asked when a request comes),
+// nor of what is read when it is needed rather than when the server
+// starts: its timeouts, cacheTTL, failureThreshold, restart and
+// maxRestarts (a new requestTimeout must not kill the calls in flight).
 func (s *Server) Same(o *Server) bool {
 	// Roots change without a restart (the server is told), unless they
 	// come or go: offering roots at all is settled at the handshake.
@@ -81,6 +84,10 @@ func (s *Server) Same(o *Server) bool {
 		a.Roots, b.Roots = nil, nil
 	}
 	a.Sampling, b.Sampling, a.Elicitation, b.Elicitation = nil, nil, nil, nil
+	for _, r := range []*ResolvedServer{a, b} {
+		r.StartupTimeout, r.RequestTimeout, r.ShutdownTimeout, r.CacheTTL = "", "", "", ""
+		r.FailureThreshold, r.Restart, r.MaxRestarts = 0, "", 0
+	}
 	return s.Name == o.Name && reflect.DeepEqual(a, b)
 }
 

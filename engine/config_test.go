@@ -351,3 +351,29 @@ func TestReloadFailureKeepsOthers(t *testing.T) {
 		t.Error("a good reload did not clear the config error")
 	}
 }
+
+// A reload that changes only what is read when needed (here requestTimeout)
+// keeps the server running, and the change applies at once: a new
+// requestTimeout must not kill the calls in flight.
+func TestReloadRequestTimeoutKeepsServer(t *testing.T) {
+	dir := t.TempDir()
+	srv := fakeServer(t, "s", fakemcp.Spec{PIDFile: filepath.Join(dir, "s.pid"), Tools: []fakemcp.Tool{{Name: "slow", Sleep: "30s"}}})
+	srv.RequestTimeout = 30 * time.Second
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "s.pid"))
+	srv2 := *srv
+	srv2.RequestTimeout = 100 * time.Millisecond
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&srv2}})
+	if err != nil || !slices.Equal(res.Unchanged, []string{"s"}) {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	if readPID(t, filepath.Join(dir, "s.pid")) != pid || !alive(pid) {
+		t.Error("a new requestTimeout restarted the server")
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "s.slow"}); KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "within 100ms") {
+		t.Errorf("a call after the reload: %v, want the new timeout", err)
+	}
+}
