@@ -14,16 +14,20 @@ import (
 func main() { os.Exit(run()) }
 
 // run is mcpctl with the process's arguments, streams and signals. Ctrl-C,
-// SIGTERM and SIGHUP (the terminal closed) cancel its context, so servers
-// are stopped properly; a second signal ends mcpctl at once.
+// SIGTERM and SIGHUP (the terminal closed) cancel its context, the signal
+// as its cause (mcpctl then exits 128 + its number), so servers are
+// stopped properly; a second signal ends mcpctl at once.
 func run() int {
-	// stop is not deferred: the process exits next, and undoing the three
-	// registrations takes a round trip each to the runtime's signal thread
-	// (0.2 ms of every command).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// The registrations are not undone on the way out: the process exits
+	// next, and undoing the three takes a round trip each to the runtime's
+	// signal thread (0.2 ms of every command).
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		<-ctx.Done()
-		stop()
+		sig := <-sigs
+		cancel(commands.Signaled{Signal: sig})
+		signal.Stop(sigs)
 	}()
 	return commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

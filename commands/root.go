@@ -5,9 +5,12 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
@@ -25,9 +28,20 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitOK
 	}
 	info := errorInfo(err)
+	var sig Signaled
+	if info.ExitCode == exitInterrupted && errors.As(context.Cause(ctx), &sig) {
+		if n, ok := sig.Signal.(syscall.Signal); ok {
+			info.ExitCode = 128 + int(n) // as a shell reports a process the signal ended
+		}
+	}
 	output.PrintError(stderr, info, env.jsonErrors())
 	return info.ExitCode
 }
+
+// Signaled is the cause of a run's context cancelled by a signal.
+type Signaled struct{ Signal os.Signal }
+
+func (s Signaled) Error() string { return "interrupted by " + s.Signal.String() }
 
 // newRootCmd builds the whole command tree for one run.
 func newRootCmd(env *Env) *cli.Command {
