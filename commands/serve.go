@@ -238,7 +238,9 @@ func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
 func (hb *hub) serveStdio() error {
 	out := &lockedWriter{w: hb.env.Out}
 	in := filterLines(newClosableReader(hb.env.In), out)
-	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out}, grace: stdinGrace}
+	// The filter bounds a message; the SDK's own bound (16 MiB) would end
+	// the connection over one longer.
+	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}, grace: stdinGrace}
 	err := hb.srv.Run(hb.ctx, t)
 	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil

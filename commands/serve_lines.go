@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -44,6 +45,18 @@ func filterLines(in io.ReadCloser, out io.Writer) io.ReadCloser {
 		br := bufio.NewReaderSize(in, 64<<10)
 		for {
 			line, tooLong, err := readServeLine(br)
+			// A message written over several lines (pretty-printed,
+			// which MCP forbids and the SDK's decoder took) is read to
+			// its end.
+			for !tooLong && err == nil && incomplete(line) {
+				var more []byte
+				more, tooLong, err = readServeLine(br)
+				if tooLong || len(line)+len(more) > maxServeLine {
+					line, tooLong = nil, true
+				} else {
+					line = append(line, more...)
+				}
+			}
 			if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
 				if reply := badLineReply(t, tooLong); reply != nil {
 					out.Write(reply)
@@ -73,13 +86,24 @@ func (f *filteredReader) Close() error {
 	return f.in.Close()
 }
 
-// readServeLine reads a line; one longer than maxServeLine is read to its
-// end and dropped (tooLong).
+// incomplete reports whether line is the start of a JSON value that goes
+// on past its end.
+func incomplete(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || (t[0] != '{' && t[0] != '[') || json.Valid(t) {
+		return false
+	}
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(t)).Decode(&v), io.ErrUnexpectedEOF)
+}
+
+// readServeLine reads a line; one longer than maxServeLine (its newline
+// aside) is read to its end and dropped (tooLong).
 func readServeLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(frag) > maxServeLine {
+			if len(line)+len(bytes.TrimSuffix(frag, []byte("\n"))) > maxServeLine {
 				line, tooLong = nil, true
 			} else {
 				line = append(line, frag...)
@@ -106,9 +130,19 @@ func badLineReply(line []byte, tooLong bool) []byte {
 		if len(batch) == 0 {
 			code, why = jsonrpc.CodeInvalidRequest, "an empty batch"
 		}
+		ids := map[jsonrpc.ID]bool{}
 		for _, m := range batch {
-			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+			msg, err := jsonrpc.DecodeMessage(m)
+			if err != nil {
 				code, why = jsonrpc.CodeInvalidRequest, err.Error()
+				continue
+			}
+			// The SDK ends the connection over a batch that uses an id twice.
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				if ids[req.ID] {
+					code, why = jsonrpc.CodeInvalidRequest, fmt.Sprintf("the batch uses the id %v twice", req.ID.Raw())
+				}
+				ids[req.ID] = true
 			}
 		}
 	default:

@@ -2,9 +2,14 @@ package commands
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A line longer than serve reads is answered and dropped, to its end, and
@@ -27,5 +32,37 @@ func TestFilterLinesTooLong(t *testing.T) {
 	}
 	if want := "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Invalid Request: the message is longer than 0 MiB\"}}\n"; out.String() != want {
 		t.Errorf("answered %q, want %q", out.String(), want)
+	}
+}
+
+// The lines serve lets through are ones the SDK's transport takes: a
+// message longer than the SDK's own default bound (16 MiB), a message
+// pretty-printed over several lines; a batch that uses an id twice, which
+// would end the SDK's connection, is answered instead.
+func TestFilterLinesAsTheSDKTakesThem(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", 20<<20) + `"}}`
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + big + "\n" +
+		"{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 3,\n  \"method\": \"ping\"\n}\n" +
+		`[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n"
+	var out bytes.Buffer
+	r := filterLines(io.NopCloser(strings.NewReader(in)), &lockedWriter{w: &out})
+	conn, err := (&mcp.IOTransport{Reader: r, Writer: &lockedWriter{w: io.Discard}, MaxLineLength: -1}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []any
+	for range 4 {
+		msg, err := conn.Read(context.Background())
+		if err != nil {
+			t.Fatalf("after %v: %v", ids, err)
+		}
+		ids = append(ids, msg.(*jsonrpc.Request).ID.Raw())
+	}
+	if want := []any{int64(1), int64(2), int64(3), int64(5)}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("the SDK read %v, want %v", ids, want)
+	}
+	if !strings.Contains(out.String(), `"error":{"code":-32600,"message":"Invalid Request: the batch uses the id 4 twice"}`) {
+		t.Errorf("answered %q", out.String())
 	}
 }
