@@ -132,6 +132,30 @@ func unknownName(what, name, server string, known []string) *Error {
 	return e
 }
 
+// redactValue is v, a decoded JSON value, with redact applied to its
+// strings and keys, as they are: in the encoded text a secret with a quote,
+// a backslash or a control character in it is escaped, and would not be
+// found there.
+func redactValue(redact func(string) string, v any) any {
+	switch v := v.(type) {
+	case string:
+		return redact(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[redact(k)] = redactValue(redact, x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = redactValue(redact, x)
+		}
+		return out
+	}
+	return v
+}
+
 // redactJSON is data, a JSON value from a server, with redact applied to
 // its text: a secret it quotes (in a log message, say) never reaches a
 // watch or a log. Should the secret have stood for more than a part of a

@@ -225,3 +225,15 @@ func TestRedactJSON(t *testing.T) {
 		}
 	}
 }
+
+// A secret JSON escapes (a quote, a backslash, U+2028 in it) is redacted
+// in a log message's data too: it is looked for in the decoded strings.
+func TestRedactValueEscapedSecrets(t *testing.T) {
+	for _, secret := range []string{`pa\ss1234`, `pa"ss1234`, "pa\u2028ss1234"} {
+		redact := func(s string) string { return strings.ReplaceAll(s, secret, "<redacted>") }
+		data, _ := marshalVerbatim(redactValue(redact, map[string]any{"msg": "token " + secret, "list": []any{secret}, secret: 1.0}))
+		if got := string(redactJSON(redact, data)); strings.Count(got, "<redacted>") != 3 {
+			t.Errorf("%q: %s", secret, got)
+		}
+	}
+}

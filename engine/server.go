@@ -576,7 +576,7 @@ func (s *server) newClient() *mcp.Client {
 			s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			data, _ := marshalVerbatim(req.Params.Data)
+			data, _ := marshalVerbatim(redactValue(s.cfg().Redact, req.Params.Data))
 			s.e.bus.publish(Event{Type: EventLog, Server: name, Level: string(req.Params.Level), Logger: s.cfg().Redact(req.Params.Logger), Data: redactJSON(s.cfg().Redact, data)})
 		},
 	}
