@@ -382,24 +382,32 @@ func (s *server) healthCheck(h *handle, interval time.Duration) {
 // waiting 1s, then twice as long each time, at most 30s.
 //
 // A request's tries count as one failure toward the server's
-// failureThreshold: the tries after the first are marked (retryKey), and
-// their failures not counted again, so that one command cannot stop a
-// server by itself.
+// failureThreshold: once a try's failure counted, the tries after it are
+// marked (retryKey) and theirs are not counted again, so that one command
+// cannot stop a server by itself. A try whose failure did not count (it
+// never reached the server, or the server died under it) leaves the next
+// one to count.
 func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func(context.Context) error) error {
 	delay := restartBackoff
 	again := context.WithValue(ctx, retryKey{}, true)
-	for n := 1; ; n++ {
+	counted := false
+	tryOnce := func() error {
 		tctx := ctx
-		if n > 1 {
+		if counted {
 			tctx = again
 		}
 		err := try(tctx)
+		counted = counted || countsAsFailure(err)
+		return err
+	}
+	for n := 1; ; n++ {
+		err := tryOnce()
 		var ee *Error
 		if errors.As(err, &ee) && ee.unsent && n == 1 {
 			// It never reached the server: sending it again once is safe,
 			// and at once, as the connection is renewed already.
 			e.log.Info("sending a request again that the server did not take", "server", s.cfg().Name, "error", err.Error())
-			if err = try(again); err == nil {
+			if err = tryOnce(); err == nil {
 				return nil
 			}
 		}

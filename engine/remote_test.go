@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,6 +239,32 @@ func TestRemoteGoneAfterStart(t *testing.T) {
 	}
 	if st := e.Status()[0]; st.State != StateUnavailable || st.LastError == "" {
 		t.Errorf("after failureThreshold calls to a server gone: %s, last error %q", st.State, st.LastError)
+	}
+}
+
+// A request the server did not take (it forgot the session) is sent again
+// at once; when that try times out, it is the one that counts toward
+// failureThreshold, though it is the request's second.
+func TestRemoteResendCounts(t *testing.T) {
+	spec := fakemcp.Spec{Name: "remote", Tools: []fakemcp.Tool{{Name: "hang", Sleep: "2s"}}}
+	handler := func() http.Handler {
+		srv := fakemcp.NewServer(spec)
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var h atomic.Value
+	h.Store(handler())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	h.Store(handler()) // the server restarted: it knows no session
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.hang", TimeoutMs: 200}); KindOf(err) != KindTimeout {
+		t.Fatalf("the call sent again: %v, want a timeout", err)
+	}
+	if st := e.Status()[0]; st.Failures != 1 {
+		t.Errorf("after a call sent again that timed out: %s with %d failures, want 1", st.State, st.Failures)
 	}
 }
 

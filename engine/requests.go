@@ -175,8 +175,8 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 // that is what err says.
 func dialFailed(err error) error {
 	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
-		return oe
+	if errors.As(err, &oe) && (oe.Op == "dial" || oe.Op == "proxyconnect") {
+		return oe // through a proxy, the proxy's dial wraps the server's
 	}
 	return nil
 }
@@ -230,8 +230,9 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 		return nil, unknownTool(h.snap, srvName, toolName)
 	}
 	defer func() {
-		// Asked only when it matters: after a failure.
-		if err != nil && req.Retry == 0 && tool.Idempotent() {
+		// Asked only when it matters: after a failure. A timeout the
+		// caller set bounds the call, not each try of it.
+		if err != nil && req.Retry == 0 && req.TimeoutMs == 0 && tool.Idempotent() {
 			*tries = retryTries
 		}
 	}()
