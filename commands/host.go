@@ -118,21 +118,22 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		defer h.early.Close()
 	}
 	if err := e.Start(ctx, names...); err != nil {
-		return err
+		return oneShotHints(err)
 	}
 	return oneShotHints(fn(h))
 }
 
-// oneShotHints rewrites the engine's "mcpctl restart NAME" hints for a
-// command that ran without a session: there is no session to restart the
-// server in, and the next command starts it afresh.
+// oneShotHints rewrites the engine's hints about restarting a server
+// ("mcpctl restart NAME", "restarts by itself") for a command that ran
+// without a session: there is no session to restart the server in, and
+// the next command starts it afresh.
 func oneShotHints(err error) error {
 	var e *engine.Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	for i, h := range e.Hint {
-		if strings.HasPrefix(h, "start it again with: mcpctl restart ") {
+		if strings.HasPrefix(h, "start it again with: mcpctl restart ") || strings.Contains(h, "restarts by itself (restart: on-failure)") {
 			e.Hint[i] = "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh"
 		}
 	}
