@@ -47,6 +47,12 @@ type captureConn struct {
 	traceMu sync.Mutex
 	trace   io.Writer
 
+	// rootsAsked is the id of the server's roots/list request; the answer
+	// to it closes rootsAnswered (awaitRoots).
+	rootsAsked      jsonrpc.ID
+	rootsAnswered   chan struct{}
+	rootsAnsweredOn sync.Once
+
 	// schemas are the requestedSchemas of the last elicitation/create
 	// requests as the server wrote them: the SDK decodes them into maps,
 	// which lose the order of the fields a form should ask in.
@@ -169,7 +175,34 @@ func (c *captureConn) release(cp *capture) {
 }
 
 func newCaptureConn(inner mcp.Connection) *captureConn {
-	return &captureConn{Connection: inner, pending: map[jsonrpc.ID]pendingCall{}}
+	return &captureConn{Connection: inner, pending: map[jsonrpc.ID]pendingCall{}, rootsAnswered: make(chan struct{})}
+}
+
+// awaitRoots waits, when the server has asked for its roots, at most wait
+// until it has been answered, then settle more for it to take them in: a
+// server such as server-filesystem works in the roots it is offered
+// instead of the directories its arguments name, and a request that came
+// before it did would be served in the wrong ones.
+func (c *captureConn) awaitRoots(ctx context.Context, wait, settle time.Duration) {
+	c.mu.Lock()
+	asked := c.rootsAsked.IsValid()
+	c.mu.Unlock()
+	if !asked {
+		return // a server that asks at all asks on initialized, before it answers anything else
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.rootsAnswered:
+	case <-t.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+	}
 }
 
 type taskKey struct{}
@@ -208,6 +241,14 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // the request for capture when ctx asks for it, and traces it. The HTTP
 // transports, which must not be wrapped, call it from their round tripper.
 func (c *captureConn) outgoing(ctx context.Context, msg jsonrpc.Message) jsonrpc.Message {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.mu.Lock()
+		asked := c.rootsAsked
+		c.mu.Unlock()
+		if asked.IsValid() && resp.ID == asked {
+			c.rootsAnsweredOn.Do(func() { close(c.rootsAnswered) })
+		}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		if ttl, ok := ctx.Value(taskKey{}).(int64); ok && req.Method == "tools/call" {
 			req = withParam(req, "task", map[string]int64{"ttl": ttl})
@@ -273,6 +314,11 @@ func (c *captureConn) incoming(msg jsonrpc.Message) {
 	c.traced("recv", msg)
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == "roots/list" {
+			c.mu.Lock()
+			c.rootsAsked = req.ID
+			c.mu.Unlock()
+		}
 		if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == "elicitation/create" {
 			var p struct {
 				Schema json.RawMessage `json:"requestedSchema"`

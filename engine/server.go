@@ -321,6 +321,9 @@ func (s *server) connect(ctx context.Context) error {
 	// nothing of the subscriptions and the log level set on the last one.
 	// They are made again before anyone else uses it.
 	s.restore(sctx, cs, conn)
+	if len(cfg.Roots) > 0 {
+		conn.awaitRoots(sctx, rootsWait, rootsSettle)
+	}
 	s.mu.Lock()
 	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
 	s.life, s.endLife = life, endLife
@@ -620,6 +623,14 @@ func (s *server) newClient() *mcp.Client {
 	c.AddRoots(s.roots(s.cfg())...)
 	return c
 }
+
+// A server offered roots that asked for them by the end of its start is
+// ready once they were answered (at most rootsWait) and it had rootsSettle
+// to take them in; one that did not ask is not waited for.
+const (
+	rootsWait   = time.Second
+	rootsSettle = 20 * time.Millisecond
+)
 
 // roots are the roots offered to a server: its config's, as file:// URIs.
 func (s *server) roots(cfg *config.Server) []*mcp.Root {
