@@ -112,6 +112,9 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				return nil, err
 			}
 			s.mu.Unlock()
+			if err := s.startDependencies(ctx); err != nil {
+				return nil, err
+			}
 			// The start is shared by every request waiting for it, so one
 			// caller giving up must not cut it short for the others; the
 			// startup timeout bounds it.
@@ -135,6 +138,25 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return nil, s.unavailableLocked()
+}
+
+// startDependencies brings up the servers that s, started on use, depends
+// on (dependsOn), each as a request to it would, before s starts: as
+// Engine.Start orders the servers it starts.
+func (s *server) startDependencies(ctx context.Context) error {
+	for _, name := range s.cfg().DependsOn {
+		d, err := s.e.lookup(name)
+		if err != nil {
+			return err
+		}
+		h, err := d.acquire(ctx)
+		if err != nil {
+			return errorf(KindUnavailable, s.cfg().Name, "server %s depends on %s, which is not running: %s", s.cfg().Name, name, asError(err).Message).
+				hint("start it with: mcpctl start %s", name).wrap(err)
+		}
+		h.release()
+	}
+	return nil
 }
 
 func waitFor(ctx context.Context, ch <-chan struct{}) error {

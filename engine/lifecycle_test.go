@@ -442,3 +442,35 @@ func TestTimeoutBoundsPromptTries(t *testing.T) {
 		t.Errorf("prompts/get sent %d times, want once", sent)
 	}
 }
+
+// A server started on use starts the servers it depends on first, as
+// Start would; one that depends on a server that is not running and does
+// not start on use fails saying which.
+func TestOnUseStartsDependencies(t *testing.T) {
+	x := fakeServer(t, "x", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	y := fakeServer(t, "y", fakemcp.Spec{})
+	m := fakeServer(t, "m", fakemcp.Spec{})
+	z := fakeServer(t, "z", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	x.Activation, x.DependsOn = "lazy", []string{"y"}
+	y.Activation = "lazy"
+	m.Activation = "manual"
+	z.Activation, z.DependsOn = "lazy", []string{"m"}
+	e := newEngine(t, x, y, m, z)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "x.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]State{}
+	for _, st := range e.Status() {
+		states[st.Name] = st.State
+	}
+	if states["x"] != StateReady || states["y"] != StateReady {
+		t.Errorf("after a call to x, which depends on y: %v", states)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "z.echo"})
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server z depends on m, which is not running") {
+		t.Errorf("a call to z, which depends on manual m: %v", err)
+	}
+}
