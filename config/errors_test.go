@@ -131,3 +131,20 @@ func TestErrorsTogether(t *testing.T) {
 		t.Errorf("a missing command is also 'not found':\n%s", got)
 	}
 }
+
+// A disabled server is never started: a variable or input it names that
+// is not set stops nothing, and is not asked for.
+func TestDisabledServerNeedsNoVariables(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"inputs": [{"id": "key", "type": "promptString"}],
+  "servers": {"on": {"command": "sh"},
+  "off": {"command": "sh", "disabled": true, "env": {"K": "${UNSET_VAR_X}", "I": "${input:key}"}}}}`, nil)
+	if err != nil {
+		t.Fatalf("a disabled server's unset variable: %v", err)
+	}
+	if len(cfg.Servers) != 2 {
+		t.Errorf("servers: %d", len(cfg.Servers))
+	}
+	if _, err := loadFile(t, "mcp.json", `{"servers": {"on": {"command": "sh", "env": {"K": "${UNSET_VAR_X}"}}}}`, nil); err == nil {
+		t.Error("an enabled server's unset variable: no error")
+	}
+}

@@ -189,7 +189,22 @@ func (d *document) servers(defined map[string]string, vars Vars) []*Server {
 		if d.unreadable[name] {
 			continue
 		}
-		out = append(out, d.server(key, name, obj, defaults, vars))
+		sv := vars
+		if disabled, _ := obj["disabled"].(bool); disabled {
+			// Never started: the variables and inputs it names are not
+			// needed, nor asked for; unset, they read as empty.
+			lookup := vars.LookupEnv
+			sv.LookupEnv = func(n string) (string, bool) {
+				if lookup != nil {
+					if v, ok := lookup(n); ok {
+						return v, true
+					}
+				}
+				return "", true
+			}
+			sv.Input = func(string) (string, error) { return "", nil }
+		}
+		out = append(out, d.server(key, name, obj, defaults, sv))
 	}
 	return out
 }
