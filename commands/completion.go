@@ -204,7 +204,7 @@ func completionScript(ctx context.Context, root *cli.Command, shell string, rend
 			return "", fmt.Errorf("urfave/cli's fish script changed: no %q to patch", split)
 		}
 		script = strings.Replace(script, split,
-			`set -l parts (string replace -r -- '((?:[^:\\\\]|\\\\.)*):' '$1'\x1f "$line" | string replace -a -- '\\:' ':' | string split -m 1 \x1f)`, 1)
+			`set -l parts (string replace -r -- '^((?:[^:\\\\]|\\\\.)*):' '$1'\x1f "$line" | string replace -a -- '\\:' ':' | string split -m 1 \x1f)`, 1)
 		script = strings.Replace(script, `printf "%s\n" "$line"`, `printf "%s\n" (string replace -a -- '\\:' ':' "$line")`, 1)
 	}
 	return script, nil

@@ -23,7 +23,7 @@ function __mcpctl_perform_completion
 
     for line in $results
         if not string match -q -- "mcpctl*" $line
-            set -l parts (string replace -r -- '((?:[^:\\\\]|\\\\.)*):' '$1'\x1f "$line" | string replace -a -- '\\:' ':' | string split -m 1 \x1f)
+            set -l parts (string replace -r -- '^((?:[^:\\\\]|\\\\.)*):' '$1'\x1f "$line" | string replace -a -- '\\:' ':' | string split -m 1 \x1f)
             if test (count $parts) -eq 2
                 printf "%s\t%s\n" "$parts[1]" "$parts[2]"
             else
