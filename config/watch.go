@@ -20,12 +20,13 @@ func (c *Config) WatchFiles() []string {
 	return files
 }
 
-// Watch calls onChange once the files have been quiet for debounce after
-// one of them was written, created, replaced or removed, until ctx ends.
-// It watches their directories, not the files: editors that save by
-// writing a new file and renaming it over the old one replace the inode a
-// file watch would follow. onChange runs on Watch's own goroutine, one call
-// at a time.
+// Watch starts watching the files and returns: from then until ctx ends,
+// onChange is called once the files have been quiet for debounce after one
+// of them was written, created, replaced or removed. The error is one of
+// setting the watch up. It watches their directories, not the files:
+// editors that save by writing a new file and renaming it over the old one
+// replace the inode a file watch would follow. onChange runs on a
+// goroutine of Watch's, one call at a time.
 func Watch(ctx context.Context, files []string, debounce time.Duration, onChange func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
