@@ -741,3 +741,24 @@ func TestServeServerGone(t *testing.T) {
 	sc.cs.Close()
 	w.mcpctl("down")
 }
+
+// Without a session, serve started the servers itself: a call whose server
+// died does not tell the client to run "mcpctl restart", which needs a
+// session.
+func TestServeStandaloneHint(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+		"fake.json": `{"tools": [{"name": "die", "crash": 9}]}`,
+	})
+	sc := w.serveStdio()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.die"})
+	if err != nil || !res.IsError {
+		t.Fatalf("fake.die: %v %+v", err, res)
+	}
+	if text := callText(t, res); strings.Contains(text, "mcpctl restart") || !strings.Contains(text, "run the command again") {
+		t.Errorf("fake.die without a session: %q", text)
+	}
+}

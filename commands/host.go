@@ -40,6 +40,24 @@ func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(
 	return h.Engine.Watch(ctx, req, fn)
 }
 
+// The requests of a command without a session say to run it again where
+// the engine says to restart a server (see oneShotHints): serve, which
+// answers its client with them, too.
+func (h localHost) CallTool(ctx context.Context, req *engine.CallRequest) (*engine.CallResult, error) {
+	res, err := h.Engine.CallTool(ctx, req)
+	return res, oneShotHints(err)
+}
+
+func (h localHost) GetPrompt(ctx context.Context, req *engine.PromptRequest) (*engine.PromptResult, error) {
+	res, err := h.Engine.GetPrompt(ctx, req)
+	return res, oneShotHints(err)
+}
+
+func (h localHost) ReadResource(ctx context.Context, req *engine.ResourceRequest) (*engine.ResourceResult, error) {
+	res, err := h.Engine.ReadResource(ctx, req)
+	return res, oneShotHints(err)
+}
+
 func (h localHost) Tools(_ context.Context, filter string) ([]*engine.Tool, error) {
 	return h.Engine.Tools(filter)
 }
