@@ -148,3 +148,18 @@ func TestDisabledServerNeedsNoVariables(t *testing.T) {
 		t.Error("an enabled server's unset variable: no error")
 	}
 }
+
+// A server that starts with the session cannot depend on one that starts
+// only by hand: it would start without it. One started on use may (it
+// fails, saying so, while the other is not running).
+func TestDependsOnManual(t *testing.T) {
+	_, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "dependsOn": ["m"]}, "m": {"command": "sh", "activation": "manual"}}}`, nil)
+	if err == nil || !strings.Contains(err.Error(), `server "m" starts only by hand (activation manual), and a starts with the session, before it`) {
+		t.Errorf("an eager server on a manual one: %v", err)
+	}
+	for _, act := range []string{"manual", "lazy", "transient"} {
+		if _, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "activation": "`+act+`", "dependsOn": ["m"]}, "m": {"command": "sh", "activation": "manual"}}}`, nil); err != nil {
+			t.Errorf("a %s server on a manual one: %v", act, err)
+		}
+	}
+}

@@ -712,6 +712,10 @@ func checkDependencies(servers []*Server, known map[string]bool) Errors {
 				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("unknown server %q", dep), hint))
 			case d.Disabled && !s.Disabled:
 				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("server %q is disabled", dep), "enable it, or drop the dependency"))
+			case d.Activation == "manual" && !s.Disabled && (s.Activation == "" || s.Activation == "eager"):
+				// s starts with the session, before anyone could start d.
+				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("server %q starts only by hand (activation manual), and %s starts with the session, before it", dep, s.Name),
+					fmt.Sprintf("make %s lazy or manual too, or %s eager or lazy", s.Name, dep)))
 			}
 		}
 	}
