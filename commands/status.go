@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
@@ -49,11 +51,11 @@ func runStatus(ctx context.Context, env *Env) error {
 	st, err := client.Status(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
 		env.noteStale(sess, "its servers are stopped")
-		cfg, err := env.loadConfig()
+		cfg, cfgErr, err := env.loadConfigForNames()
 		if err != nil {
 			return err
 		}
-		st = &engine.Status{Servers: []engine.ServerStatus{}}
+		st = &engine.Status{Servers: []engine.ServerStatus{}, ConfigError: cfgErr}
 		for _, s := range cfg.Servers {
 			state := engine.StateStopped
 			if s.Disabled {
@@ -96,10 +98,52 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		return err
 	}
 	if ce := st.ConfigError; ce != nil {
-		fmt.Fprintf(w, "\nThe config was edited but cannot be loaded; the session runs the config it had:\n%s\n", ce.Message)
+		what := "The config was edited but cannot be loaded; the session runs the config it had:"
+		if st.Session == nil {
+			what = "The config cannot be used as it is (its servers would not start):"
+		}
+		fmt.Fprintf(w, "\n%s\n%s\n", what, ce.Message)
 		for _, h := range ce.Hint {
 			fmt.Fprintf(w, "hint: %s\n", h)
 		}
 	}
 	return nil
+}
+
+// loadConfigForNames loads the config for what status shows without a
+// session, its servers' names and states: a variable or input that is not
+// set does not hide them (read as empty, nothing asked); the error it
+// would be for a command that starts them is returned beside, cfgErr. An
+// error of the files themselves (syntax, fields) is err.
+func (env *Env) loadConfigForNames() (cfg *config.Config, cfgErr *engine.Error, err error) {
+	cfg, err = env.loadConfig()
+	if err == nil {
+		return cfg, nil, nil
+	}
+	// Only values missing from the environment are forgiven: anything
+	// else is the file's own error.
+	var errs config.Errors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		return nil, nil, err
+	}
+	for _, e := range errs {
+		if !strings.HasSuffix(e.Msg, " is not set") && !strings.Contains(e.Msg, " has no value") {
+			return nil, nil, err
+		}
+	}
+	paths, perr := env.configPaths()
+	if perr != nil {
+		return nil, nil, err
+	}
+	lenient, lerr := config.LoadFiles(paths, config.Options{WorkDir: env.WorkDir, LookupEnv: func(name string) (string, bool) {
+		if v, ok := env.LookupEnv(name); ok {
+			return v, true
+		}
+		return "", true
+	}})
+	if lerr != nil {
+		return nil, nil, err
+	}
+	info := errorInfo(err)
+	return lenient, &engine.Error{Kind: engine.KindUsage, Message: info.Message, Hint: info.Hints}, nil
 }
