@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/mcpctl/mcpctl/internal/lineio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -44,18 +45,14 @@ func filterLines(in io.ReadCloser, out io.Writer) io.ReadCloser {
 	go func() {
 		br := bufio.NewReaderSize(in, 64<<10)
 		for {
-			line, tooLong, err := readServeLine(br)
+			line, tooLong, err := lineio.ReadLine(br, maxServeLine)
 			// A message written over several lines (pretty-printed,
 			// which MCP forbids and the SDK's decoder took) is read to
 			// its end.
 			for !tooLong && err == nil && incomplete(line) {
 				var more []byte
-				more, tooLong, err = readServeLine(br)
-				if tooLong || len(line)+len(more) > maxServeLine {
-					line, tooLong = nil, true
-				} else {
-					line = append(line, more...)
-				}
+				more, tooLong, err = lineio.ReadLine(br, maxServeLine-len(line)-1)
+				line = append(append(line, '\n'), more...)
 			}
 			if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
 				if reply := badLineReply(t, tooLong); reply != nil {
@@ -95,24 +92,6 @@ func incomplete(line []byte) bool {
 	}
 	var v json.RawMessage
 	return errors.Is(json.NewDecoder(bytes.NewReader(t)).Decode(&v), io.ErrUnexpectedEOF)
-}
-
-// readServeLine reads a line; one longer than maxServeLine (its newline
-// aside) is read to its end and dropped (tooLong).
-func readServeLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(bytes.TrimSuffix(frag, []byte("\n"))) > maxServeLine {
-				line, tooLong = nil, true
-			} else {
-				line = append(line, frag...)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			return line, tooLong, err
-		}
-	}
 }
 
 // badLineReply is the error answering line when the SDK would not take it

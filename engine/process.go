@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/lineio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -164,7 +165,7 @@ func (p *process) drainStderr(r *os.File, logFile *RotatingFile, redact func(str
 	}
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
-		line, cut, err := readLine(br, maxStderrLine)
+		line, cut, err := lineio.ReadLine(br, maxStderrLine)
 		if len(line) > 0 || cut {
 			text := string(bytes.TrimRight(line, "\r\n"))
 			text = redact(text)
@@ -182,39 +183,6 @@ func (p *process) drainStderr(r *os.File, logFile *RotatingFile, redact func(str
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// readLine reads one line of at most max bytes (newline excluded). The rest
-// of a longer line is read and dropped, and cut is set.
-func readLine(br *bufio.Reader, max int) (line []byte, cut bool, err error) {
-	line, _, cut, err = readLineTail(br, max, 0)
-	return line, cut, err
-}
-
-// readLineTail is readLine that also returns up to tailMax bytes from the
-// end of what it dropped of a cut line.
-func readLineTail(br *bufio.Reader, max, tailMax int) (line, tail []byte, cut bool, err error) {
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !cut {
-			n := len(frag)
-			// max bytes fit, and a newline after them.
-			if room := max - len(line); n > room && !(n == room+1 && frag[room] == '\n') {
-				n, cut = room, true
-			}
-			line = append(line, frag[:n]...)
-			frag = frag[n:]
-		}
-		if cut && tailMax > 0 {
-			tail = append(tail, bytes.TrimSuffix(frag, []byte("\n"))...)
-			if len(tail) > tailMax {
-				tail = append(tail[:0], tail[len(tail)-tailMax:]...)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			return bytes.TrimSuffix(line, []byte("\n")), tail, cut, err
 		}
 	}
 }
@@ -550,7 +518,7 @@ func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
 // found checking it; anything else is decoded by the SDK's decoder, once.
 func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 	for {
-		raw, tail, cut, err := readLineTail(j.r, maxMessage, 256)
+		raw, tail, cut, err := lineio.ReadLineTail(j.r, maxMessage, 256)
 		var msgs []jsonrpc.Message
 		if t := bytes.TrimSpace(raw); cut {
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))

@@ -6,29 +6,8 @@ import (
 	"testing"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/internal/lineio"
 )
-
-func TestReadLineTail(t *testing.T) {
-	for _, c := range []struct {
-		in         string
-		max, tmax  int
-		line, tail string
-		cut        bool
-	}{
-		{"abc\nrest", 3, 2, "abc", "", false},
-		{"abcd\nrest", 3, 2, "abc", "d", true},
-		{"abcdefgh\nrest", 3, 2, "abc", "gh", true},
-		{"abcdefgh", 3, 0, "abc", "", true},
-		{"ab", 3, 2, "ab", "", false},
-	} {
-		// A small buffer, so lines span several reads.
-		br := bufio.NewReaderSize(strings.NewReader(c.in), 16)
-		line, tail, cut, _ := readLineTail(br, c.max, c.tmax)
-		if string(line) != c.line || string(tail) != c.tail || cut != c.cut {
-			t.Errorf("%q: got %q %q %v, want %q %q %v", c.in, line, tail, cut, c.line, c.tail, c.cut)
-		}
-	}
-}
 
 // A response cut for length still finds its id, so its request fails at
 // once instead of waiting out its timeout.
@@ -45,7 +24,7 @@ func TestCutResponseID(t *testing.T) {
 		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"result":` + long + `}`, ``},
 	} {
 		br := bufio.NewReaderSize(strings.NewReader(c.msg+"\n"), 16)
-		line, tail, cut, _ := readLineTail(br, 40, 64)
+		line, tail, cut, _ := lineio.ReadLineTail(br, 40, 64)
 		if !cut {
 			t.Fatalf("%s: not cut", c.name)
 		}
