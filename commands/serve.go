@@ -67,7 +67,11 @@ protocol error answer with a JSON-RPC error.
 
 Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
 of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
---no-auth serve without one. The address is printed on stderr.
+--no-auth serve without one. The address is printed on stderr. A client's
+MCP session ends with its DELETE (its calls in flight are cancelled); one
+whose connections dropped and did not come back within 30s, or that sent
+nothing for an hour with no stream open, has its calls cancelled and its
+session closed, and gets 404 if it comes back.
 
 serve speaks MCP up to 2025-11-25 to its client. Give it a config that does
 not list mcpctl serve itself: a serve started by its own config refuses to
@@ -250,21 +254,11 @@ func (hb *hub) serveStdio() error {
 
 // serveHTTP serves streamable HTTP at /mcp on ln until serve is stopped.
 func (hb *hub) serveHTTP(ln net.Listener, token string) error {
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, &mcp.StreamableHTTPOptions{
-		// A client that went away without a DELETE does not keep its
-		// session forever.
-		SessionTimeout: time.Hour,
+	clients := newPresence(clientGoneGrace, clientIdle, func(client, why string) {
+		hb.env.note("closed the MCP session of %s: %s", client, why)
 	})
-	// Browsers' cross-origin requests are refused (the SDK already refuses
-	// a foreign Host on loopback: DNS rebinding).
-	h = http.NewCrossOriginProtection().Handler(h)
-	if token != "" {
-		h = requireBearer(token, h)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           hb.httpHandler(token, clients),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
@@ -289,6 +283,23 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 	}
 	<-served
 	return nil
+}
+
+// httpHandler is serve's HTTP side: /mcp, behind the bearer token (if
+// any) and the browsers' cross-origin protection, with its clients
+// followed.
+func (hb *hub) httpHandler(token string, clients *presence) http.Handler {
+	hb.srv.AddReceivingMiddleware(clients.track)
+	var h http.Handler = clients.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, nil))
+	// Browsers' cross-origin requests are refused (the SDK already refuses
+	// a foreign Host on loopback: DNS rebinding).
+	h = http.NewCrossOriginProtection().Handler(h)
+	if token != "" {
+		h = requireBearer(token, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	return mux
 }
 
 // requireBearer lets through only requests that carry token as
