@@ -92,9 +92,9 @@ blob decoded) to a file instead.
 A session caches reads for cacheTTL (default 5m), until the server says the
 resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
 
-  mcpctl resource file:///README.md
-  mcpctl resource demo://resource/static/document/architecture.md --server everything
-  mcpctl resource demo://resource/static/blob/1 --output-file blob.bin`,
+  mcpctl resource demo://resource/static/document/architecture.md
+  mcpctl resource demo://resource/dynamic/text/1 --server everything
+  mcpctl resource demo://resource/dynamic/blob/1 --output-file blob.bin`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "server", Usage: "read from `SERVER`", Destination: &opts.server},
 			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content to `FILE` (-: to stdout, raw)", Destination: &opts.outFile},

@@ -80,11 +80,15 @@ func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
 }
 
-// An AuditEntry is one line of the audit log: a call, a server's start or
-// stop, or a config reload. It never holds argument values, only names.
+// An AuditEntry is one line of the audit log: a call, a server's start,
+// stop or failure, a start, stop or restart by hand, or a config reload.
+// It never holds argument values, only names.
 type AuditEntry struct {
-	Time  time.Time `json:"time"`
-	Event string    `json:"event"` // "call", "start", "stop", "reload"
+	Time time.Time `json:"time"`
+	// Event is "call", "start", "stop", "fail" (the server became
+	// unavailable), "by-hand" (mcpctl start, stop or restart; Detail says
+	// which) or "reload".
+	Event string `json:"event"`
 	// UID is the user on the other end of the socket, for requests.
 	UID       *int   `json:"uid,omitempty"`
 	RequestID string `json:"requestId,omitempty"`
@@ -93,7 +97,8 @@ type AuditEntry struct {
 	Name       string   `json:"name,omitempty"`
 	Args       []string `json:"args,omitempty"`
 	DurationMs *float64 `json:"durationMs,omitempty"`
-	// Outcome is "ok", "tool_error" or an error kind ("timeout", …).
+	// Outcome is "ok", "tool_error", an error kind ("timeout", …), or
+	// "error" for an error of no kind (a call its caller cancelled).
 	Outcome string `json:"outcome,omitempty"`
 	// Detail says more: the state a server went to, what a reload did.
 	Detail string `json:"detail,omitempty"`

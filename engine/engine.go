@@ -23,8 +23,8 @@
 //		Name:  "fs.read_text_file",
 //		Pairs: []string{"path=README.md"},   // typed by the tool's schema, then validated
 //	})
-//	prompt, err := e.GetPrompt(ctx, &engine.PromptRequest{Name: "fs.summarize", Arguments: args})
-//	doc, err := e.ReadResource(ctx, &engine.ResourceRequest{URI: "file:///README.md"})
+//	prompt, err := e.GetPrompt(ctx, &engine.PromptRequest{Name: "everything.args-prompt", Arguments: args})
+//	doc, err := e.ReadResource(ctx, &engine.ResourceRequest{URI: "demo://resource/dynamic/text/1"})
 //	sub := e.Events(engine.EventFilter{})    // state, list changes, logs, progress
 //	fmt.Println(e.Metrics())                 // requests, errors, latency per method
 //
