@@ -26,6 +26,7 @@ const (
 
 var exitOfKind = map[engine.Kind]int{
 	engine.KindUsage:       exitUsage,
+	engine.KindConfig:      exitUsage,
 	engine.KindUnavailable: exitUnavailable,
 	engine.KindTimeout:     exitTimeout,
 	engine.KindProtocol:    exitProtocol,

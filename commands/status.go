@@ -145,5 +145,5 @@ func (env *Env) loadConfigForNames() (cfg *config.Config, cfgErr *engine.Error, 
 		return nil, nil, err
 	}
 	info := errorInfo(err)
-	return lenient, &engine.Error{Kind: engine.KindUsage, Message: info.Message, Hint: info.Hints}, nil
+	return lenient, &engine.Error{Kind: engine.KindConfig, Message: info.Message, Hint: info.Hints}, nil
 }

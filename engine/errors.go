@@ -17,6 +17,9 @@ const (
 	// KindUsage: the request itself is wrong (unknown server or tool,
 	// arguments that break the tool's schema). Fix the request.
 	KindUsage Kind = "usage"
+	// KindConfig: the config cannot be used (a file that does not parse,
+	// a field, a variable or input not set). Fix the config.
+	KindConfig Kind = "config"
 	// KindUnavailable: a server could not start or is gone.
 	KindUnavailable Kind = "unavailable"
 	// KindTimeout: a server did not answer in time.

@@ -137,11 +137,11 @@ func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
 // ReloadFailed records that the config could not be loaded again: the
 // engine keeps running the config it has, and [Engine.ConfigError] and a
 // config event report why until a reload succeeds. It returns err as the
-// engine's error (kind usage), hints kept.
+// engine's error (kind config), hints kept.
 func (e *Engine) ReloadFailed(err error) *Error {
 	ee, ok := err.(*Error)
 	if !ok {
-		ee = errorf(KindUsage, "", "%s", err.Error())
+		ee = errorf(KindConfig, "", "%s", err.Error())
 		var h interface{ Hints() []string }
 		if errors.As(err, &h) {
 			ee.Hint = h.Hints()
