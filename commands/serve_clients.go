@@ -197,6 +197,6 @@ func (p *presence) expire(id string, c *httpClient, armed int) {
 	if ip := c.ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
 		name = ip.ClientInfo.Name
 	}
-	p.closing(name, why)
 	c.ss.Close()
+	p.closing(name, why)
 }
