@@ -47,7 +47,7 @@ valid one it fails at once with exit 7 and the login command to run.
 			},
 			{
 				Name: "status", Usage: "Show which remote servers have a saved token",
-				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed. A server is authorized when\nits token has not expired or can be refreshed; one that is not needs\nmcpctl auth login.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
+				Description: "Lists the remote servers of the config with their token: saved or not,\nwhen it expires, whether it can be refreshed. A server is authorized when\nits token has not expired or can be refreshed; one that is not needs\nmcpctl auth login. A server the config sends its own Authorization header\n(headers) shows header: true and counts as authorized: only the server\ncan judge that token.\n\n  mcpctl auth status\n  mcpctl auth status --jq '.[] | select(.authorized | not) | .server'",
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					if err := noArgs(cmd); err != nil {
 						return err
@@ -89,6 +89,10 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	s, err := remoteServer(cfg, name)
 	if err != nil {
 		return err
+	}
+	if s.SendsAuthorization() {
+		return &engine.Error{Kind: engine.KindUsage, Server: name, Message: fmt.Sprintf("server %s is sent the Authorization header its config sets (%s): it takes that token, not an OAuth login", name, s.Where("headers")),
+			Hint: []string{"to log in with OAuth instead, take Authorization out of its headers"}}
 	}
 	dir := engine.TokenDir(env.getenv)
 	// A login always asks anew; the old token goes once the new one is saved.
@@ -137,6 +141,9 @@ type authStatus struct {
 	Expired     bool       `json:"expired,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	TokenFile   string     `json:"tokenFile,omitempty"`
+	// Header: the config sends its own Authorization header, a token
+	// that only the server can judge.
+	Header bool `json:"header,omitempty"`
 }
 
 func runAuthStatus(env *Env) error {
@@ -155,6 +162,11 @@ func runAuthStatus(env *Env) error {
 			continue
 		}
 		st := authStatus{Server: s.Name, URL: s.Redact(s.URL)}
+		if s.SendsAuthorization() {
+			st.Header, st.Authorized = true, true
+			out = append(out, st)
+			continue
+		}
 		if saved, err := engine.LoadToken(dir, s.URL); err == nil && saved != nil {
 			st.TokenFile = engine.TokenPath(dir, s.URL)
 			st.Refreshable = saved.Token.RefreshToken != ""
@@ -171,6 +183,8 @@ func runAuthStatus(env *Env) error {
 		for i, st := range out {
 			state, exp := "no token", "-"
 			switch {
+			case st.Header:
+				state = "Authorization header of the config"
 			case st.TokenFile == "":
 			case st.Expired && !st.Refreshable:
 				state = "expired: log in again"

@@ -426,6 +426,18 @@ func displayPath(abs, wd string) string {
 	return abs
 }
 
+// SendsAuthorization reports whether the server is sent an Authorization
+// header of its own (headers, or a --header flag): a fixed token, which
+// OAuth must not replace.
+func (s *Server) SendsAuthorization() bool {
+	for name := range s.Headers {
+		if strings.EqualFold(name, "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
 // AddHeader sets a header of a remote server from outside the config (a
 // --header flag); its value is a secret, as header values are.
 func (s *Server) AddHeader(name, value string) {

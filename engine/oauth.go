@@ -272,13 +272,19 @@ func refusedGrant(err error) bool {
 type gate struct {
 	server string
 	source oauth2.TokenSource // nil: no token saved
+	header string             // where the config sets the Authorization header it sends, if it does
 }
 
 func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
 
 func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
+	if g.header != "" {
+		return errorf(KindAuth, g.server, "server %s refused the Authorization header its config sends (%s): it answered 401", g.server, g.header).
+			hint("check the token in it, and the variable or input it comes from; mcpctl auth login is for servers that use OAuth, not a fixed header")
+	}
 	if g.source == nil {
-		return authNeeded(g.server, "it answered 401 and no token is saved")
+		return authNeeded(g.server, "it answered 401 and no token is saved").
+			hint(`or, if it takes a fixed token rather than OAuth, send it: "headers": {"Authorization": "Bearer ${TOKEN}"}`)
 	}
 	return authNeeded(g.server, "it refused the saved token")
 }
@@ -289,6 +295,10 @@ func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
 func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), error) {
 	cfg := s.cfg()
 	opts := s.e.opts.Auth
+	if cfg.SendsAuthorization() {
+		// A 401 is about that header: no saved token replaces it.
+		return &gate{server: cfg.Name, header: cfg.Where("headers")}, func() {}, nil
+	}
 	store := newTokenStore(opts.Dir, cfg.URL, client)
 	if opts.Browse == nil && opts.Fetch == nil {
 		g := &gate{server: cfg.Name}
