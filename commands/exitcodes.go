@@ -17,5 +17,5 @@ var ExitCodes = []ExitCode{
 	{exitProtocol, "protocol error: a server answered with a JSON-RPC error"},
 	{exitNoSession, "no session running where one was required"},
 	{exitAuth, "a remote server needs authorization: run the `mcpctl auth login SERVER` the error names"},
-	{exitInterrupted, "interrupted (Ctrl-C); by another signal, 128 + its number (143 for SIGTERM, 129 for SIGHUP)"},
+	{exitInterrupted, "interrupted (Ctrl-C); by another signal, 128 + its number (143 for SIGTERM, 129 for SIGHUP). Commands a signal ends as they should (`watch` without `--count`, `logs -f`, `serve`, `up --foreground`) exit 0"},
 }

@@ -46,8 +46,9 @@ func newWatchCmd(env *Env) *cli.Command {
 What --subscribe and --log-level ask of a server holds across its restarts:
 the session asks the new process again before anything else uses it.
 
-It ends on Ctrl-C, after --count events, or after --timeout (exit 4 when
---count events did not come by then); when the session ends under it
+It ends on Ctrl-C (exit 0; 130, or 128 + the signal's number, when --count
+events did not all come), after --count events, or after --timeout (exit 4
+when --count events did not come by then); when the session ends under it
 (mcpctl down), it exits 3. Without a session it starts the servers for its
 own duration.
 
@@ -127,8 +128,12 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	switch {
 	case errors.Is(err, errWatchDone):
 		return nil
+	case ctx.Err() != nil && opts.count > 0:
+		// The events asked for did not all come: a script must not take
+		// the signal for them (exit 130, or 128 + the signal's number).
+		return ctx.Err()
 	case ctx.Err() != nil:
-		return nil // Ctrl-C is how a watch ends
+		return nil // Ctrl-C is how an open-ended watch ends
 	case wctx.Err() != nil && opts.count > 0:
 		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch saw %d of %d events in %s", seen, opts.count, opts.timeout)}
 	case wctx.Err() != nil && (err == nil || errors.Is(err, context.DeadlineExceeded)):
