@@ -163,7 +163,7 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 		if method == MethodElicitation {
 			return json.RawMessage(`{"action":"decline"}`), nil
 		}
-		return nil, &jsonrpc.Error{Code: -1, Message: fmt.Sprintf("mcpctl cannot answer %s: no sampling hook is set (sampling.command in the config, or --sampling-command)", method)}
+		return nil, &jsonrpc.Error{Code: -1, Message: fmt.Sprintf("mcpctl cannot answer %s: no sampling hook is set (sampling.command in the config, or mcpctl call --sampling-command)", method)}
 	}
 	s.log.Info("a request from the server", "method", method, "answeredBy", by)
 	defer holding(s.askers.all())()
