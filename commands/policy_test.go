@@ -73,7 +73,7 @@ func TestDeps(t *testing.T) {
 func TestUsageErrorKeepsStdoutClean(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := Main(t.Context(), []string{"mcpctl", "tools", "--nope"}, nil, &out, &errOut)
-	if code != exitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "unknown flag -nope") {
+	if code != exitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "unknown flag --nope") {
 		t.Errorf("code %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }

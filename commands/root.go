@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -124,15 +125,39 @@ before it exits; "mcpctl up" only makes it fast.`,
 	return root
 }
 
+// badFlagValue is how the flag package reports a value it refused; it
+// names a flag with one dash, however it was written.
+var badFlagValue = regexp.MustCompile(`^invalid value (".*") for flag -([\w-]+): (.*)$`)
+
+// flagMistake says a flag parsing error in mcpctl's words.
+func flagMistake(msg string) string {
+	dashes := func(name string) string {
+		if len(name) > 1 {
+			return "--" + name
+		}
+		return "-" + name
+	}
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashes(name)
+	}
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		if m[3] == "can't duplicate this flag" {
+			return dashes(m[2]) + " is given more than once: it takes one value"
+		}
+		reason := m[3]
+		if strings.Contains(reason, "strconv.Parse") {
+			reason = "not a number"
+		}
+		return fmt.Sprintf("invalid value %s for %s: %s", m[1], dashes(m[2]), reason)
+	}
+	return msg
+}
+
 // setUsageErrors makes a flag mistake anywhere in the tree a usage error
 // (exit 2) with a pointer to --help, instead of help text on stdout.
 func setUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
-		msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: ")
-		if msg != err.Error() {
-			msg = "unknown flag " + msg
-		}
-		return usagef(msg, fmt.Sprintf("see the flags with: %s --help", c.FullName()))
+		return usagef(flagMistake(err.Error()), fmt.Sprintf("see the flags with: %s --help", c.FullName()))
 	}
 	for _, sub := range cmd.Commands {
 		setUsageErrors(sub)
