@@ -803,11 +803,20 @@ func (in *inputs) value(id string) (string, error) {
 	if v, ok := in.values[id]; ok {
 		return v, nil
 	}
+	i := slices.IndexFunc(in.declared, func(d Input) bool { return d.ID == id })
 	if v, ok := in.opts.LookupEnv(InputEnv(id)); ok {
+		// A choice is checked as the terminal checks it, empty taking
+		// the default.
+		if i >= 0 && len(in.declared[i].Options) > 0 && v == "" {
+			v = in.declared[i].Default
+		}
+		if i >= 0 && len(in.declared[i].Options) > 0 && !slices.Contains(in.declared[i].Options, v) {
+			return "", &expandError{msg: fmt.Sprintf("is set by %s to a value that is not one of its options (%s)", InputEnv(id), strings.Join(in.declared[i].Options, ", ")),
+				hint: fmt.Sprintf("set %s to one of them", InputEnv(id))}
+		}
 		in.values[id] = v
 		return v, nil
 	}
-	i := slices.IndexFunc(in.declared, func(d Input) bool { return d.ID == id })
 	if i < 0 {
 		return "", &expandError{msg: "refers to an input that \"inputs\" does not declare",
 			hint: fmt.Sprintf(`declare it in "inputs", or set %s`, InputEnv(id))}
