@@ -367,6 +367,22 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	return nil, false, s.unavailableLocked()
 }
 
+// lastOffer is offer for routing a request: when the server cannot
+// answer (unavailable, stopped by hand), it returns what it offered last,
+// marked stale, so that a request for it meets the server's own error
+// rather than "no server offers it".
+func (s *server) lastOffer() (sn *snapshot, stale bool) {
+	if sn, isStale, err := s.offer(); err == nil {
+		return sn, isStale
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap != nil {
+		return s.snap, true
+	}
+	return s.offered, true
+}
+
 // unknown reports whether a server that starts on use has never been
 // listed: a lazy or transient server not yet started.
 func (s *server) unknown() bool {

@@ -461,27 +461,19 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 }
 
 // route finds the server for a resource URI: the one named, else the one
-// that lists the URI, else the one with a template that matches it.
+// that lists the URI, else the one with a template that matches it (see
+// offering for servers that cannot answer).
 func (e *Engine) route(uri, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
 	}
-	var listed, templated []*server
-	for _, s := range e.all() {
-		sn, isStale, err := s.offer()
-		if err != nil || isStale {
-			continue
-		}
-		if slices.ContainsFunc(sn.resources, func(r *Resource) bool { return r.URI == uri }) {
-			listed = append(listed, s)
-		} else if slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) }) {
-			templated = append(templated, s)
-		}
-	}
-	candidates := listed
-	if len(candidates) == 0 {
-		candidates = templated
-	}
+	listed, listedGone := e.offering(func(sn *snapshot) bool {
+		return slices.ContainsFunc(sn.resources, func(r *Resource) bool { return r.URI == uri })
+	})
+	templated, templatedGone := e.offering(func(sn *snapshot) bool {
+		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) })
+	})
+	candidates := firstOf(listed, templated, listedGone, templatedGone)
 	switch len(candidates) {
 	case 1:
 		return candidates[0], nil
@@ -489,13 +481,47 @@ func (e *Engine) route(uri, name string) (*server, error) {
 		return nil, errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
 			hint("see the resources with: mcpctl resources; or name the server: --server SERVER")
 	}
-	names := make([]string, len(candidates))
-	for i, s := range candidates {
-		names[i] = s.cfg().Name
-	}
+	names := serverNames(candidates)
 	err := errorf(KindUsage, "", "resource %s is offered by several servers: %s", uri, strings.Join(names, ", "))
 	err.Candidates = names
 	return nil, err.hint("name the server: --server %s", names[0])
+}
+
+// offering returns the servers whose lists match: live, those that can
+// answer; gone, those that cannot (unavailable, stopped by hand) but whose
+// last lists match. A request is routed to a gone server only when no live
+// one matches, so that it fails with that server's own error (and its
+// hint), not with "no server offers it".
+func (e *Engine) offering(match func(*snapshot) bool) (live, gone []*server) {
+	for _, s := range e.all() {
+		sn, isStale := s.lastOffer()
+		switch {
+		case sn == nil || !match(sn):
+		case isStale:
+			gone = append(gone, s)
+		default:
+			live = append(live, s)
+		}
+	}
+	return live, gone
+}
+
+// firstOf returns the first of lists that is not empty.
+func firstOf(lists ...[]*server) []*server {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l
+		}
+	}
+	return nil
+}
+
+func serverNames(servers []*server) []string {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.cfg().Name
+	}
+	return names
 }
 
 // Complete asks for completions of an argument of a prompt (ref is
@@ -545,29 +571,26 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
 }
 
-// templateServer finds the server that has a resource template.
+// templateServer finds the server that has a resource template (see
+// offering for servers that cannot answer).
 func (e *Engine) templateServer(tmpl, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
 	}
-	var found []string
-	var last *server
-	for _, s := range e.all() {
-		if sn, _, err := s.offer(); err == nil && slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl }) {
-			found = append(found, s.cfg().Name)
-			last = s
-		}
-	}
+	found := firstOf(e.offering(func(sn *snapshot) bool {
+		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl })
+	}))
 	switch len(found) {
 	case 1:
-		return last, nil
+		return found[0], nil
 	case 0:
 		return nil, errorf(KindUsage, "", "no server has the resource template %s", tmpl).
 			hint("see the templates with: mcpctl resources")
 	}
-	err := errorf(KindUsage, "", "several servers have the resource template %s: %s", tmpl, strings.Join(found, ", "))
-	err.Candidates = found
-	return nil, err.hint("name the server: --server %s", found[0])
+	names := serverNames(found)
+	err := errorf(KindUsage, "", "several servers have the resource template %s: %s", tmpl, strings.Join(names, ", "))
+	err.Candidates = names
+	return nil, err.hint("name the server: --server %s", names[0])
 }
 
 // SubscribeResource subscribes to updates of a resource (routed as

@@ -39,6 +39,7 @@ type server struct {
 	cs       *mcp.ClientSession
 	conn     *captureConn
 	snap     *snapshot // what it offers; kept, marked stale, when it becomes unavailable
+	offered  *snapshot // what it offered before a stop by hand cleared snap (see lastOffer)
 	info     *Impl
 	protocol string
 	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
@@ -485,7 +486,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil
 	if cond == nil {
-		s.snap = nil
+		s.offered, s.snap = s.snap, nil
 	}
 	s.setStateNote(StateStopped, nil, why)
 	close(s.lc.stopDone)
