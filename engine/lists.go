@@ -395,8 +395,24 @@ func (s *server) unknown() bool {
 // its lists are known.
 func (s *server) known() {
 	if h, err := s.acquire(context.Background()); err == nil {
+		// Lists left for later (Options.LazyLists) are asked now: a
+		// transient server stops at release, and they would be lost.
+		s.fill()
 		h.release()
 	}
+}
+
+// knowAll makes known, in parallel, those of servers that start on use
+// and were never listed (see known).
+func knowAll(servers []*server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		if s.unknown() {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.known() }()
+		}
+	}
+	wg.Wait()
 }
 
 // stale returns copies of items marked stale, or items as they are.
@@ -432,14 +448,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		return nil
 	}
 	servers := e.all()
-	var wg sync.WaitGroup
-	for _, s := range servers {
-		if s.unknown() {
-			wg.Add(1)
-			go func() { defer wg.Done(); s.known() }()
-		}
-	}
-	wg.Wait()
+	knowAll(servers)
 	for _, s := range servers {
 		if sn, isStale, err := s.offer(); err == nil {
 			fn(s, sn, isStale)

@@ -491,9 +491,14 @@ func (e *Engine) route(uri, name string) (*server, error) {
 // answer; gone, those that cannot (unavailable, stopped by hand) but whose
 // last lists match. A request is routed to a gone server only when no live
 // one matches, so that it fails with that server's own error (and its
-// hint), not with "no server offers it".
+// hint), not with "no server offers it". A server that starts on use and
+// was never listed is started to list it first, as resources does, so that
+// a lazy or transient server is found, and a URI two servers offer is
+// found ambiguous, whether or not something listed them before.
 func (e *Engine) offering(match func(*snapshot) bool) (live, gone []*server) {
-	for _, s := range e.all() {
+	servers := e.all()
+	knowAll(servers)
+	for _, s := range servers {
 		sn, isStale := s.lastOffer()
 		switch {
 		case sn == nil || !match(sn):
