@@ -77,6 +77,10 @@ hint: did you mean "startupTimeout"?`},
 		{"TOML wrong type", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nargs = [\"a\", 7]\n"}}, nil, `mcp.toml:3:14: servers.a.args[1]: expected string, got number`},
 		{"Codex unknown field", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_secs = 10\n"}}, nil, `config.toml:3:1: mcp_servers.a.startup_timeout_secs: unknown field
 hint: did you mean "startup_timeout_sec"?`},
+		{"Codex bearer token unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nbearer_token_env_var = \"NOPE_TOKEN\"\n"}}, nil, `config.toml:4:24: mcp_servers.a.bearer_token_env_var: ${NOPE_TOKEN} is not set
+hint: export NOPE_TOKEN, or give a default: ${NOPE_TOKEN:-value}`},
+		{"Codex header variable unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nenv_http_headers = { X-Key = \"NOPE_KEY\" }\n"}}, nil, `config.toml:4:30: mcp_servers.a.env_http_headers.X-Key: ${NOPE_KEY} is not set
+hint: export NOPE_KEY, or give a default: ${NOPE_KEY:-value}`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -314,7 +314,8 @@ var codexFields = map[string]string{
 func (d *document) fromCodex() {
 	servers, _ := d.root["mcp_servers"].(map[string]any)
 	out := map[string]any{}
-	origin := map[string]string{} // "server\x00field" → Codex field
+	origin := map[string]string{}         // "server\x00field" → Codex field
+	headerOrigin := map[string][]string{} // "server\x00header" → its path from the Codex field
 	for name, v := range servers {
 		in, ok := v.(map[string]any)
 		if !ok {
@@ -353,12 +354,14 @@ func (d *document) fromCodex() {
 			case "bearer_token_env_var":
 				if v, ok := val.(string); ok {
 					headers["Authorization"] = "Bearer ${" + v + "}"
+					headerOrigin[name+"\x00Authorization"] = []string{k}
 				}
 			case "env_http_headers":
 				if m, ok := val.(map[string]any); ok {
 					for h, v := range m {
 						if s, ok := v.(string); ok {
 							headers[h] = "${" + s + "}"
+							headerOrigin[name+"\x00"+h] = []string{k, h}
 						}
 					}
 				}
@@ -366,6 +369,7 @@ func (d *document) fromCodex() {
 				if m, ok := val.(map[string]any); ok {
 					for h, v := range m {
 						headers[h] = v
+						headerOrigin[name+"\x00"+h] = []string{k, h}
 					}
 				}
 			case "env_vars", "required":
@@ -389,6 +393,12 @@ func (d *document) fromCodex() {
 			return path
 		}
 		w := append([]string{"mcp_servers"}, path[1:]...)
+		if len(w) >= 4 && w[2] == "headers" {
+			// A header is where Codex's field for it is.
+			if o, ok := headerOrigin[w[1]+"\x00"+w[3]]; ok {
+				return append(append(w[:2:2], o...), w[4:]...)
+			}
+		}
 		if len(w) >= 3 {
 			if f, ok := origin[w[1]+"\x00"+w[2]]; ok {
 				w[2] = f
