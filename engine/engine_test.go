@@ -346,6 +346,33 @@ func TestStartupTimeout(t *testing.T) {
 	}
 }
 
+// A server that writes other things than MCP to stdout until its startup
+// timeout passes times out, once: it is not reported (and retried) as
+// killed by the SIGPIPE that mcpctl's closing its stdout then gives it.
+func TestStartupTimeoutNoisyStdout(t *testing.T) {
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	s := &config.Server{
+		Name: "noisy", Type: "stdio", Command: "/bin/sh", Cwd: dir, Source: "test:1:1",
+		Args:           []string{"-c", `echo start >> "$0"; while :; do echo "this is not json"; sleep 0.02; done`, starts},
+		StartupTimeout: 500 * time.Millisecond,
+	}
+	e := newEngine(t, s)
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || !strings.Contains(err.Error(), "did not finish starting within 500ms; it wrote ") ||
+		!strings.Contains(err.Error(), " lines to stdout that were not JSON-RPC") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(strings.Join(ee.Hint, "\n"), "raise startupTimeout") {
+		t.Errorf("hints = %q", ee.Hint)
+	}
+	data, _ := os.ReadFile(starts)
+	if n := strings.Count(string(data), "start"); n != 1 {
+		t.Errorf("started %d times, want 1", n)
+	}
+}
+
 func TestStdoutBannerSkipped(t *testing.T) {
 	e := newEngine(t, fakeServer(t, "noisy", fakemcp.Spec{Stdout: []string{"Starting server...", "{not json"}, Tools: []fakemcp.Tool{{Name: "echo"}}}))
 	if err := e.Start(ctx(t)); err != nil {

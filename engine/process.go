@@ -493,6 +493,9 @@ type jsonLines struct {
 	r    *bufio.Reader
 	c    io.Closer
 	skip func(line []byte, why string)
+	// skipped counts the lines passed to skip: a server that never
+	// finishes starting may be writing something other than MCP there.
+	skipped atomic.Int64
 	// eof is set once the server closed its stdout: it is exiting.
 	eof atomic.Bool
 }
@@ -521,6 +524,7 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 		raw, tail, cut, err := lineio.ReadLineTail(j.r, maxMessage, 256)
 		var msgs []jsonrpc.Message
 		if t := bytes.TrimSpace(raw); cut {
+			j.skipped.Add(1)
 			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
@@ -535,6 +539,7 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 			}
 			var why string
 			if msgs, why = decodeMessages(t); why != "" {
+				j.skipped.Add(1)
 				j.skip(t, why)
 			}
 		}
@@ -646,6 +651,22 @@ func validID(v json.RawMessage) bool {
 }
 
 func (j *jsonLines) Close() error { return j.c.Close() }
+
+// skippedLines is how many lines of its stdout were not JSON-RPC.
+func (p *process) skippedLines() int64 {
+	if p == nil || p.lines == nil {
+		return 0
+	}
+	return p.lines.skipped.Load()
+}
+
+// skippedNote says that n lines of stdout were not JSON-RPC.
+func skippedNote(n int64) string {
+	if n == 1 {
+		return "it wrote 1 line to stdout that was not JSON-RPC"
+	}
+	return fmt.Sprintf("it wrote %d lines to stdout that were not JSON-RPC", n)
+}
 
 // killedBySignal reports whether the process was killed by a signal that
 // no limit of its own explains: someone or something else ended it, and a

@@ -303,6 +303,9 @@ func (s *server) connect(ctx context.Context) error {
 		s.refreshMu.Unlock()
 	}
 	if err != nil {
+		// Read before mcpctl stops it: a server still writing to the stdout
+		// closed below dies of SIGPIPE, which is mcpctl's doing, not a crash.
+		timedOut := sctx.Err() == context.DeadlineExceeded && !proc.exited()
 		proc.closeStdin()
 		if cs != nil {
 			cs.Close()
@@ -310,7 +313,7 @@ func (s *server) connect(ctx context.Context) error {
 		endLife()
 		// Let an exiting process finish, so the error can say how it ended.
 		proc.awaitExit(500 * time.Millisecond)
-		failure := s.startFailure(ctx, sctx, proc, err)
+		failure := s.startFailure(ctx, sctx, proc, err, timedOut)
 		proc.stop(0, s.shutdownTimeout())
 		return failure
 	}
@@ -342,8 +345,9 @@ func (s *server) connect(ctx context.Context) error {
 }
 
 // startFailure explains why a start failed: the process exited, the
-// startup timeout passed, or the handshake broke.
-func (s *server) startFailure(ctx, sctx context.Context, proc *process, err error) error {
+// startup timeout passed, or the handshake broke. timedOut: the timeout
+// passed while the process still ran, so how it ended after is no news.
+func (s *server) startFailure(ctx, sctx context.Context, proc *process, err error, timedOut bool) error {
 	name := s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -363,12 +367,16 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		return already
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
-	case proc.exited():
+	case proc.exited() && !timedOut:
 		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
+		if n := proc.skippedLines(); n > 0 {
+			e.Message += "; " + skippedNote(n)
+			e.hint("an MCP server writes only JSON-RPC messages to stdout: check that server %s's command starts an MCP server over stdio (%s)", name, s.cfg().Source)
+		}
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
