@@ -246,6 +246,9 @@ func (c *Client) Tools(ctx context.Context, filter string) ([]*Tool, error) {
 
 // CallTool calls a tool through the session. Stable.
 func (c *Client) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	if req == nil {
+		return nil, nilRequest("CallTool", "CallRequest")
+	}
 	if req.OnProgress != nil || req.Sampling != nil || req.Elicitation != nil {
 		return c.callStreaming(ctx, req)
 	}

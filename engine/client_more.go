@@ -18,6 +18,9 @@ func (c *Client) Prompts(ctx context.Context, filter string) ([]*Prompt, error) 
 
 // GetPrompt gets a prompt through the session. Stable.
 func (c *Client) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
+	if req == nil {
+		return nil, nilRequest("GetPrompt", "PromptRequest")
+	}
 	var out PromptResult
 	return &out, c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out)
 }
@@ -30,12 +33,18 @@ func (c *Client) Resources(ctx context.Context, server string) (*Resources, erro
 
 // ReadResource reads a resource through the session. Stable.
 func (c *Client) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
+	if req == nil {
+		return nil, nilRequest("ReadResource", "ResourceRequest")
+	}
 	var out ResourceResult
 	return &out, c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out)
 }
 
 // Complete asks for completions through the session. Stable.
 func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
+	if req == nil {
+		return nil, nilRequest("Complete", "CompleteRequest")
+	}
 	var out CompleteResult
 	return &out, c.send(ctx, http.MethodPost, "/v1/complete", req, &out)
 }
@@ -63,6 +72,9 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 
 // Watch follows the session's events as [Engine.Watch] does. Stable.
 func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	if req == nil {
+		req = &WatchRequest{}
+	}
 	q := url.Values{"server": req.Filter.Servers, "type": req.Filter.Types, "subscribe": req.Subscribe}
 	if req.Filter.Stderr {
 		q.Set("stderr", "1")

@@ -128,9 +128,14 @@ type Engine struct {
 	// requestSet and shutdownSet say the options set these timeouts, which
 	// then win over the servers' configs.
 	requestSet, shutdownSet bool
+	// noConfig: New was given a nil config, which Start reports until a
+	// reload gives it one.
+	noConfig atomic.Bool
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
+// With a nil cfg it has no servers, and Start fails until [Engine.Reload]
+// gives it a config.
 func New(cfg *config.Config, opts *Options) *Engine {
 	var o Options
 	if opts != nil {
@@ -155,6 +160,10 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 64 << 20
 	}
+	noConfig := cfg == nil
+	if noConfig {
+		cfg = &config.Config{}
+	}
 	e := &Engine{
 		cfg:        cfg,
 		opts:       o,
@@ -166,6 +175,7 @@ func New(cfg *config.Config, opts *Options) *Engine {
 		progressFn: map[string]func(Progress){},
 		requestSet: requestSet, shutdownSet: shutdownSet,
 	}
+	e.noConfig.Store(noConfig)
 	for _, sc := range cfg.Servers {
 		s := newServer(e, sc)
 		e.servers[sc.Name] = s
@@ -211,6 +221,10 @@ func (e *Engine) lookup(name string) (*server, error) {
 // every server that failed and why. Problems found before starting (a
 // command not on PATH, a missing cwd) fail the start before anything runs.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
+	if e.noConfig.Load() {
+		return errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
+			hint("load one with config.Load or config.Parse, and pass it to engine.New")
+	}
 	targets, err := e.targets(names)
 	if err != nil {
 		return err

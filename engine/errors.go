@@ -119,6 +119,13 @@ func KindOf(err error) Kind {
 	return ""
 }
 
+// nilRequest is the error of a method called with a nil request: what to
+// do cannot be read from nothing.
+func nilRequest(method, typ string) *Error {
+	return errorf(KindUsage, "", "%s was called with a nil *%s", method, typ).
+		hint("pass a *engine.%s that says what to do", typ)
+}
+
 // unknownName builds the error for a server or tool name that does not
 // exist, with did-you-mean candidates.
 func unknownName(what, name, server string, known []string) *Error {

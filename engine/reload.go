@@ -30,6 +30,10 @@ type ReloadResult struct {
 // the reload; it is reported in the result and in its status. Reloads run
 // one at a time.
 func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult, error) {
+	if cfg == nil {
+		return nil, errorf(KindUsage, "", "Reload was called with a nil *config.Config").
+			hint("load one with config.Load or config.Parse")
+	}
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	if e.closed.Load() {
@@ -80,6 +84,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		}
 	}
 	e.cfg, e.servers, e.order = cfg, servers, order
+	e.noConfig.Store(false)
 	e.configErr = nil
 	e.mu.Unlock()
 	for _, s := range stop {

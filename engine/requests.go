@@ -199,6 +199,9 @@ func protocolError(server, method string, err error) *Error {
 // execution.taskSupport is "required" (or "optional", with req.Task) runs as
 // a task: created, polled, and its result fetched.
 func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	if req == nil {
+		return nil, nilRequest("CallTool", "CallRequest")
+	}
 	srvName, toolName, err := SplitName(req.Name)
 	if err != nil {
 		return nil, err
@@ -320,6 +323,9 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 // GetPrompt gets server.prompt with its arguments, checked against the ones
 // the prompt declares. Answers come from the cache when fresh.
 func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
+	if req == nil {
+		return nil, nilRequest("GetPrompt", "PromptRequest")
+	}
 	srvName, promptName, err := SplitName(req.Name)
 	if err != nil {
 		return nil, err
@@ -424,6 +430,9 @@ func promptArguments(p *Prompt, req *PromptRequest) (map[string]string, error) {
 // template matches it, or from req.Server. Answers come from the cache when
 // fresh.
 func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
+	if req == nil {
+		return nil, nilRequest("ReadResource", "ResourceRequest")
+	}
 	s, err := e.route(req.URI, req.Server)
 	if err != nil {
 		return nil, err
@@ -532,6 +541,9 @@ func serverNames(servers []*server) []string {
 // Complete asks for completions of an argument of a prompt (ref is
 // server.prompt) or of a resource template (ref is the template).
 func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
+	if req == nil {
+		return nil, nilRequest("Complete", "CompleteRequest")
+	}
 	var s *server
 	ref := &mcp.CompleteReference{}
 	if strings.Contains(req.Ref, "://") || strings.Contains(req.Ref, "{") {
@@ -806,8 +818,12 @@ type WatchRequest struct {
 
 // Watch follows events until ctx ends or fn returns an error (which Watch
 // then returns). It first holds the subscriptions and sets the log level,
-// then calls fn with an [EventReady] event, then with each event.
+// then calls fn with an [EventReady] event, then with each event. A nil
+// req follows every event, as a zero WatchRequest does.
 func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	if req == nil {
+		req = &WatchRequest{}
+	}
 	return e.WatchFrom(ctx, e.Events(req.Filter), req, fn)
 }
 
@@ -816,7 +832,13 @@ func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) er
 // the servers' start (subscribe, [Engine.Start], then WatchFrom).
 // req.Filter is not applied again. WatchFrom closes sub.
 func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchRequest, fn func(Event) error) error {
+	if sub == nil {
+		return errorf(KindUsage, "", "WatchFrom was called with a nil *Subscription").hint("take one with Engine.Events")
+	}
 	defer sub.Close()
+	if req == nil {
+		req = &WatchRequest{}
+	}
 	// A server that is not there would be watched in silence.
 	for _, name := range req.Filter.Servers {
 		if _, err := e.lookup(name); err != nil {

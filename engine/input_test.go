@@ -1,0 +1,46 @@
+package engine
+
+// Requests made through the Go API that are malformed, or cut short by
+// the caller's context: a clear error, never a panic or a silent no-op.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNilRequests(t *testing.T) {
+	e := New(nil, nil)
+	t.Cleanup(func() { e.Close() })
+	bg := context.Background()
+	if err := e.Start(bg); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "nil *config.Config") {
+		t.Errorf("Start with a nil config: %v", err)
+	}
+	_, err := e.CallTool(bg, nil)
+	checkNil(t, err, "CallTool was called with a nil *CallRequest")
+	_, err = e.GetPrompt(bg, nil)
+	checkNil(t, err, "GetPrompt was called with a nil *PromptRequest")
+	_, err = e.ReadResource(bg, nil)
+	checkNil(t, err, "ReadResource was called with a nil *ResourceRequest")
+	_, err = e.Complete(bg, nil)
+	checkNil(t, err, "Complete was called with a nil *CompleteRequest")
+	checkNil(t, e.WatchFrom(bg, nil, &WatchRequest{}, func(Event) error { return nil }), "WatchFrom was called with a nil *Subscription")
+	_, err = e.Reload(bg, nil)
+	checkNil(t, err, "Reload was called with a nil *config.Config")
+	// A nil watch request is a zero one: every event.
+	stop := errors.New("stop")
+	if err := e.Watch(bg, nil, func(ev Event) error { return stop }); err != stop {
+		t.Errorf("Watch with a nil request: %v", err)
+	}
+	var c Client
+	_, err = c.CallTool(bg, nil)
+	checkNil(t, err, "CallTool was called with a nil *CallRequest")
+}
+
+func checkNil(t *testing.T, err error, want string) {
+	t.Helper()
+	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want a usage error saying %q", err, want)
+	}
+}
