@@ -8,6 +8,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
 
 func TestNilRequests(t *testing.T) {
@@ -42,5 +44,15 @@ func checkNil(t *testing.T, err error, want string) {
 	t.Helper()
 	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want a usage error saying %q", err, want)
+	}
+}
+
+// SetLogLevel, as a watch's --server does, refuses a server that does not
+// exist rather than set the level on nothing.
+func TestSetLogLevelUnknownServer(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	set, err := e.SetLogLevel(ctx(t), "debug", "nosuch")
+	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "unknown server nosuch") || set != nil {
+		t.Fatalf("set = %v, err = %v", set, err)
 	}
 }

@@ -765,10 +765,13 @@ var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 
 // SetLogLevel asks the ready servers that support logging (all, or those
 // named) to send log messages at level and above. It returns the servers
-// it was set on.
+// it was set on. A name that is not a server is an error.
 func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...string) ([]string, error) {
 	if !slices.Contains(LogLevels, level) {
 		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
+	}
+	if err := e.checkServers(servers); err != nil {
+		return nil, err
 	}
 	var set []string
 	for _, s := range e.all() {
@@ -827,6 +830,17 @@ func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) er
 	return e.WatchFrom(ctx, e.Events(req.Filter), req, fn)
 }
 
+// checkServers refuses a name that is not a server: what it asks of that
+// server would silently not happen.
+func (e *Engine) checkServers(names []string) error {
+	for _, name := range names {
+		if _, err := e.lookup(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WatchFrom is [Engine.Watch] on a subscription taken earlier, so that a
 // watch can begin with events from before it was set up, such as those of
 // the servers' start (subscribe, [Engine.Start], then WatchFrom).
@@ -840,10 +854,8 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 		req = &WatchRequest{}
 	}
 	// A server that is not there would be watched in silence.
-	for _, name := range req.Filter.Servers {
-		if _, err := e.lookup(name); err != nil {
-			return err
-		}
+	if err := e.checkServers(req.Filter.Servers); err != nil {
+		return err
 	}
 	for _, uri := range req.Subscribe {
 		release, err := e.SubscribeResource(ctx, uri, req.SubscribeServer)
