@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
-	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/urfave/cli/v3"
 )
 
@@ -80,14 +79,9 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range opts.types {
-		if !slices.Contains(engine.EventTypes, t) {
-			hints := []string{"event types: " + joinOr(engine.EventTypes, "")}
-			if near := schemas.Closest(t, engine.EventTypes); len(near) > 0 {
-				hints = []string{fmt.Sprintf("did you mean --type %s?", near[0])}
-			}
-			return usagef(fmt.Sprintf("unknown event type %q", t), hints...)
-		}
+	// Checked before any server starts; the engine checks again.
+	if err := engine.CheckEventTypes(opts.types); err != nil {
+		return typeFlagError(err)
 	}
 	if opts.count < 0 || opts.timeout < 0 {
 		return usagef("--count and --timeout must be positive")
@@ -149,4 +143,18 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 		return &engine.Error{Kind: engine.KindUnavailable, Message: msg, Hint: []string{"start it again with: mcpctl up"}}
 	}
 	return err
+}
+
+// typeFlagError is the engine's error for an unknown event type, as a
+// mistake with --type.
+func typeFlagError(err error) error {
+	var ee *engine.Error
+	if !errors.As(err, &ee) {
+		return err
+	}
+	hints := ee.Hint
+	if len(ee.Candidates) > 0 {
+		hints = []string{"did you mean --type " + ee.Candidates[0] + "?"}
+	}
+	return usagef(ee.Message, hints...)
 }

@@ -3,8 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpctl/mcpctl/schemas"
 )
 
 // Event types. Each is one JSON object on a line of `mcpctl watch`.
@@ -36,6 +39,23 @@ const (
 
 // EventTypes lists every event type, for validation and help texts.
 var EventTypes = []string{EventState, EventListChanged, EventResourceUpdated, EventLog, EventProgress, EventStderr, EventConfig, EventDropped, EventReady}
+
+// CheckEventTypes refuses a type that is not one of [EventTypes]: a watch
+// of it would wait in silence. The error's Candidates hold the type it may
+// have meant.
+func CheckEventTypes(types []string) error {
+	for _, t := range types {
+		if slices.Contains(EventTypes, t) {
+			continue
+		}
+		e := errorf(KindUsage, "", "unknown event type %q", t)
+		if e.Candidates = schemas.Closest(t, EventTypes); len(e.Candidates) > 0 {
+			return e.hint("did you mean %s?", e.Candidates[0])
+		}
+		return e.hint("event types: %s", strings.Join(EventTypes, ", "))
+	}
+	return nil
+}
 
 // An Event is something that happened to a server.
 type Event struct {

@@ -56,3 +56,18 @@ func TestSetLogLevelUnknownServer(t *testing.T) {
 		t.Fatalf("set = %v, err = %v", set, err)
 	}
 }
+
+// A watch of an event type that does not exist would wait in silence.
+func TestWatchUnknownType(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	called := false
+	err := e.Watch(ctx(t), &WatchRequest{Filter: EventFilter{Types: []string{"progres"}}}, func(Event) error {
+		called = true
+		return errors.New("stop")
+	})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != `unknown event type "progres"` ||
+		len(ee.Candidates) == 0 || ee.Candidates[0] != EventProgress || called {
+		t.Fatalf("err = %#v, fn called: %v", err, called)
+	}
+}

@@ -822,7 +822,8 @@ type WatchRequest struct {
 // Watch follows events until ctx ends or fn returns an error (which Watch
 // then returns). It first holds the subscriptions and sets the log level,
 // then calls fn with an [EventReady] event, then with each event. A nil
-// req follows every event, as a zero WatchRequest does.
+// req follows every event, as a zero WatchRequest does. A server or an
+// event type in req.Filter that does not exist is an error.
 func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
 	if req == nil {
 		req = &WatchRequest{}
@@ -853,8 +854,12 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 	if req == nil {
 		req = &WatchRequest{}
 	}
-	// A server that is not there would be watched in silence.
+	// A server or an event type that is not there would be watched in
+	// silence.
 	if err := e.checkServers(req.Filter.Servers); err != nil {
+		return err
+	}
+	if err := CheckEventTypes(req.Filter.Types); err != nil {
 		return err
 	}
 	for _, uri := range req.Subscribe {
