@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"encoding/json"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
 
@@ -69,5 +70,23 @@ func TestWatchUnknownType(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != `unknown event type "progres"` ||
 		len(ee.Candidates) == 0 || ee.Candidates[0] != EventProgress || called {
 		t.Fatalf("err = %#v, fn called: %v", err, called)
+	}
+}
+
+// Arguments of null are no arguments, as empty ones are.
+func TestCallNullArguments(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", InputSchema: schemaPinN}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Arguments: json.RawMessage(" null "), Pairs: []string{"pin=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Result), `{\"pin\":\"1\"}`) {
+		t.Errorf("result = %s", res.Result)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Arguments: json.RawMessage(`[]`)}); KindOf(err) != KindUsage {
+		t.Errorf("an array of arguments: %v", err)
 	}
 }

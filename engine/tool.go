@@ -290,7 +290,8 @@ func hasType(types []string, want ...string) bool {
 // the schema asks for one and the text parses as one.
 func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMessage, error) {
 	args := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(base)) > 0 {
+	// null is no arguments, as empty is: it is what a nil map marshals to.
+	if b := bytes.TrimSpace(base); len(b) > 0 && string(b) != "null" {
 		if jsonType(base) != "object" || json.Unmarshal(base, &args) != nil {
 			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", jsonTypeName(base)).
 				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)

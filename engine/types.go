@@ -87,7 +87,7 @@ type Status struct {
 type CallRequest struct {
 	// Name is server.tool.
 	Name string `json:"name"`
-	// Arguments is a JSON object, or empty.
+	// Arguments is a JSON object, or empty (null counts as empty).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Pairs are key=value (typed by the tool's input schema: a string
 	// property keeps "000123" a string) and key:=json arguments, applied
