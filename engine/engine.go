@@ -249,7 +249,7 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	errs := e.startTogether(ctx, targets, true)
 	if err := ctx.Err(); err != nil {
 		e.stopAll(fresh)
-		return err
+		return startCut(err, fresh, errs)
 	}
 	// A server whose start was cut short because another failed, or that
 	// never started because a dependency failed, is not a failure of its
@@ -276,6 +276,24 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		return combine(interrupted)
 	}
 	return combine(failed)
+}
+
+// startCut is the error of a start that ctx cut short, naming the servers
+// that were still starting (see [deadlineError]).
+func startCut(err error, fresh []*server, errs map[*server]error) error {
+	var names []string
+	for _, s := range fresh {
+		if errs[s] != nil {
+			names = append(names, s.cfg().Name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return deadlineError(err, "", "the start of the servers")
+	case 1:
+		return deadlineError(err, names[0], "the start of server "+names[0])
+	}
+	return deadlineError(err, "", "the start of servers "+strings.Join(names, ", "))
 }
 
 // startTogether starts targets, independent ones in parallel and each

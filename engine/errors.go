@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ const (
 	KindConfig Kind = "config"
 	// KindUnavailable: a server could not start or is gone.
 	KindUnavailable Kind = "unavailable"
-	// KindTimeout: a server did not answer in time.
+	// KindTimeout: a server did not answer in time, or the caller's
+	// context deadline passed first (errors.Is finds it).
 	KindTimeout Kind = "timeout"
 	// KindProtocol: a server answered with a JSON-RPC error or broke the
 	// protocol.
@@ -124,6 +126,20 @@ func KindOf(err error) Kind {
 func nilRequest(method, typ string) *Error {
 	return errorf(KindUsage, "", "%s was called with a nil *%s", method, typ).
 		hint("pass a *engine.%s that says what to do", typ)
+}
+
+// deadlineError is err, when it is the caller's context deadline passing,
+// as a KindTimeout error that names what was under way (the CLI maps a
+// deadline to the same exit code); errors.Is still finds
+// context.DeadlineExceeded in it. Any other error, a cancellation among
+// them (the caller's own doing), is returned as it is.
+func deadlineError(err error, server, what string) error {
+	var ee *Error
+	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ee) {
+		return err
+	}
+	return errorf(KindTimeout, server, "%s did not finish before the deadline of its context", what).
+		hint("give the context a later deadline (the server's own timeouts still apply)").wrap(err)
 }
 
 // unknownName builds the error for a server or tool name that does not

@@ -5,11 +5,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
-	"encoding/json"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
 
@@ -88,5 +89,34 @@ func TestCallNullArguments(t *testing.T) {
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Arguments: json.RawMessage(`[]`)}); KindOf(err) != KindUsage {
 		t.Errorf("an array of arguments: %v", err)
+	}
+}
+
+// The caller's context deadline ends a start or a call as a timeout that
+// names the server and what was under way, and is still
+// context.DeadlineExceeded to errors.Is.
+func TestCallerDeadline(t *testing.T) {
+	slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "20s"})
+	e := newEngine(t, slow)
+	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	err := e.Start(dctx)
+	checkDeadline(t, err, "slow", "the start of server slow did not finish before the deadline of its context")
+
+	e = newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "wait", Sleep: "20s"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = e.CallTool(dctx, &CallRequest{Name: "srv.wait"})
+	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
+}
+
+func checkDeadline(t *testing.T, err error, server, want string) {
+	t.Helper()
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindTimeout || ee.Server != server || ee.Message != want || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %#v, want a timeout of server %s saying %q", err, server, want)
 	}
 }

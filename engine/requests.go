@@ -218,7 +218,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 		res, err = e.callOnce(ctx, s, toolName, req, &tries)
 		return err
 	})
-	return res, err
+	return res, deadlineError(err, srvName, "the call to "+req.Name)
 }
 
 func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (res *CallResult, err error) {
@@ -339,7 +339,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 		res, err = e.promptOnce(ctx, s, promptName, req)
 		return err
 	})
-	return res, err
+	return res, deadlineError(err, srvName, "prompt "+req.Name)
 }
 
 func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, req *PromptRequest) (*PromptResult, error) {
@@ -442,7 +442,7 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		res, err = e.readOnce(ctx, s, req)
 		return err
 	})
-	return res, err
+	return res, deadlineError(err, s.cfg().Name, "reading "+req.URI)
 }
 
 func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) (*ResourceResult, error) {
@@ -566,9 +566,10 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
 		}
 	}
+	what := "completing " + req.Argument + " of " + req.Ref
 	h, err := s.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, deadlineError(err, s.cfg().Name, what)
 	}
 	defer h.release()
 	if h.capabilities().Completions == nil {
@@ -579,11 +580,11 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
 	defer s.askers.add(h.reader())()
-	raw, err := h.do(ctx, "completion/complete", "completing "+req.Argument+" of "+req.Ref, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.do(ctx, "completion/complete", what, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.Complete(ctx, params)
 	})
 	if err != nil {
-		return nil, err
+		return nil, deadlineError(err, s.cfg().Name, what)
 	}
 	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
 }
