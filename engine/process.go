@@ -143,8 +143,9 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	go func() {
 		p.exitErr = cmd.Wait()
 		p.exitedAt = time.Now()
-		close(p.done)
+		// Logged before done: once stop returns the session's log may close.
 		logger.Debug("server process exited", "pid", cmd.Process.Pid, "status", exitDescription(p.exitErr))
+		close(p.done)
 	}()
 	return p, nil
 }
