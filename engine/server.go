@@ -377,6 +377,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 			e.Message += "; " + skippedNote(n)
 			e.hint("an MCP server writes only JSON-RPC messages to stdout: check that server %s's command starts an MCP server over stdio (%s)", name, s.cfg().Source)
 		}
+		if l := s.cfg().Limits; l.Memory > 0 {
+			// Node, for one, hangs at start rather than exit when it
+			// cannot have the memory it needs (below some 48 MiB).
+			e.hint("it runs with a memory limit of %s (limits.memory, %s), which may be too small for it to start: a process short of memory can hang instead of exiting", sizeText(l.Memory), s.cfg().Where("limits"))
+		}
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
