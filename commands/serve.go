@@ -266,7 +266,7 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 	go func() { served <- srv.Serve(ln) }()
 	auth := "a bearer token required"
 	if token == "" {
-		auth = "no authentication (--no-auth)"
+		auth = "no authentication: --no-auth"
 	}
 	hb.env.note("serving MCP on http://%s/mcp (%s)", ln.Addr(), auth)
 	select {
