@@ -214,6 +214,11 @@ func (p *process) awaitExit(brief time.Duration) {
 }
 
 // exited reports whether the leader process has been reaped.
+// exitedBefore reports whether the process had exited by t.
+func (p *process) exitedBefore(t time.Time) bool {
+	return p.exited() && p.exitedAt.Before(t)
+}
+
 func (p *process) exited() bool {
 	if p == nil {
 		return false

@@ -303,9 +303,11 @@ func (s *server) connect(ctx context.Context) error {
 		s.refreshMu.Unlock()
 	}
 	if err != nil {
-		// Read before mcpctl stops it: a server still writing to the stdout
-		// closed below dies of SIGPIPE, which is mcpctl's doing, not a crash.
-		timedOut := sctx.Err() == context.DeadlineExceeded && !proc.exited()
+		// A server still writing to its stdout dies of SIGPIPE once it is
+		// closed (by the SDK, when initialize fails, or below): an exit
+		// after the startup deadline is mcpctl's doing, not a crash.
+		deadline, _ := sctx.Deadline()
+		timedOut := sctx.Err() == context.DeadlineExceeded && !proc.exitedBefore(deadline)
 		proc.closeStdin()
 		if cs != nil {
 			cs.Close()
