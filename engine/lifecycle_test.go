@@ -474,3 +474,25 @@ func TestOnUseStartsDependencies(t *testing.T) {
 		t.Errorf("a call to z, which depends on manual m: %v", err)
 	}
 }
+
+// Routing a resource starts the lazy servers never listed, but not past
+// the caller's context: a slow one does not hold the read for its start.
+func TestRouteHonoursContext(t *testing.T) {
+	docs := fakeServer(t, "docs", fakemcp.Spec{Resources: []fakemcp.Resource{{URI: "file:///x", Name: "x", Text: "x"}}})
+	slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "20s"})
+	slow.Activation, slow.StartupTimeout = "lazy", 30*time.Second
+	e := newEngine(t, docs, slow)
+	if err := e.Start(ctx(t), "docs"); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := e.ReadResource(c, &ResourceRequest{URI: "file:///x"})
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("the read took %s, waiting for the lazy server's start", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the context's deadline", err)
+	}
+}

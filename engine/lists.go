@@ -392,24 +392,32 @@ func (s *server) unknown() bool {
 }
 
 // known starts such a server (and a transient one stops again) so that
-// its lists are known.
-func (s *server) known() {
-	if h, err := s.acquire(context.Background()); err == nil {
-		// Lists left for later (Options.LazyLists) are asked now: a
-		// transient server stops at release, and they would be lost.
-		s.fill()
-		h.release()
+// its lists are known. It waits until ctx ends at most: the start, which
+// the first caller runs whatever its context, goes on to be known later.
+func (s *server) known(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if h, err := s.acquire(context.WithoutCancel(ctx)); err == nil {
+			// Lists left for later (Options.LazyLists) are asked now: a
+			// transient server stops at release, and they would be lost.
+			s.fill()
+			h.release()
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
 // knowAll makes known, in parallel, those of servers that start on use
 // and were never listed (see known).
-func knowAll(servers []*server) {
+func knowAll(ctx context.Context, servers []*server) {
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		if s.unknown() {
-			wg.Add(1)
-			go func() { defer wg.Done(); s.known() }()
+			wg.Go(func() { s.known(ctx) })
 		}
 	}
 	wg.Wait()
@@ -438,7 +446,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 			return err
 		}
 		if s.unknown() {
-			s.known()
+			s.known(context.Background())
 		}
 		sn, isStale, err := s.offer()
 		if err != nil {
@@ -448,7 +456,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		return nil
 	}
 	servers := e.all()
-	knowAll(servers)
+	knowAll(context.Background(), servers)
 	for _, s := range servers {
 		if sn, isStale, err := s.offer(); err == nil {
 			fn(s, sn, isStale)

@@ -433,7 +433,7 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	if req == nil {
 		return nil, nilRequest("ReadResource", "ResourceRequest")
 	}
-	s, err := e.route(req.URI, req.Server)
+	s, err := e.route(ctx, req.URI, req.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -472,14 +472,15 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 // route finds the server for a resource URI: the one named, else the one
 // that lists the URI, else the one with a template that matches it (see
 // offering for servers that cannot answer).
-func (e *Engine) route(uri, name string) (*server, error) {
+func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
 	}
-	listed, listedGone := e.offering(func(sn *snapshot) bool {
+	offers := e.offers(ctx)
+	listed, listedGone := offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.resources, func(r *Resource) bool { return r.URI == uri })
 	})
-	templated, templatedGone := e.offering(func(sn *snapshot) bool {
+	templated, templatedGone := offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) })
 	})
 	candidates := firstOf(listed, templated, listedGone, templatedGone)
@@ -496,25 +497,46 @@ func (e *Engine) route(uri, name string) (*server, error) {
 	return nil, err.hint("name the server: --server %s", names[0])
 }
 
-// offering returns the servers whose lists match: live, those that can
-// answer; gone, those that cannot (unavailable, stopped by hand) but whose
-// last lists match. A request is routed to a gone server only when no live
-// one matches, so that it fails with that server's own error (and its
-// hint), not with "no server offers it". A server that starts on use and
-// was never listed is started to list it first, as resources does, so that
-// a lazy or transient server is found, and a URI two servers offer is
-// found ambiguous, whether or not something listed them before.
-func (e *Engine) offering(match func(*snapshot) bool) (live, gone []*server) {
+// An offered is what a server offers for routing, read once per request.
+type offered struct {
+	s     *server
+	sn    *snapshot
+	stale bool
+}
+
+type offerList []offered
+
+// offers reads what every server offers for routing a request: what it
+// lists now, or for one that cannot answer (unavailable, stopped by hand)
+// what it listed last, marked stale. A server that starts on use and was
+// never listed is started to list it first (until ctx ends), as resources
+// does, so that a lazy or transient server is found, and a URI two
+// servers offer is found ambiguous, whether or not something listed them
+// before.
+func (e *Engine) offers(ctx context.Context) offerList {
 	servers := e.all()
-	knowAll(servers)
+	knowAll(ctx, servers)
+	out := make(offerList, 0, len(servers))
 	for _, s := range servers {
-		sn, isStale := s.lastOffer()
+		if sn, isStale := s.lastOffer(); sn != nil {
+			out = append(out, offered{s, sn, isStale})
+		}
+	}
+	return out
+}
+
+// matching returns the servers whose lists match: live, those that can
+// answer; gone, those that cannot. A request is routed to a gone server
+// only when no live one matches, so that it fails with that server's own
+// error (and its hint), not with "no server offers it".
+func (l offerList) matching(match func(*snapshot) bool) (live, gone []*server) {
+	for _, o := range l {
 		switch {
-		case sn == nil || !match(sn):
-		case isStale:
-			gone = append(gone, s)
+		case !match(o.sn):
+		case o.stale:
+			gone = append(gone, o.s)
 		default:
-			live = append(live, s)
+			live = append(live, o.s)
 		}
 	}
 	return live, gone
@@ -549,7 +571,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if strings.Contains(req.Ref, "://") || strings.Contains(req.Ref, "{") {
 		ref.Type, ref.URI = "ref/resource", req.Ref
 		var err error
-		if s, err = e.templateServer(req.Ref, req.Server); err != nil {
+		if s, err = e.templateServer(ctx, req.Ref, req.Server); err != nil {
 			return nil, err
 		}
 	} else {
@@ -591,11 +613,11 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 
 // templateServer finds the server that has a resource template (see
 // offering for servers that cannot answer).
-func (e *Engine) templateServer(tmpl, name string) (*server, error) {
+func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
 	}
-	found := firstOf(e.offering(func(sn *snapshot) bool {
+	found := firstOf(e.offers(ctx).matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl })
 	}))
 	switch len(found) {
@@ -616,7 +638,7 @@ func (e *Engine) templateServer(tmpl, name string) (*server, error) {
 // events. Subscriptions to one URI are counted: the server is unsubscribed
 // when the last release is called.
 func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (release func(), err error) {
-	s, err := e.route(uri, server)
+	s, err := e.route(ctx, uri, server)
 	if err != nil {
 		return nil, err
 	}
