@@ -468,6 +468,7 @@ func writeJSONBytes(w http.ResponseWriter, code int, data []byte) {
 
 var statusOfKind = map[Kind]int{
 	KindUsage:       http.StatusBadRequest,
+	KindConfig:      http.StatusUnprocessableEntity, // the request is right; the config is not
 	KindUnavailable: http.StatusServiceUnavailable,
 	KindTimeout:     http.StatusGatewayTimeout,
 	KindProtocol:    http.StatusBadGateway,

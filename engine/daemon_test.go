@@ -517,3 +517,15 @@ func TestCallResultJSON(t *testing.T) {
 		t.Error("a server that is not a string: no error")
 	}
 }
+
+// Every kind of error the session answers with has its own HTTP status: a
+// kind without one went out as 500, an internal error.
+func TestErrorStatusOfEveryKind(t *testing.T) {
+	for _, k := range []Kind{KindUsage, KindConfig, KindUnavailable, KindTimeout, KindProtocol, KindAuth, KindInternal} {
+		rec := httptest.NewRecorder()
+		writeError(rec, errorf(k, "", "test"))
+		if want := statusOfKind[k]; want == 0 || rec.Code != want || (k != KindInternal && rec.Code == http.StatusInternalServerError) {
+			t.Errorf("kind %s: status %d", k, rec.Code)
+		}
+	}
+}
