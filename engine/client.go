@@ -249,6 +249,15 @@ func (c *Client) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if req == nil {
 		return nil, nilRequest("CallTool", "CallRequest")
 	}
+	res, err := c.callTool(ctx, req)
+	if err != nil {
+		server, _, _ := SplitName(req.Name)
+		return nil, deadlineError(err, server, "the call to "+req.Name)
+	}
+	return res, nil
+}
+
+func (c *Client) callTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
 	if req.OnProgress != nil || req.Sampling != nil || req.Elicitation != nil {
 		return c.callStreaming(ctx, req)
 	}

@@ -22,7 +22,8 @@ func (c *Client) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 		return nil, nilRequest("GetPrompt", "PromptRequest")
 	}
 	var out PromptResult
-	return &out, c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out)
+	server, _, _ := SplitName(req.Name)
+	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out), server, "prompt "+req.Name)
 }
 
 // Resources lists resources and templates of every server, or of one. Stable.
@@ -37,7 +38,7 @@ func (c *Client) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		return nil, nilRequest("ReadResource", "ResourceRequest")
 	}
 	var out ResourceResult
-	return &out, c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out)
+	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out), req.Server, "reading "+req.URI)
 }
 
 // Complete asks for completions through the session. Stable.
@@ -46,7 +47,7 @@ func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		return nil, nilRequest("Complete", "CompleteRequest")
 	}
 	var out CompleteResult
-	return &out, c.send(ctx, http.MethodPost, "/v1/complete", req, &out)
+	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/complete", req, &out), req.Server, "completing "+req.Argument+" of "+req.Ref)
 }
 
 // Inspect reports what every server, or one, declared. Stable.

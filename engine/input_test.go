@@ -111,6 +111,17 @@ func TestCallerDeadline(t *testing.T) {
 	defer cancel()
 	_, err = e.CallTool(dctx, &CallRequest{Name: "srv.wait"})
 	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
+
+	// The same through a session.
+	c := serveDaemon(t, e)
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.CallTool(dctx, &CallRequest{Name: "srv.wait"})
+	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.CallTool(dctx, &CallRequest{Name: "srv.wait", OnProgress: func(Progress) {}})
+	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
 }
 
 func checkDeadline(t *testing.T, err error, server, want string) {
