@@ -90,8 +90,8 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	if err != nil {
 		return err
 	}
-	if s.SendsAuthorization() {
-		return &engine.Error{Kind: engine.KindUsage, Server: name, Message: fmt.Sprintf("server %s is sent the Authorization header its config sets (%s): it takes that token, not an OAuth login", name, s.Where("headers")),
+	if from, ok := s.SendsAuthorization(); ok {
+		return &engine.Error{Kind: engine.KindUsage, Server: name, Message: fmt.Sprintf("server %s is sent an Authorization header (%s): it takes that token, not an OAuth login", name, from),
 			Hint: []string{"to log in with OAuth instead, take Authorization out of its headers"}}
 	}
 	dir := engine.TokenDir(env.getenv)
@@ -162,7 +162,7 @@ func runAuthStatus(env *Env) error {
 			continue
 		}
 		st := authStatus{Server: s.Name, URL: s.Redact(s.URL)}
-		if s.SendsAuthorization() {
+		if _, ok := s.SendsAuthorization(); ok {
 			st.Header, st.Authorized = true, true
 			out = append(out, st)
 			continue

@@ -428,14 +428,18 @@ func displayPath(abs, wd string) string {
 
 // SendsAuthorization reports whether the server is sent an Authorization
 // header of its own (headers, or a --header flag): a fixed token, which
-// OAuth must not replace.
-func (s *Server) SendsAuthorization() bool {
+// OAuth must not replace. from says where it is set ("mcp.json:4:7", or
+// "--header").
+func (s *Server) SendsAuthorization() (from string, ok bool) {
 	for name := range s.Headers {
 		if strings.EqualFold(name, "Authorization") {
-			return true
+			if w, ok := s.where["--header "+strings.ToLower(name)]; ok {
+				return w, true
+			}
+			return s.Where("headers"), true
 		}
 	}
-	return false
+	return "", false
 }
 
 // AddHeader sets a header of a remote server from outside the config (a
@@ -446,4 +450,8 @@ func (s *Server) AddHeader(name, value string) {
 	}
 	s.Headers[name] = value
 	s.secrets = append(s.secrets, value)
+	if s.where == nil {
+		s.where = map[string]string{}
+	}
+	s.where["--header "+strings.ToLower(name)] = "--header"
 }

@@ -279,7 +279,7 @@ func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return
 
 func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
 	if g.header != "" {
-		return errorf(KindAuth, g.server, "server %s refused the Authorization header its config sends (%s): it answered 401", g.server, g.header).
+		return errorf(KindAuth, g.server, "server %s refused the Authorization header it is sent (%s): it answered 401", g.server, g.header).
 			hint("check the token in it, and the variable or input it comes from; mcpctl auth login is for servers that use OAuth, not a fixed header")
 	}
 	if g.source == nil {
@@ -295,9 +295,9 @@ func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
 func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), error) {
 	cfg := s.cfg()
 	opts := s.e.opts.Auth
-	if cfg.SendsAuthorization() {
+	if from, ok := cfg.SendsAuthorization(); ok {
 		// A 401 is about that header: no saved token replaces it.
-		return &gate{server: cfg.Name, header: cfg.Where("headers")}, func() {}, nil
+		return &gate{server: cfg.Name, header: from}, func() {}, nil
 	}
 	store := newTokenStore(opts.Dir, cfg.URL, client)
 	if opts.Browse == nil && opts.Fetch == nil {
