@@ -145,8 +145,13 @@ func flagMistake(msg string) string {
 			return dashes(m[2]) + " is given more than once: it takes one value"
 		}
 		reason := m[3]
-		if strings.Contains(reason, "strconv.Parse") {
+		switch {
+		case strings.Contains(reason, "value out of range"):
+			reason = "out of range"
+		case strings.Contains(reason, "strconv.ParseFloat"):
 			reason = "not a number"
+		case strings.Contains(reason, "strconv.Parse"):
+			reason = "not a whole number"
 		}
 		return fmt.Sprintf("invalid value %s for %s: %s", m[1], dashes(m[2]), reason)
 	}
