@@ -392,8 +392,11 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 // remoteFailure explains a failed connection to a remote server.
 func remoteFailure(cfg *config.Server, err error) *Error {
 	url := cfg.Redact(cfg.URL)
-	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %s", cfg.Name, url, cfg.Redact(err.Error()))
+	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %s", cfg.Name, url, strings.TrimSpace(cfg.Redact(err.Error())))
 	switch {
+	case strings.Contains(err.Error(), "failed to register client"):
+		// auth login against a server that offers no OAuth registration.
+		e.hint("server %s may not use OAuth: if it takes a fixed token, send it in its headers: \"Authorization\": \"Bearer ${TOKEN}\" (%s)", cfg.Name, cfg.Source)
 	case errors.Is(err, context.DeadlineExceeded):
 		e.hint("raise startupTimeout of server %s (%s) if it is just slow", cfg.Name, cfg.Source)
 	default:
