@@ -496,3 +496,27 @@ func TestRouteHonoursContext(t *testing.T) {
 		t.Errorf("err = %v, want the context's deadline", err)
 	}
 }
+
+// A resource no server lists, when a server that starts on use could not
+// start to say what it offers: the error names that server and why.
+func TestRouteNamesServerThatCouldNotStart(t *testing.T) {
+	docs := fakeServer(t, "docs", fakemcp.Spec{Resources: []fakemcp.Resource{{URI: "file:///x", Name: "x", Text: "x"}}})
+	code := 3
+	broken := fakeServer(t, "broken", fakemcp.Spec{ExitOnInitialize: &code})
+	broken.Activation = "lazy"
+	e := newEngine(t, docs, broken)
+	if err := e.Start(ctx(t), "docs"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///y"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage {
+		t.Fatalf("err = %v, want a usage error", err)
+	}
+	if !strings.Contains(strings.Join(ee.Hint, "\n"), "server broken starts on use and could not start to say what it offers: server broken exited with code 3") {
+		t.Errorf("hints %q do not say why server broken offers nothing", ee.Hint)
+	}
+	if _, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///x"}); err != nil {
+		t.Errorf("a resource the running server lists: %v", err)
+	}
+}

@@ -392,35 +392,49 @@ func (s *server) unknown() bool {
 }
 
 // known starts such a server (and a transient one stops again) so that
-// its lists are known. It waits until ctx ends at most: the start, which
-// the first caller runs whatever its context, goes on to be known later.
-func (s *server) known(ctx context.Context) {
-	done := make(chan struct{})
+// its lists are known, and returns why it could not start. It waits until
+// ctx ends at most: the start, which the first caller runs whatever its
+// context, goes on to be known later.
+func (s *server) known(ctx context.Context) error {
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		if h, err := s.acquire(context.WithoutCancel(ctx)); err == nil {
+		h, err := s.acquire(context.WithoutCancel(ctx))
+		if err == nil {
 			// Lists left for later (Options.LazyLists) are asked now: a
 			// transient server stops at release, and they would be lost.
 			s.fill()
 			h.release()
 		}
+		done <- err
 	}()
 	select {
-	case <-done:
+	case err := <-done:
+		return err
 	case <-ctx.Done():
+		return nil // the caller gave up: no news of the server
 	}
 }
 
 // knowAll makes known, in parallel, those of servers that start on use
-// and were never listed (see known).
-func knowAll(ctx context.Context, servers []*server) {
+// and were never listed (see known), and returns the errors of those that
+// could not start.
+func knowAll(ctx context.Context, servers []*server) map[*server]error {
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[*server]error{}
 	for _, s := range servers {
 		if s.unknown() {
-			wg.Go(func() { s.known(ctx) })
+			wg.Go(func() {
+				if err := s.known(ctx); err != nil {
+					mu.Lock()
+					failed[s] = err
+					mu.Unlock()
+				}
+			})
 		}
 	}
 	wg.Wait()
+	return failed
 }
 
 // stale returns copies of items marked stale, or items as they are.

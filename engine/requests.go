@@ -488,8 +488,8 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 	case 1:
 		return candidates[0], nil
 	case 0:
-		return nil, errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
-			hint("see the resources with: mcpctl resources; or name the server: --server SERVER")
+		return nil, offers.notFound(errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
+			hint("see the resources with: mcpctl resources; or name the server: --server SERVER"))
 	}
 	names := serverNames(candidates)
 	err := errorf(KindUsage, "", "resource %s is offered by several servers: %s", uri, strings.Join(names, ", "))
@@ -504,7 +504,22 @@ type offered struct {
 	stale bool
 }
 
-type offerList []offered
+// An offerList is what the servers offer, and why those that start on use
+// and could not start offer nothing.
+type offerList struct {
+	offers []offered
+	failed map[*server]error
+}
+
+// notFound is err, a request that no server's lists match, with a hint
+// for each server that could not start to say what it offers.
+func (l offerList) notFound(err *Error) *Error {
+	failed := slices.SortedFunc(maps.Keys(l.failed), func(a, b *server) int { return strings.Compare(a.cfg().Name, b.cfg().Name) })
+	for _, s := range failed {
+		err.hint("server %s starts on use and could not start to say what it offers: %v", s.cfg().Name, l.failed[s])
+	}
+	return err
+}
 
 // offers reads what every server offers for routing a request: what it
 // lists now, or for one that cannot answer (unavailable, stopped by hand)
@@ -515,11 +530,10 @@ type offerList []offered
 // before.
 func (e *Engine) offers(ctx context.Context) offerList {
 	servers := e.all()
-	knowAll(ctx, servers)
-	out := make(offerList, 0, len(servers))
+	out := offerList{failed: knowAll(ctx, servers)}
 	for _, s := range servers {
 		if sn, isStale := s.lastOffer(); sn != nil {
-			out = append(out, offered{s, sn, isStale})
+			out.offers = append(out.offers, offered{s, sn, isStale})
 		}
 	}
 	return out
@@ -530,7 +544,7 @@ func (e *Engine) offers(ctx context.Context) offerList {
 // only when no live one matches, so that it fails with that server's own
 // error (and its hint), not with "no server offers it".
 func (l offerList) matching(match func(*snapshot) bool) (live, gone []*server) {
-	for _, o := range l {
+	for _, o := range l.offers {
 		switch {
 		case !match(o.sn):
 		case o.stale:
@@ -617,15 +631,16 @@ func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server
 	if name != "" {
 		return e.lookup(name)
 	}
-	found := firstOf(e.offers(ctx).matching(func(sn *snapshot) bool {
+	offers := e.offers(ctx)
+	found := firstOf(offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl })
 	}))
 	switch len(found) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, errorf(KindUsage, "", "no server has the resource template %s", tmpl).
-			hint("see the templates with: mcpctl resources")
+		return nil, offers.notFound(errorf(KindUsage, "", "no server has the resource template %s", tmpl).
+			hint("see the templates with: mcpctl resources"))
 	}
 	names := serverNames(found)
 	err := errorf(KindUsage, "", "several servers have the resource template %s: %s", tmpl, strings.Join(names, ", "))
