@@ -7,7 +7,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -392,48 +391,47 @@ func (s *server) unknown() bool {
 }
 
 // known starts such a server (and a transient one stops again) so that
-// its lists are known, and returns why it could not start. It waits until
-// ctx ends at most: the start, which the first caller runs whatever its
-// context, goes on to be known later.
-func (s *server) known(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		h, err := s.acquire(context.WithoutCancel(ctx))
-		if err == nil {
-			// Lists left for later (Options.LazyLists) are asked now: a
-			// transient server stops at release, and they would be lost.
-			s.fill()
-			h.release()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
+// its lists are known, and returns why it could not start.
+func (s *server) known() error {
+	h, err := s.acquire(context.Background())
+	if err != nil {
 		return err
-	case <-ctx.Done():
-		return nil // the caller gave up: no news of the server
 	}
+	// Lists left for later (Options.LazyLists) are asked now: a transient
+	// server stops at release, and they would be lost.
+	s.fill()
+	h.release()
+	return nil
 }
 
 // knowAll makes known, in parallel, those of servers that start on use
 // and were never listed (see known), and returns the errors of those that
-// could not start.
+// could not start. It waits until ctx ends at most: a start, which its
+// first caller runs whatever its context, goes on to be known later.
 func knowAll(ctx context.Context, servers []*server) map[*server]error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	failed := map[*server]error{}
+	type started struct {
+		s   *server
+		err error
+	}
+	done := make(chan started, len(servers))
+	n := 0
 	for _, s := range servers {
 		if s.unknown() {
-			wg.Go(func() {
-				if err := s.known(ctx); err != nil {
-					mu.Lock()
-					failed[s] = err
-					mu.Unlock()
-				}
-			})
+			n++
+			go func() { done <- started{s, s.known()} }()
 		}
 	}
-	wg.Wait()
+	failed := map[*server]error{}
+	for ; n > 0; n-- {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				failed[r.s] = r.err
+			}
+		case <-ctx.Done():
+			return failed // the caller gave up: no news of the others
+		}
+	}
 	return failed
 }
 
@@ -460,7 +458,7 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 			return err
 		}
 		if s.unknown() {
-			s.known(context.Background())
+			s.known()
 		}
 		sn, isStale, err := s.offer()
 		if err != nil {

@@ -491,10 +491,7 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		return nil, offers.notFound(errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
 			hint("see the resources with: mcpctl resources; or name the server: --server SERVER"))
 	}
-	names := serverNames(candidates)
-	err := errorf(KindUsage, "", "resource %s is offered by several servers: %s", uri, strings.Join(names, ", "))
-	err.Candidates = names
-	return nil, err.hint("name the server: --server %s", names[0])
+	return nil, ambiguous(candidates, "resource %s is offered by several servers", uri)
 }
 
 // An offered is what a server offers for routing, read once per request.
@@ -566,12 +563,17 @@ func firstOf(lists ...[]*server) []*server {
 	return nil
 }
 
-func serverNames(servers []*server) []string {
+// ambiguous is the error for a request that several servers match: what
+// (a format and its args) is followed by their names, which --server
+// chooses from.
+func ambiguous(servers []*server, format string, args ...any) *Error {
 	names := make([]string, len(servers))
 	for i, s := range servers {
 		names[i] = s.cfg().Name
 	}
-	return names
+	err := errorf(KindUsage, "", format+": %s", append(args, strings.Join(names, ", "))...)
+	err.Candidates = names
+	return err.hint("name the server: --server %s", names[0])
 }
 
 // Complete asks for completions of an argument of a prompt (ref is
@@ -642,10 +644,7 @@ func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server
 		return nil, offers.notFound(errorf(KindUsage, "", "no server has the resource template %s", tmpl).
 			hint("see the templates with: mcpctl resources"))
 	}
-	names := serverNames(found)
-	err := errorf(KindUsage, "", "several servers have the resource template %s: %s", tmpl, strings.Join(names, ", "))
-	err.Candidates = names
-	return nil, err.hint("name the server: --server %s", names[0])
+	return nil, ambiguous(found, "several servers have the resource template %s", tmpl)
 }
 
 // SubscribeResource subscribes to updates of a resource (routed as
