@@ -48,6 +48,13 @@ type httpClient struct {
 	calls  map[*context.CancelFunc]bool
 }
 
+// cancelCalls cancels the session's requests under way (p.mu held).
+func (c *httpClient) cancelCalls() {
+	for cancel := range c.calls {
+		(*cancel)()
+	}
+}
+
 func newPresence(grace, idle time.Duration, closing func(client, why string)) *presence {
 	return &presence{grace: grace, idle: idle, closing: closing, clients: map[string]*httpClient{}}
 }
@@ -152,9 +159,7 @@ func (p *presence) opened(id string, ending bool) {
 		c.timer.Stop()
 	}
 	if ending {
-		for cancel := range c.calls {
-			(*cancel)()
-		}
+		c.cancelCalls()
 	}
 }
 
@@ -188,9 +193,7 @@ func (p *presence) expire(id string, c *httpClient, armed int) {
 		return
 	}
 	c.closed = true
-	for cancel := range c.calls {
-		(*cancel)()
-	}
+	c.cancelCalls()
 	why := c.why
 	p.mu.Unlock()
 	name := "a client"
