@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -238,6 +239,14 @@ func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	}
 	if t.Touch != "" {
 		f.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: t.Touch})
+	}
+	if t.Allocate > 0 {
+		// Held for good, so collecting is pointless; and Go 1.26's
+		// collector can itself die of a failed allocation, with a SIGSEGV
+		// and no word of memory (1 run in 20 under a limit), where the
+		// allocator's own death says "out of memory". Stopping it waits
+		// for a cycle under way.
+		debug.SetGCPercent(-1)
 	}
 	for range t.Allocate {
 		chunk := make([]byte, 1<<20)
