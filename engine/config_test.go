@@ -149,6 +149,44 @@ func TestMemoryLimitKillsAndIsNamed(t *testing.T) {
 	}
 }
 
+// A crash with no word of memory, under a memory limit, may still be the
+// limit (Go's collector can die of it with a bare SIGSEGV): the error says
+// so, and does not when the server has no limit or named it.
+func TestCrashUnderMemoryLimitHints(t *testing.T) {
+	two := 2
+	tools := []fakemcp.Tool{{Name: "crash", Crash: &two}, {Name: "grow", Allocate: 512}}
+	for _, tc := range []struct {
+		name   string
+		memory int64
+		tool   string
+		hint   bool
+	}{
+		{"limited", 1 << 30, "crash", true},
+		{"unlimited", 0, "crash", false},
+		{"named", 128 << 20, "grow", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := plainFake(t, "srv", fakemcp.Spec{Tools: tools})
+			s.Limits.Memory = tc.memory
+			e := newEngine(t, s)
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv." + tc.tool})
+			var ee *Error
+			if !errors.As(err, &ee) || !strings.Contains(ee.Message, "exited with code 2") {
+				t.Fatalf("err = %v", err)
+			}
+			hinted := slices.ContainsFunc(ee.Hint, func(h string) bool {
+				return strings.Contains(h, "it ran with a memory limit of 1 GiB (limits.memory, ") && strings.Contains(h, "can crash without saying so")
+			})
+			if hinted != tc.hint {
+				t.Errorf("memory hint = %v, want %v: %q", hinted, tc.hint, ee.Hint)
+			}
+		})
+	}
+}
+
 func TestOpenFilesLimitApplies(t *testing.T) {
 	// The server's own view of its limits is the proof they were applied.
 	s := plainFake(t, "fd", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "limits", Limits: true}}})
