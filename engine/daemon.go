@@ -65,11 +65,10 @@ type Daemon struct {
 	idled      atomic.Bool
 
 	// audit, when set, records calls, server starts and stops and
-	// reloads (see SetAudit); auditDone ends its event reader.
-	audit     *AuditLog
-	auditSub  *Subscription
-	auditDone chan struct{}
-	auditWG   sync.WaitGroup
+	// reloads (see SetAudit); auditWG waits for its event reader, which
+	// the engine's close ends.
+	audit   *AuditLog
+	auditWG sync.WaitGroup
 }
 
 // NewDaemon returns a daemon for e; logger may be nil. Its lines about a
@@ -217,10 +216,9 @@ wait:
 		}
 	}
 	d.engine.Close()
-	if d.auditDone != nil {
-		close(d.auditDone)
-		d.auditWG.Wait()
-	}
+	// The audit's reader ends with the engine's events, the stops'
+	// included.
+	d.auditWG.Wait()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
@@ -374,26 +372,12 @@ func outcomeOf(err error, toolError bool) string {
 // and stop of a server to a. Set it before Serve.
 func (d *Daemon) SetAudit(a *AuditLog) {
 	d.audit = a
-	d.auditSub = d.engine.Events(EventFilter{Types: []string{EventState}})
-	d.auditDone = make(chan struct{})
+	sub := d.engine.Events(EventFilter{Types: []string{EventState}})
 	d.auditWG.Add(1)
 	go func() {
 		defer d.auditWG.Done()
-		defer d.auditSub.Close()
-		for {
-			select {
-			case ev := <-d.auditSub.C:
-				d.auditState(ev)
-			case <-d.auditDone:
-				for {
-					select {
-					case ev := <-d.auditSub.C:
-						d.auditState(ev)
-					default:
-						return
-					}
-				}
-			}
+		for ev := range sub.C {
+			d.auditState(ev)
 		}
 	}()
 }

@@ -461,10 +461,12 @@ func (e *Engine) stopAll(servers []*server) {
 }
 
 // Close stops every server and waits until their processes are gone. No
-// server starts after Close. Close is idempotent.
+// server starts after Close. Subscriptions end once their servers' stop is
+// told: their channels close, and a Watch returns. Close is idempotent.
 func (e *Engine) Close() error {
 	e.closed.Store(true)
 	e.stopAll(e.all())
+	e.bus.close()
 	return nil
 }
 
@@ -479,7 +481,7 @@ func (e *Engine) Status() []ServerStatus {
 }
 
 // Events subscribes to what happens to the servers; see [Event]. Close the
-// subscription when done.
+// subscription when done. After [Engine.Close], its channel is closed.
 func (e *Engine) Events(f EventFilter) *Subscription { return e.bus.subscribe(f) }
 
 // watchProgress routes the progress notifications for token to fn until the

@@ -111,8 +111,10 @@ func (f *EventFilter) match(ev *Event) bool {
 }
 
 // A Subscription receives the events that match its filter on C until
-// Close. A subscriber that falls behind loses events; it is then told how
-// many with an [EventDropped] event.
+// Close, or until the engine closes (after the events of its servers'
+// stop): C is closed then, so a range over it ends. A subscriber that falls
+// behind loses events; it is then told how many with an [EventDropped]
+// event.
 type Subscription struct {
 	C <-chan Event
 
@@ -129,13 +131,19 @@ func (s *Subscription) Close() { s.bus.remove(s) }
 type bus struct {
 	mu     sync.Mutex
 	subs   map[*Subscription]struct{}
-	stderr int // subscriptions that want stderr lines
+	stderr int  // subscriptions that want stderr lines
+	closed bool // the engine closed: no event will come
 }
 
 func (b *bus) subscribe(f EventFilter) *Subscription {
 	c := make(chan Event, 1024)
 	s := &Subscription{C: c, c: c, filter: f, bus: b}
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		close(c)
+		return s
+	}
 	if b.subs == nil {
 		b.subs = map[*Subscription]struct{}{}
 	}
@@ -158,6 +166,18 @@ func (b *bus) remove(s *Subscription) {
 		b.stderr--
 	}
 	close(s.c)
+}
+
+// close ends every subscription, now and to come.
+func (b *bus) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		delete(b.subs, s)
+		close(s.c)
+	}
+	b.stderr = 0
 }
 
 // wantsStderr reports whether anyone listens to stderr lines, so they are

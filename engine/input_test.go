@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,59 @@ func TestWatchUnknownType(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != `unknown event type "progres"` ||
 		len(ee.Candidates) == 0 || ee.Candidates[0] != EventProgress || called {
 		t.Fatalf("err = %#v, fn called: %v", err, called)
+	}
+}
+
+// Close ends a Watch under way and every subscription, after the events
+// of the servers' stop; a subscription taken after Close is already ended.
+func TestCloseEndsWatches(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var seen []State
+	watched := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		watched <- e.Watch(context.Background(), &WatchRequest{Filter: EventFilter{Types: []string{EventState}}}, func(ev Event) error {
+			if ev.Type == EventReady {
+				close(ready)
+			} else {
+				seen = append(seen, ev.To)
+			}
+			return nil
+		})
+	}()
+	<-ready
+	sub := e.Events(EventFilter{})
+	e.Close()
+	select {
+	case err := <-watched:
+		if err != nil {
+			t.Errorf("watch ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch still runs 10s after Close")
+	}
+	if !slices.Contains(seen, StateStopped) {
+		t.Errorf("the watch saw %v, not the stop", seen)
+	}
+	deadline := time.After(10 * time.Second)
+drain:
+	for {
+		select {
+		case _, ok := <-sub.C:
+			if !ok {
+				break drain
+			}
+		case <-deadline:
+			t.Fatal("a subscription's channel is still open 10s after Close")
+		}
+	}
+	sub.Close()
+	late, ok := <-e.Events(EventFilter{}).C
+	if ok {
+		t.Errorf("a subscription after Close got %+v", late)
 	}
 }
 
