@@ -94,6 +94,16 @@ func (c *Client) http(stream bool) *http.Client {
 	return c.hc
 }
 
+// Close closes the connections the Client keeps open for its next
+// requests (a pooled Client holds them, each with two goroutines, until
+// 30s idle). Requests under way go on; the Client may still be used, and
+// dials afresh.
+func (c *Client) Close() error {
+	c.http(false).CloseIdleConnections()
+	c.streams.CloseIdleConnections()
+	return nil
+}
+
 // unpooledTransport is the transport of an Unpooled client.
 type unpooledTransport struct {
 	dial func(ctx context.Context) (net.Conn, error)

@@ -469,6 +469,56 @@ func TestClientStreamsPassMaxConns(t *testing.T) {
 	}
 }
 
+// Close closes the connections a pooled Client keeps; the Client still
+// works after it.
+func TestClientClose(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	c := serveDaemon(t, e)
+	var mu sync.Mutex
+	var conns []*closeNotingConn
+	dial := c.Dial
+	c.Dial = func(ctx context.Context) (net.Conn, error) {
+		conn, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		nc := &closeNotingConn{Conn: conn}
+		mu.Lock()
+		conns = append(conns, nc)
+		mu.Unlock()
+		return nc, nil
+	}
+	if _, err := c.Status(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(conns) != 1 || conns[0].closed.Load() {
+		t.Fatalf("after a request, %d connections, the first closed: %v", len(conns), len(conns) > 0 && conns[0].closed.Load())
+	}
+	mu.Unlock()
+	c.Close()
+	mu.Lock()
+	if !conns[0].closed.Load() {
+		t.Error("the kept connection is open after Close")
+	}
+	mu.Unlock()
+	if _, err := c.Status(ctx(t)); err != nil {
+		t.Fatalf("a request after Close: %v", err)
+	}
+	c.Close()
+	(&Client{Socket: "never.sock"}).Close() // a Client never used
+}
+
+type closeNotingConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *closeNotingConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
+}
+
 // A request its caller gave up on while dialling says so, not that no
 // session runs (which would send the CLI off to start the servers itself).
 func TestUnpooledCancelledDial(t *testing.T) {
