@@ -176,6 +176,24 @@ func TestCallerDeadline(t *testing.T) {
 	defer cancel()
 	_, err = c.CallTool(dctx, &CallRequest{Name: "srv.wait", OnProgress: func(Progress) {}})
 	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
+
+	// A subscription and a log level a server is slow to take. The level
+	// is a request only before MCP 2026-07-28.
+	slow = fakeServer(t, "slow", fakemcp.Spec{Subscribe: true, MethodDelay: map[string]string{"resources/subscribe": "20s", "logging/setLevel": "20s"},
+		Resources: []fakemcp.Resource{{URI: "file:///a", Name: "a", Text: "a"}}})
+	slow.ProtocolVersion = "2025-11-25"
+	e = newEngine(t, slow)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = e.SubscribeResource(dctx, "file:///a", "")
+	checkDeadline(t, err, "slow", "subscribing to file:///a did not finish before the deadline of its context")
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = e.SetLogLevel(dctx, "debug")
+	checkDeadline(t, err, "slow", "setting the log level of server slow did not finish before the deadline of its context")
 }
 
 func checkDeadline(t *testing.T, err error, server, want string) {

@@ -653,10 +653,12 @@ func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server
 // events. Subscriptions to one URI are counted: the server is unsubscribed
 // when the last release is called.
 func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (release func(), err error) {
+	defer func() { err = deadlineError(err, server, "subscribing to "+uri) }()
 	s, err := e.route(ctx, uri, server)
 	if err != nil {
 		return nil, err
 	}
+	server = s.cfg().Name
 	// A subscription uses the server until it is released: an idle or
 	// transient server is not stopped under it.
 	h, err := s.acquire(ctx)
@@ -817,6 +819,9 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 			continue
 		}
 		h, err := s.ready(ctx)
+		if ctx.Err() != nil {
+			return set, deadlineError(ctx.Err(), s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+		}
 		if err != nil || h.capabilities().Logging == nil {
 			continue
 		}
@@ -832,7 +837,7 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		}
 		s.levelMu.Unlock()
 		if err != nil {
-			return set, err
+			return set, deadlineError(err, s.cfg().Name, "setting the log level of server "+s.cfg().Name)
 		}
 		set = append(set, s.cfg().Name)
 	}

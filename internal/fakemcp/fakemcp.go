@@ -61,6 +61,9 @@ type Spec struct {
 	KilledUnless string `json:"killedUnless,omitempty"`
 	// StartDelay is slept before serving.
 	StartDelay string `json:"startDelay,omitempty"`
+	// MethodDelay is slept, honouring cancellation, before answering a
+	// request of the method: "logging/setLevel": "20s".
+	MethodDelay map[string]string `json:"methodDelay,omitempty"`
 	// IgnoreStdinEOF keeps the process alive after stdin closes, as Node
 	// servers do.
 	IgnoreStdinEOF bool `json:"ignoreStdinEOF,omitempty"`
@@ -387,6 +390,20 @@ func (f *fake) newServer() *mcp.Server {
 		f.logCall(map[string]any{"rootsChanged": true})
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, opts)
+	if len(spec.MethodDelay) > 0 {
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if d, err := time.ParseDuration(spec.MethodDelay[method]); err == nil {
+					select {
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-time.After(d):
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	for _, t := range spec.Tools {
 		f.addTool(srv, t)
 	}
