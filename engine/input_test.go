@@ -128,6 +128,17 @@ drain:
 	}
 }
 
+// A call before Start says how to start the server from Go.
+func TestCallBeforeStart(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Message != "server srv is stopped" ||
+		!slices.ContainsFunc(ee.Hint, func(h string) bool { return strings.Contains(h, "Engine.Start") }) {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
 // Arguments of null are no arguments, as empty ones are.
 func TestCallNullArguments(t *testing.T) {
 	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo", InputSchema: schemaPinN}}}))

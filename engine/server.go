@@ -580,8 +580,10 @@ func (s *server) unavailableLocked() *Error {
 		return errorf(KindUnavailable, name, "server %s starts only by hand (activation manual, %s)", name, s.cfg().Where("activation")).
 			hint("start it with: mcpctl start %s", name)
 	}
+	// Never started, in a session, is a race with its end; through the Go
+	// API it is a missing Engine.Start.
 	return errorf(KindUnavailable, name, "server %s is %s", name, s.state).
-		hint("start it with: mcpctl up")
+		hint("start it with: mcpctl up (in a Go program: Engine.Start)")
 }
 
 // newClient builds the SDK client for this server, with handlers that
