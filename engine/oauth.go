@@ -44,9 +44,9 @@ type AuthOptions struct {
 	Client              *oauthex.ClientCredentials
 }
 
-// A savedToken is what a token file holds: the token and what refreshing
-// it needs.
-type savedToken struct {
+// A SavedToken is what a token file holds: the token and what refreshing
+// it needs ([LoadToken] reads it). ClientSecret and Token are secrets.
+type SavedToken struct {
 	URL          string        `json:"url"`
 	ClientID     string        `json:"clientId"`
 	ClientSecret string        `json:"clientSecret,omitempty"`
@@ -58,7 +58,7 @@ type savedToken struct {
 	Saved        time.Time     `json:"saved"`
 }
 
-func (t *savedToken) config() *oauth2.Config {
+func (t *SavedToken) config() *oauth2.Config {
 	return &oauth2.Config{
 		ClientID: t.ClientID, ClientSecret: t.ClientSecret, Scopes: t.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: t.AuthURL, TokenURL: t.TokenURL, AuthStyle: oauth2.AuthStyle(t.AuthStyle)},
@@ -100,7 +100,7 @@ func (s *tokenStore) locked(fn func() error) error {
 }
 
 // LoadToken reads the token saved for a server URL; nil when there is none.
-func LoadToken(dir, url string) (*savedToken, error) { return newTokenStore(dir, url, nil).load() }
+func LoadToken(dir, url string) (*SavedToken, error) { return newTokenStore(dir, url, nil).load() }
 
 // ForgetToken removes the token saved for url, if any (it reports whether
 // there was one). It holds the store's lock, so a refresh under way in
@@ -121,7 +121,7 @@ func ForgetToken(dir, url string) (bool, error) {
 	return had, err
 }
 
-func (s *tokenStore) load() (*savedToken, error) {
+func (s *tokenStore) load() (*SavedToken, error) {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -129,14 +129,14 @@ func (s *tokenStore) load() (*savedToken, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t savedToken
+	var t SavedToken
 	if err := json.Unmarshal(data, &t); err != nil || t.Token == nil {
 		return nil, fmt.Errorf("token file %s is damaged; run: mcpctl auth login", s.path)
 	}
 	return &t, nil
 }
 
-func (s *tokenStore) save(t *savedToken) error {
+func (s *tokenStore) save(t *SavedToken) error {
 	t.URL, t.Saved = s.url, time.Now()
 	data, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
@@ -358,7 +358,7 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 		RequestRefreshToken:      true,
 		Client:                   client,
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			saved := &savedToken{ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, AuthURL: oc.Endpoint.AuthURL,
+			saved := &SavedToken{ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, AuthURL: oc.Endpoint.AuthURL,
 				TokenURL: oc.Endpoint.TokenURL, AuthStyle: int(oc.Endpoint.AuthStyle), Scopes: oc.Scopes, Token: tok}
 			if err := store.locked(func() error { return store.save(saved) }); err != nil {
 				return nil, fmt.Errorf("saving the token: %w", err)

@@ -172,7 +172,7 @@ func TestForgetTokenWaitsForARefresh(t *testing.T) {
 	defer tokenEndpoint.Close()
 	const url = "https://mcp.example/mcp"
 	store := newTokenStore(dir, url, tokenEndpoint.Client())
-	if err := store.save(&savedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
+	if err := store.save(&SavedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
 		Token: &oauth2.Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestDeadRefreshTokenIsDropped(t *testing.T) {
 		asked.Store(0)
 		status = tc.status
 		store := newTokenStore(dir, url, tokenEndpoint.Client())
-		if err := store.save(&savedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
+		if err := store.save(&SavedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
 			Token: &oauth2.Token{AccessToken: "old", RefreshToken: "r1", Expiry: time.Now().Add(-time.Hour)}}); err != nil {
 			t.Fatal(err)
 		}
