@@ -207,6 +207,48 @@ func TestCallerDeadline(t *testing.T) {
 	checkDeadline(t, err, "slow", "setting the log level of server slow did not finish before the deadline of its context")
 }
 
+// A call that starts a server on use returns at its context's deadline;
+// the start goes on, and a transient server started for nobody stops.
+func TestCallerDeadlineLazyStart(t *testing.T) {
+	lazy := fakeServer(t, "lazy", fakemcp.Spec{StartDelay: "20s", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	lazy.Activation = "lazy"
+	brief := fakeServer(t, "brief", fakemcp.Spec{StartDelay: "500ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	brief.Activation = "transient"
+	e := newEngine(t, lazy, brief)
+	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"brief"}})
+	defer sub.Close()
+
+	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := e.CallTool(dctx, &CallRequest{Name: "lazy.echo"})
+	checkDeadline(t, err, "lazy", "the call to lazy.echo did not finish before the deadline of its context")
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("the call returned after %s, with the start (20s), not at its deadline", took)
+	}
+	if st := e.Status()[0]; st.State != StateStarting {
+		t.Errorf("lazy is %s after its caller gave up, want starting on", st.State)
+	}
+
+	dctx, cancel = context.WithTimeout(ctx(t), 100*time.Millisecond)
+	defer cancel()
+	_, err = e.CallTool(dctx, &CallRequest{Name: "brief.echo"})
+	checkDeadline(t, err, "brief", "the call to brief.echo did not finish before the deadline of its context")
+	var states []State
+	deadline := time.After(15 * time.Second)
+	for !slices.Contains(states, StateStopped) {
+		select {
+		case ev := <-sub.C:
+			states = append(states, ev.To)
+		case <-deadline:
+			t.Fatalf("brief went %v and was not stopped after starting for nobody", states)
+		}
+	}
+	if !slices.Contains(states, StateReady) {
+		t.Errorf("brief went %v", states)
+	}
+}
+
 func checkDeadline(t *testing.T, err error, server, want string) {
 	t.Helper()
 	var ee *Error

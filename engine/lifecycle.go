@@ -115,10 +115,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			if err := s.startDependencies(ctx); err != nil {
 				return nil, err
 			}
-			// The start is shared by every request waiting for it, so one
-			// caller giving up must not cut it short for the others; the
-			// startup timeout bounds it.
-			if err := s.start(context.WithoutCancel(ctx)); err != nil {
+			if err := s.startShared(ctx); err != nil {
 				return nil, err
 			}
 		case StateUnavailable:
@@ -138,6 +135,29 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return nil, s.unavailableLocked()
+}
+
+// startShared starts the server on use. The start is shared by every
+// request waiting for it, so a caller giving up must not cut it short for
+// the others (the startup timeout bounds it); the caller itself returns at
+// the end of its context, and a server that then starts for nobody is
+// left to its idle policy.
+func (s *server) startShared(ctx context.Context) error {
+	started := make(chan error, 1)
+	go func() { started <- s.start(context.WithoutCancel(ctx)) }()
+	select {
+	case err := <-started:
+		return err
+	case <-ctx.Done():
+		go func() {
+			if <-started == nil {
+				s.mu.Lock()
+				s.armIdleLocked()
+				s.mu.Unlock()
+			}
+		}()
+		return ctx.Err()
+	}
 }
 
 // startDependencies brings up the servers that s, started on use, depends
