@@ -10,7 +10,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -239,6 +242,42 @@ func TestRemoteGoneAfterStart(t *testing.T) {
 	}
 	if st := e.Status()[0]; st.State != StateUnavailable || st.LastError == "" {
 		t.Errorf("after failureThreshold calls to a server gone: %s, last error %q", st.State, st.LastError)
+	}
+}
+
+// A connection reset while a call waits for its answer (a server, or a
+// proxy, going away) is the server lost, not a protocol error (-32005).
+func TestRemoteConnectionReset(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with a reset
+			conn.Close()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Message != "server r closed the connection during the call to r.echo" ||
+		len(ee.Hint) != 1 || !strings.HasPrefix(ee.Hint[0], "try again if the call to r.echo can be run twice") {
+		t.Fatalf("a call whose connection was reset: %#v", err)
+	}
+	if st := e.Status()[0]; st.State != StateDegraded || st.Failures != 1 {
+		t.Errorf("after a call whose connection was reset: %s, %d failures; want degraded, 1", st.State, st.Failures)
 	}
 }
 

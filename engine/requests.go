@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mcpctl/mcpctl/schemas"
@@ -130,7 +131,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
-	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
+	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") || connBroken(err)
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
@@ -156,6 +157,13 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			h.s.memoryHint(e, h.proc)
 		}
 		e.Stderr = h.proc.stderrTail(10)
+		if !h.s.cfg().IsStdio() {
+			// One request's connection: the server, or a proxy before
+			// it, went away or restarted. It counts toward
+			// failureThreshold, as a refused connection does.
+			e.unreachable = true
+			return e.hint("try again if %s can be run twice: the server may have restarted, or a proxy dropped the connection", what).wrap(err)
+		}
 		if h.s.cfg().Restart == "on-failure" {
 			return e.hint("server %s restarts by itself (restart: on-failure); try again, or add --retry 1", name).wrap(err)
 		}
@@ -170,6 +178,16 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		return protocolError(name, method, werr)
 	}
 	return errorf(KindProtocol, name, "server %s: %s failed: %v", name, method, err).wrap(err)
+}
+
+// connBroken reports a connection that broke under a request (reset,
+// closed while written to, or a kept-alive one the server closed as the
+// request went out): the server, or a proxy before it, went away. Over
+// HTTP the SDK reports it as a rejection (-32005), as if the server had
+// answered so.
+func connBroken(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
+		strings.Contains(err.Error(), "http: server closed idle connection") // net/http's errServerClosedIdle
 }
 
 // dialFailed is the error of a connection that could not be made, when
