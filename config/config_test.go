@@ -138,3 +138,19 @@ func TestParse(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// Other clients' names for a transport load as mcpctl's own.
+func TestTransportAliases(t *testing.T) {
+	for alias, want := range map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"} {
+		target := map[string]string{"stdio": `"command": "x"`, "http": `"url": "http://127.0.0.1:1/mcp"`, "ws": `"url": "ws://127.0.0.1:1/mcp"`}[want]
+		body := `{"servers": {"s": {"type": "` + alias + `", ` + target + `}}}`
+		cfg, err := loadFile(t, "mcp.json", body, nil)
+		if err != nil {
+			t.Errorf("type %s: %v", alias, err)
+			continue
+		}
+		if got := cfg.Servers[0].Type; got != want {
+			t.Errorf("type %s loads as %s, want %s", alias, got, want)
+		}
+	}
+}

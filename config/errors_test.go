@@ -38,7 +38,7 @@ hint: did you mean "database"?`},
 hint: enable it, or drop the dependency`},
 		{"unset variable", [][2]string{{"mcp.json", "{\"servers\": {\"brave\": {\"command\": \"npx\",\n  \"env\": {\"BRAVE_API_KEY\": \"${BRAVE_API_KEY}\"}}}}"}}, nil, `mcp.json:2:28: servers.brave.env.BRAVE_API_KEY: ${BRAVE_API_KEY} is not set
 hint: export BRAVE_API_KEY, or give a default: ${BRAVE_API_KEY:-value}`},
-		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "sse", "ws", got "grpc"`},
+		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "remote", "sse", "ws", "websocket", got "grpc"`},
 		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"`},
 		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},
 		{"url on stdio", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"http://h\"}}}"}}, nil, `mcp.json:1:53: servers.a.url: url is for http, sse and ws servers

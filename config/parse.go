@@ -379,7 +379,8 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	}
 	if v, p, ok := r.get("type"); ok {
 		r.note("type", p)
-		s.Type = map[string]string{"local": "stdio", "streamable-http": "http"}[v.(string)]
+		// Other clients' names for the same transports.
+		s.Type = map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"}[v.(string)]
 		if s.Type == "" {
 			s.Type = v.(string)
 		}
