@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCacheBounds(t *testing.T) {
@@ -78,5 +81,56 @@ func TestCachedAnswerKeepsServerText(t *testing.T) {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("cached answer %s lacks %s", got, want)
 		}
+	}
+}
+
+// A fresh cached answer is given when its server is down, and without
+// starting a server that starts on use; --no-cache still asks the server.
+func TestCachedAnswerWithoutServer(t *testing.T) {
+	crash := 2
+	spec := fakemcp.Spec{
+		Tools:     []fakemcp.Tool{{Name: "die", Crash: &crash}},
+		Prompts:   []fakemcp.Prompt{{Name: "greet", Text: "hello", Arguments: []*mcp.PromptArgument{{Name: "who"}}}},
+		Resources: []fakemcp.Resource{{URI: "mem://doc", Name: "doc", Text: "the doc"}},
+	}
+	gone := fakeServer(t, "gone", spec)
+	brief := fakeServer(t, "brief", spec)
+	brief.Activation = "transient"
+	e := newEngine(t, gone, brief)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(server string, noCache bool) (prompt *PromptResult, read *ResourceResult, err error) {
+		prompt, err = e.GetPrompt(ctx(t), &PromptRequest{Name: server + ".greet", Pairs: []string{"who=you"}, NoCache: noCache})
+		if err != nil {
+			return nil, nil, err
+		}
+		read, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "mem://doc", Server: server, NoCache: noCache})
+		return prompt, read, err
+	}
+	for _, server := range []string{"gone", "brief"} {
+		if p, r, err := ask(server, false); err != nil || p.Cached || r.Cached {
+			t.Fatalf("%s: first answers: %v, %+v, %+v", server, err, p, r)
+		}
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "gone.die"})
+	waitState(t, e, "gone", StateUnavailable)
+	waitState(t, e, "brief", StateStopped)
+
+	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"brief"}})
+	defer sub.Close()
+	for _, server := range []string{"gone", "brief"} {
+		p, r, err := ask(server, false)
+		if err != nil || !p.Cached || !r.Cached || !strings.Contains(string(r.Result), "the doc") {
+			t.Errorf("%s: cached answers: %v, %+v, %+v", server, err, p, r)
+		}
+	}
+	select {
+	case ev := <-sub.C:
+		t.Errorf("brief was started for a cached answer: %+v", ev)
+	default:
+	}
+	if _, _, err := ask("gone", true); KindOf(err) != KindUnavailable {
+		t.Errorf("--no-cache to a server down: %v", err)
 	}
 }

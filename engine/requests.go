@@ -340,7 +340,8 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 }
 
 // GetPrompt gets server.prompt with its arguments, checked against the ones
-// the prompt declares. Answers come from the cache when fresh.
+// the prompt declares. Answers come from the cache when fresh, even when the
+// server is down.
 func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
 	if req == nil {
 		return nil, nilRequest("GetPrompt", "PromptRequest")
@@ -363,6 +364,14 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 
 func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, req *PromptRequest) (*PromptResult, error) {
 	srvName := s.cfg().Name
+	// A fresh answer is given whatever the server's state: it may be down,
+	// or one that starts on use need not start. Arguments that made it were
+	// checked when it was asked.
+	if args, err := mergePromptArgs(srvName, req); err == nil && !req.NoCache {
+		if raw, ok := e.cache.get(cacheKey(srvName, "prompts/get", &mcp.GetPromptParams{Name: promptName, Arguments: args})); ok {
+			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
+		}
+	}
 	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -383,11 +392,6 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	}
 	params := &mcp.GetPromptParams{Name: promptName, Arguments: args}
 	key := cacheKey(srvName, "prompts/get", params)
-	if !req.NoCache {
-		if raw, ok := e.cache.get(key); ok {
-			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
-		}
-	}
 	defer s.askers.add(h.reader())()
 	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.GetPrompt(ctx, params)
@@ -402,17 +406,9 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 // promptArguments merges Arguments and key=value pairs and checks them
 // against the prompt's declared arguments.
 func promptArguments(p *Prompt, req *PromptRequest) (map[string]string, error) {
-	args := map[string]string{}
-	for k, v := range req.Arguments {
-		args[k] = v
-	}
-	for _, pair := range req.Pairs {
-		k, v, isJSON, ok := splitPair(pair)
-		if !ok || isJSON {
-			return nil, errorf(KindUsage, p.Server, "argument %q is not key=value", pair).
-				hint("prompt arguments are text: write key=value")
-		}
-		args[k] = v
+	args, err := mergePromptArgs(p.Server, req)
+	if err != nil {
+		return nil, err
 	}
 	declared := p.Arguments()
 	var names []string
@@ -445,9 +441,26 @@ func promptArguments(p *Prompt, req *PromptRequest) (map[string]string, error) {
 	return args, nil
 }
 
+// mergePromptArgs merges a prompt request's Arguments and key=value pairs.
+func mergePromptArgs(server string, req *PromptRequest) (map[string]string, error) {
+	args := map[string]string{}
+	for k, v := range req.Arguments {
+		args[k] = v
+	}
+	for _, pair := range req.Pairs {
+		k, v, isJSON, ok := splitPair(pair)
+		if !ok || isJSON {
+			return nil, errorf(KindUsage, server, "argument %q is not key=value", pair).
+				hint("prompt arguments are text: write key=value")
+		}
+		args[k] = v
+	}
+	return args, nil
+}
+
 // ReadResource reads a resource from the server that lists its URI, or whose
 // template matches it, or from req.Server. Answers come from the cache when
-// fresh.
+// fresh, even when the server is down.
 func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
 	if req == nil {
 		return nil, nilRequest("ReadResource", "ResourceRequest")
@@ -465,18 +478,19 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 }
 
 func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) (*ResourceResult, error) {
-	h, err := s.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer h.release()
 	params := &mcp.ReadResourceParams{URI: req.URI}
 	key := cacheKey(s.cfg().Name, "resources/read", params)
+	// A fresh answer is given whatever the server's state (see promptOnce).
 	if !req.NoCache {
 		if raw, ok := e.cache.get(key); ok {
 			return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release()
 	defer s.askers.add(h.reader())()
 	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
 		return h.cs.ReadResource(ctx, params)
