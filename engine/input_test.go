@@ -214,7 +214,9 @@ func TestCallerDeadlineLazyStart(t *testing.T) {
 	lazy.Activation = "lazy"
 	brief := fakeServer(t, "brief", fakemcp.Spec{StartDelay: "500ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
 	brief.Activation = "transient"
-	e := newEngine(t, lazy, brief)
+	top := fakeServer(t, "top", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	top.Activation, top.DependsOn = "lazy", []string{"lazy"}
+	e := newEngine(t, lazy, brief, top)
 	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"brief"}})
 	defer sub.Close()
 
@@ -229,6 +231,12 @@ func TestCallerDeadlineLazyStart(t *testing.T) {
 	if st := e.Status()[0]; st.State != StateStarting {
 		t.Errorf("lazy is %s after its caller gave up, want starting on", st.State)
 	}
+	// A server that depends on it: the dependency's start is what the
+	// deadline cut short, not a dependency "not running".
+	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err = e.CallTool(dctx, &CallRequest{Name: "top.echo"})
+	checkDeadline(t, err, "lazy", "the start of server lazy (which top depends on) did not finish before the deadline of its context")
 
 	dctx, cancel = context.WithTimeout(ctx(t), 100*time.Millisecond)
 	defer cancel()
