@@ -151,19 +151,26 @@ func TestMemoryLimitKillsAndIsNamed(t *testing.T) {
 
 // A crash with no word of memory, under a memory limit, may still be the
 // limit (Go's collector can die of it with a bare SIGSEGV): the error says
-// so, and does not when the server has no limit or named it.
+// so; not for a server without a limit, one that named it, or one that
+// exited with an error of its own.
 func TestCrashUnderMemoryLimitHints(t *testing.T) {
-	two := 2
-	tools := []fakemcp.Tool{{Name: "crash", Crash: &two}, {Name: "grow", Allocate: 512}}
+	one, two := 1, 2
+	tools := []fakemcp.Tool{
+		{Name: "segv", Stderr: "SIGSEGV: segmentation violation\nPC=0x4351dd m=3 sigcode=1 addr=0x0", Crash: &two},
+		{Name: "quit", Stderr: "API_KEY is not set", Crash: &one},
+		{Name: "grow", Allocate: 512},
+	}
 	for _, tc := range []struct {
 		name   string
 		memory int64
 		tool   string
+		exit   string
 		hint   bool
 	}{
-		{"limited", 1 << 30, "crash", true},
-		{"unlimited", 0, "crash", false},
-		{"named", 128 << 20, "grow", false},
+		{"go crash", 1 << 30, "segv", "exited with code 2", true},
+		{"unlimited", 0, "segv", "exited with code 2", false},
+		{"own error", 1 << 30, "quit", "exited with code 1", false},
+		{"named", 128 << 20, "grow", "exited with code 2 (memory limit of 128 MiB reached)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := plainFake(t, "srv", fakemcp.Spec{Tools: tools})
@@ -174,14 +181,17 @@ func TestCrashUnderMemoryLimitHints(t *testing.T) {
 			}
 			_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv." + tc.tool})
 			var ee *Error
-			if !errors.As(err, &ee) || !strings.Contains(ee.Message, "exited with code 2") {
+			if !errors.As(err, &ee) || !strings.Contains(ee.Message, tc.exit) {
 				t.Fatalf("err = %v", err)
 			}
-			hinted := slices.ContainsFunc(ee.Hint, func(h string) bool {
-				return strings.Contains(h, "it ran with a memory limit of 1 GiB (limits.memory, ") && strings.Contains(h, "can crash without saying so")
-			})
+			hinted := slices.ContainsFunc(ee.Hint, func(h string) bool { return strings.Contains(h, "it ran with a memory limit of") })
 			if hinted != tc.hint {
 				t.Errorf("memory hint = %v, want %v: %q", hinted, tc.hint, ee.Hint)
+			}
+			if tc.hint && !slices.ContainsFunc(ee.Hint, func(h string) bool {
+				return strings.HasPrefix(h, "it ran with a memory limit of 1 GiB (limits.memory, test:1:1): a process short of memory can crash without saying so")
+			}) {
+				t.Errorf("hints: %q", ee.Hint)
 			}
 		})
 	}

@@ -31,13 +31,14 @@ type process struct {
 	limits config.Limits
 	lines  *jsonLines // its stdout, once connected
 	// outOfMemory and outOfFiles: stderr said the process ran out of what
-	// its limits bound.
-	outOfMemory, outOfFiles atomic.Bool
-	cmd                     *exec.Cmd
-	pgid                    int
-	stdin                   *os.File // our end of the server's stdin
-	stdout                  *os.File // our end of the server's stdout
-	tail                    *lineTail
+	// its limits bound. crashReport: stderr carried a runtime's report of
+	// a crash (a fatal error, a segmentation fault).
+	outOfMemory, outOfFiles, crashReport atomic.Bool
+	cmd                                  *exec.Cmd
+	pgid                                 int
+	stdin                                *os.File // our end of the server's stdin
+	stdout                               *os.File // our end of the server's stdout
+	tail                                 *lineTail
 
 	done       chan struct{} // closed once the leader is reaped
 	exitErr    error
@@ -407,6 +408,33 @@ func (p *process) noteSigns(line string) {
 	if p.limits.OpenFiles > 0 && containsAny(line, "too many open files", "EMFILE") {
 		p.outOfFiles.Store(true)
 	}
+	if p.limits.Memory > 0 && containsAny(line, "fatal error:", "SIGSEGV", "SIGBUS", "unexpected signal") {
+		p.crashReport.Store(true)
+	}
+}
+
+// crashedUnderMemoryLimit reports a process with a memory limit that
+// crashed (a fatal signal, or Go's runtime reporting a crash and exiting 2)
+// with no word of memory: the limit may still be why. Go's collector, for
+// one, can die of a failed allocation with a bare SIGSEGV. A server that
+// exits on its own with an error of its own is not meant. reason is its
+// exitReason.
+func (p *process) crashedUnderMemoryLimit(reason string) bool {
+	if p.limits.Memory == 0 || p.exitErr == nil || strings.Contains(reason, "limit") {
+		return false
+	}
+	var ee *exec.ExitError
+	if !errors.As(p.exitErr, &ee) {
+		return false
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch ws.Signal() {
+		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGABRT, syscall.SIGKILL:
+			return true
+		}
+		return false
+	}
+	return ee.ExitCode() == 2 && p.crashReport.Load()
 }
 
 func containsAny(s string, needles ...string) bool {

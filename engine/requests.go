@@ -153,8 +153,9 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
 		if h.proc.exited() {
-			e.Message = fmt.Sprintf("server %s %s during %s", name, h.proc.exitReason(), what)
-			h.s.memoryHint(e, h.proc)
+			reason := h.proc.exitReason()
+			e.Message = fmt.Sprintf("server %s %s during %s", name, reason, what)
+			h.s.memoryHint(e, h.proc, reason)
 		}
 		e.Stderr = h.proc.stderrTail(10)
 		if !h.s.cfg().IsStdio() {

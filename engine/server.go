@@ -370,9 +370,10 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
 	case proc.exited() && !timedOut:
-		e = errorf(KindUnavailable, name, "server %s %s during startup", name, proc.exitReason())
+		reason := proc.exitReason()
+		e = errorf(KindUnavailable, name, "server %s %s during startup", name, reason)
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
-		s.memoryHint(e, proc)
+		s.memoryHint(e, proc, reason)
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
@@ -393,11 +394,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	return e.wrap(err)
 }
 
-// memoryHint tells, of a process that ended badly under a memory limit
-// without a word of memory on stderr, that the limit may still be why: Go's
-// collector, for one, can die of a failed allocation with a bare SIGSEGV.
-func (s *server) memoryHint(e *Error, proc *process) {
-	if proc.limits.Memory > 0 && proc.exitErr != nil && !strings.Contains(proc.exitReason(), "limit") {
+// memoryHint tells, of a process that crashed under a memory limit
+// without a word of memory (see crashedUnderMemoryLimit), that the limit
+// may still be why. reason is the process's exitReason.
+func (s *server) memoryHint(e *Error, proc *process, reason string) {
+	if proc.crashedUnderMemoryLimit(reason) {
 		e.hint("it ran with a memory limit of %s (limits.memory, %s): a process short of memory can crash without saying so; raise the limit to rule it out",
 			sizeText(proc.limits.Memory), s.cfg().Where("limits"))
 	}
@@ -431,8 +432,9 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	}
 	var e *Error
 	if proc.exited() {
-		e = errorf(KindUnavailable, s.cfg().Name, "server %s %s", s.cfg().Name, proc.exitReason())
-		s.memoryHint(e, proc)
+		reason := proc.exitReason()
+		e = errorf(KindUnavailable, s.cfg().Name, "server %s %s", s.cfg().Name, reason)
+		s.memoryHint(e, proc, reason)
 	} else {
 		e = errorf(KindUnavailable, s.cfg().Name, "lost the connection to server %s: %v", s.cfg().Name, connErr)
 	}
