@@ -137,6 +137,12 @@ func TestCallBeforeStart(t *testing.T) {
 		!slices.ContainsFunc(ee.Hint, func(h string) bool { return strings.Contains(h, "Engine.Start") }) {
 		t.Fatalf("err = %#v", err)
 	}
+	// After Close, Start cannot help.
+	e.Close()
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if !errors.As(err, &ee) || ee.Message != "server srv is stopped: the engine is closed" || len(ee.Hint) > 0 {
+		t.Errorf("a call after Close: %#v", err)
+	}
 }
 
 // Arguments of null are no arguments, as empty ones are.

@@ -131,7 +131,8 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
-	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") || connBroken(err)
+	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") ||
+		!h.s.cfg().IsStdio() && connBroken(err)
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout

@@ -582,6 +582,9 @@ func (s *server) unavailableLocked() *Error {
 		return errorf(KindUnavailable, name, "server %s starts only by hand (activation manual, %s)", name, s.cfg().Where("activation")).
 			hint("start it with: mcpctl start %s", name)
 	}
+	if s.e.closed.Load() {
+		return errorf(KindUnavailable, name, "server %s is %s: the engine is closed", name, s.state)
+	}
 	// Never started, in a session, is a race with its end; through the Go
 	// API it is a missing Engine.Start.
 	return errorf(KindUnavailable, name, "server %s is %s", name, s.state).
