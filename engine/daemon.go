@@ -187,6 +187,9 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	// IdleTimeout: connections a client keeps for reuse (engine.Client
 	// keeps up to 1024) are dropped after a minute unused.
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ConnContext: withPeer}
+	if pl, ok := ln.(*peerListener); ok && pl.onRefuse == nil {
+		pl.onRefuse = d.refused
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var idle <-chan time.Time
@@ -380,6 +383,18 @@ func (d *Daemon) SetAudit(a *AuditLog) {
 			d.auditState(ev)
 		}
 	}()
+}
+
+// refused logs and audits a connection from another user, which the
+// listener turned away: someone tried the session's socket.
+func (d *Daemon) refused(c peerCred, err error) {
+	d.log.Warn("refused a connection", "error", err.Error())
+	e := AuditEntry{Event: "refused", Detail: err.Error()}
+	if c.Err == nil {
+		uid := c.UID
+		e.UID = &uid
+	}
+	d.audit.Record(e)
 }
 
 // auditState records a server's start (it became ready), stop, or

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpctl/mcpctl/internal/testutil"
 )
 
 func TestCheckPeer(t *testing.T) {
@@ -189,6 +193,37 @@ func TestOtherUserRefused(t *testing.T) {
 	// And the session goes on serving its owner.
 	if _, err := (&Client{Socket: s.Socket}).Status(ctx(t)); err != nil {
 		t.Errorf("the owner after a refusal: %v", err)
+	}
+}
+
+// A connection the session refuses is logged and audited: someone tried
+// its socket. A TCP connection stands for one from another user here: its
+// peer cannot be told, so it is refused the same way.
+func TestRefusalLoggedAndAudited(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs, audit testutil.Buffer
+	d := NewDaemon(newEngine(t), SessionInfo{Name: "sec", PID: os.Getpid()}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	d.SetAudit(NewAuditLog(&audit))
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(sctx, &peerListener{Listener: tcp}) }()
+	defer func() { stop(); <-served }()
+
+	c := &Client{Socket: "test.sock", Dial: func(ctx context.Context) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "tcp", tcp.Addr().String())
+	}}
+	if _, err := c.Status(ctx(t)); err == nil || !strings.Contains(err.Error(), "refused a connection: cannot tell which user made it") {
+		t.Fatalf("status over a connection the session cannot vouch for: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"level":"WARN","msg":"refused a connection","error":"refused a connection: cannot tell which user made it`) {
+		t.Errorf("the session's log:\n%s", logs.String())
+	}
+	if !strings.Contains(audit.String(), `"event":"refused","detail":"refused a connection: cannot tell which user made it`) {
+		t.Errorf("the audit log:\n%s", audit.String())
 	}
 }
 

@@ -178,7 +178,7 @@ func (s *Session) Listen() (ln net.Listener, release func(), err error) {
 		release()
 		return nil, nil, err
 	}
-	return &peerListener{l}, release, nil
+	return &peerListener{Listener: l}, release, nil
 }
 
 // Running reports whether a session process holds the session's lock.

@@ -29,7 +29,11 @@ func lockFile(path string) (*os.File, error) {
 
 // A peerListener accepts only connections from processes of our own user.
 // The socket's mode already says so; this holds even if the mode is changed.
-type peerListener struct{ net.Listener }
+// onRefuse, when set (before the first Accept), hears of each refusal.
+type peerListener struct {
+	net.Listener
+	onRefuse func(peerCred, error)
+}
 
 func (l *peerListener) Accept() (net.Conn, error) {
 	for {
@@ -38,7 +42,11 @@ func (l *peerListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		owner := os.Getuid()
-		if err := checkPeer(peerCredOf(c), owner); err != nil {
+		cred := peerCredOf(c)
+		if err := checkPeer(cred, owner); err != nil {
+			if l.onRefuse != nil {
+				l.onRefuse(cred, err)
+			}
 			go refuse(c, err, owner)
 			continue
 		}
