@@ -87,7 +87,8 @@ type AuditEntry struct {
 	Time time.Time `json:"time"`
 	// Event is "call", "start", "stop", "fail" (the server became
 	// unavailable), "by-hand" (mcpctl start, stop or restart; Detail says
-	// which) or "reload".
+	// which), "reload" or "refused" (a connection from another user, or
+	// one whose user cannot be told; Detail says why).
 	Event string `json:"event"`
 	// UID is the user on the other end of the socket, for requests.
 	UID       *int   `json:"uid,omitempty"`
