@@ -565,6 +565,13 @@ func TestServeHTTP(t *testing.T) {
 					t.Errorf("Authorization %q: %s %q, WWW-Authenticate %q", auth, resp.Status, body, resp.Header.Get("WWW-Authenticate"))
 				}
 			}
+			// Told once on stderr for the burst, not once per request.
+			for i := 0; i < 100 && !strings.Contains(stderr.String(), "warning: refused "); i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := strings.Count(stderr.String(), "warning: refused "); n != 1 || !strings.Contains(stderr.String(), "warning: refused 1 request(s) without the right token, the last from 127.0.0.1:") {
+				t.Errorf("refusals on serve's stderr (%d lines):\n%s", n, stderr)
+			}
 			sc := w.connectHTTP(url, token)
 			checkServe(t, w, sc)
 			if mode == "session" {

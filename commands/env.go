@@ -81,7 +81,6 @@ func (env *Env) jsonErrors() bool {
 	return env.format.JSON || env.format.JQ != "" || !env.StdoutTTY
 }
 
-// note writes a diagnostic for people to stderr.
 // note tells the user something on stderr, unless --quiet.
 func (env *Env) note(format string, args ...any) {
 	if !env.quiet {

@@ -295,7 +295,7 @@ func (hb *hub) httpHandler(token string, clients *presence) http.Handler {
 	// a foreign Host on loopback: DNS rebinding).
 	h = http.NewCrossOriginProtection().Handler(h)
 	if token != "" {
-		h = requireBearer(token, h)
+		h = requireBearer(token, h, (&refusals{note: hb.env.note}).add)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -303,20 +303,47 @@ func (hb *hub) httpHandler(token string, clients *presence) http.Handler {
 }
 
 // requireBearer lets through only requests that carry token as
-// "Authorization: Bearer TOKEN"; it compares in constant time.
-func requireBearer(token string, next http.Handler) http.Handler {
+// "Authorization: Bearer TOKEN"; it compares in constant time. refused
+// hears of the others.
+func requireBearer(token string, next http.Handler, refused func(*http.Request)) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		scheme, got, _ := strings.Cut(auth, " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			refused(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpctl"`)
 			http.Error(w, "unauthorized: send the token mcpctl serve was given as Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refusals tells on stderr of requests refused for want of the token: a
+// client set up wrong, or someone trying. One line per 10s at most, with
+// the count since the last, so that a scan does not flood it.
+type refusals struct {
+	note func(format string, args ...any)
+	mu   sync.Mutex
+	last time.Time
+	n    int
+}
+
+func (rf *refusals) add(r *http.Request) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	rf.n++
+	if time.Since(rf.last) < 10*time.Second {
+		return
+	}
+	from := r.RemoteAddr
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		from += " (" + ua + ")"
+	}
+	rf.note("warning: refused %d request(s) without the right token, the last from %s", rf.n, from)
+	rf.n, rf.last = 0, time.Now()
 }
 
 // A closableReader reads r through a pipe, so that Close ends a Read that
