@@ -136,16 +136,25 @@ func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
 func (d *Daemon) Handler() http.Handler {
 	e := d.engine
 	query := func(r *http.Request, k string) string { return r.URL.Query().Get(k) }
+	getPrompt := logged(d, "prompt", e.GetPrompt, func(r *PromptRequest, res *PromptResult) []any {
+		return []any{"prompt", r.Name, "cached", res != nil && res.Cached}
+	})
+	readResource := logged(d, "read", e.ReadResource, func(r *ResourceRequest, res *ResourceResult) []any {
+		return []any{"uri", r.URI, "cached", res != nil && res.Cached}
+	})
+	complete := logged(d, "complete", e.Complete, func(r *CompleteRequest, _ *CompleteResult) []any {
+		return []any{"ref", r.Ref, "argument", r.Argument}
+	})
 	routes := map[string]http.HandlerFunc{
 		"GET /v1/status":           d.serveStatus,
 		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
 		"POST /v1/tools/call":      d.serveCall,
 		"POST /v1/answer":          d.serveAnswer,
 		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
-		"POST /v1/prompts/get":     post(e.GetPrompt),
+		"POST /v1/prompts/get":     post(getPrompt),
 		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
-		"POST /v1/resources/read":  post(e.ReadResource),
-		"POST /v1/complete":        post(e.Complete),
+		"POST /v1/resources/read":  post(readResource),
+		"POST /v1/complete":        post(complete),
 		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,
@@ -307,6 +316,19 @@ func post[In, Out any](fn func(context.Context, *In) (Out, error)) http.HandlerF
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// logged is fn with a line in the session's log for each request, as a
+// call has: what was asked (never an argument's value), how long it took
+// and its outcome.
+func logged[In, Out any](d *Daemon, msg string, fn func(context.Context, *In) (*Out, error), what func(*In, *Out) []any) func(context.Context, *In) (*Out, error) {
+	return func(ctx context.Context, in *In) (*Out, error) {
+		t0 := time.Now()
+		out, err := fn(ctx, in)
+		attrs := append(what(in, out), "ms", time.Since(t0).Milliseconds(), "outcome", outcomeOf(err, false))
+		d.log.InfoContext(ctx, msg, attrs...)
+		return out, err
 	}
 }
 
