@@ -85,7 +85,8 @@ func TestCachedAnswerKeepsServerText(t *testing.T) {
 }
 
 // A fresh cached answer is given when its server is down, and without
-// starting a server that starts on use; --no-cache still asks the server.
+// starting a server that starts on use; --no-cache still asks the server,
+// and a server stopped by hand answers nothing.
 func TestCachedAnswerWithoutServer(t *testing.T) {
 	crash := 2
 	spec := fakemcp.Spec{
@@ -132,5 +133,12 @@ func TestCachedAnswerWithoutServer(t *testing.T) {
 	}
 	if _, _, err := ask("gone", true); KindOf(err) != KindUnavailable {
 		t.Errorf("--no-cache to a server down: %v", err)
+	}
+	// Stopped by hand, a server answers nothing, not from the cache either.
+	if err := e.Stop("brief"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ask("brief", false); KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "stopped with mcpctl stop") {
+		t.Errorf("a server stopped by hand: %v", err)
 	}
 }

@@ -616,6 +616,8 @@ func (e *Engine) Stop(names ...string) error {
 		s.mu.Lock()
 		s.lc.held = true
 		s.mu.Unlock()
+		// Stopped by hand, it answers nothing, not even from the cache.
+		e.cache.drop(func(ce *cacheEntry) bool { return ce.server == s.cfg().Name })
 	}
 	e.stopAll(servers)
 	return nil
