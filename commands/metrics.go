@@ -27,8 +27,8 @@ func newMetricsCmd(env *Env) *cli.Command {
 		ArgsUsage: "[SERVER]",
 		Description: `Reports, for each server (or SERVER only), whether it is up, its uptime and
 restarts, and the requests mcpctl sent to it by method: count, errors,
-success rate and latency percentiles (p50, p95, p99, over the last 1024
-requests of the method). The figures are the session's, since it started;
+success rate, average latency and latency percentiles (p50, p95, p99, over
+the last 1024 requests of the method). The figures are the session's, since it started;
 with no session running every server is listed as down with no requests.
 
 With --prometheus the same figures are printed in the Prometheus text
@@ -111,10 +111,10 @@ func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
 		if s.Up {
 			up = "up " + (time.Duration(s.UptimeSeconds) * time.Second).String()
 		}
-		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate), "", "", ""})
+		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate), "", "", "", ""})
 		for _, m := range s.Methods {
-			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
+			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate), dur(m.AvgMs), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
 		}
 	}
-	return output.Table(w, []string{"server", "method", "state", "up", "restarts", "requests", "errors", "success", "p50 ms", "p95 ms", "p99 ms"}, rows)
+	return output.Table(w, []string{"server", "method", "state", "up", "restarts", "requests", "errors", "success", "avg ms", "p50 ms", "p95 ms", "p99 ms"}, rows)
 }

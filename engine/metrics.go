@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -76,8 +77,10 @@ type MethodMetrics struct {
 	P50Ms       float64 `json:"p50Ms"`
 	P95Ms       float64 `json:"p95Ms"`
 	P99Ms       float64 `json:"p99Ms"`
-	// SumMs is the total time of every request, for averages.
+	// SumMs is the total time of every request; AvgMs is SumMs per
+	// request (0 with none).
 	SumMs float64 `json:"sumMs"`
+	AvgMs float64 `json:"avgMs"`
 }
 
 // ServerMetrics are the figures of one server.
@@ -138,6 +141,9 @@ func (e *Engine) Metrics() []ServerMetrics {
 				P50Ms:       percentile(lat, 0.50), P95Ms: percentile(lat, 0.95), P99Ms: percentile(lat, 0.99),
 				SumMs: float64(ms.sum.Microseconds()) / 1000,
 			})
+			if ms.requests > 0 {
+				sm.Methods[len(sm.Methods)-1].AvgMs = math.Round(float64(ms.sum.Microseconds())/float64(ms.requests)) / 1000
+			}
 		}
 		sm.SuccessRate = successRate(sm.Requests, sm.Errors)
 		out = append(out, sm)
