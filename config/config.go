@@ -92,6 +92,11 @@ type Server struct {
 	// envFile's values first, then env's.
 	Env     map[string]string
 	EnvFile string // absolute; "" when not set
+	// InheritEnv says which of mcpctl's own environment variables the
+	// server gets besides Env: nil, all of them (inheritEnv true, the
+	// default); otherwise those of BasicEnv and those matching these globs
+	// (inheritEnv false is an empty list).
+	InheritEnv []string
 	// Cwd is absolute.
 	Cwd     string
 	URL     string
@@ -168,6 +173,23 @@ type Limits struct {
 // Any reports whether a limit is set.
 func (l Limits) Any() bool {
 	return l.Memory > 0 || l.CPUTime > 0 || l.OpenFiles > 0 || l.Processes > 0
+}
+
+// BasicEnv are the variables a server started with inheritEnv false (or a
+// list) still gets from mcpctl's environment: those the MCP SDKs pass by
+// default, and the locale, time zone and temporary directory.
+var BasicEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TZ", "TMPDIR"}
+
+// Inherits reports whether the server gets mcpctl's environment variable
+// name (see InheritEnv).
+func (s *Server) Inherits(name string) bool {
+	if s.InheritEnv == nil {
+		return true
+	}
+	match := func(globs []string) bool {
+		return slices.ContainsFunc(globs, func(g string) bool { ok, _ := filepath.Match(g, name); return ok })
+	}
+	return match(BasicEnv) || match(s.InheritEnv)
 }
 
 // IsStdio reports whether the server is a local process (type stdio, or no

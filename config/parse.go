@@ -405,6 +405,17 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	for k, v := range r.stringMap("env") {
 		s.Env[k] = v
 	}
+	if v, p, ok := r.get("inheritEnv"); ok {
+		switch v := v.(type) {
+		case bool:
+			r.note("inheritEnv", p)
+			if !v {
+				s.InheritEnv = []string{}
+			}
+		case []any:
+			s.InheritEnv = append([]string{}, r.globs("inheritEnv")...)
+		}
+	}
 	s.Headers = r.stringMap("headers")
 	for _, f := range []struct {
 		name string

@@ -13,11 +13,14 @@ const Redacted = "<redacted>"
 // names normalised, ${...} expanded, paths absolute. It is the same for
 // equivalent JSON, TOML and Codex files.
 type ResolvedServer struct {
-	Type             string            `json:"type"`
-	Command          string            `json:"command,omitempty"`
-	Args             []string          `json:"args,omitempty"`
-	Env              map[string]string `json:"env,omitempty"`
-	EnvFile          string            `json:"envFile,omitempty"`
+	Type    string            `json:"type"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	EnvFile string            `json:"envFile,omitempty"`
+	// InheritEnv is false, or a list of globs, when not the whole
+	// environment.
+	InheritEnv       any               `json:"inheritEnv,omitempty"`
 	Cwd              string            `json:"cwd,omitempty"`
 	URL              string            `json:"url,omitempty"`
 	Headers          map[string]string `json:"headers,omitempty"`
@@ -128,6 +131,13 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 		r.Args = append(r.Args, hide(a))
 	}
 	r.Env = redactAll(s.Env, showSecrets)
+	switch {
+	case s.InheritEnv == nil:
+	case len(s.InheritEnv) == 0:
+		r.InheritEnv = false
+	default:
+		r.InheritEnv = s.InheritEnv
+	}
 	r.Headers = redactAll(s.Headers, showSecrets)
 	if s.Limits.Any() {
 		r.Limits = &ResolvedLimits{Memory: s.Limits.Memory, OpenFiles: s.Limits.OpenFiles, Processes: s.Limits.Processes}

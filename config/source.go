@@ -308,7 +308,7 @@ var codexFields = map[string]string{
 	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
 	"http_headers": "headers", "startup_timeout_sec": "startupTimeout", "startup_timeout_ms": "startupTimeout",
 	"tool_timeout_sec": "requestTimeout", "enabled_tools": "includeTools", "disabled_tools": "excludeTools",
-	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "", "required": "",
+	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "inheritEnv", "required": "",
 }
 
 func (d *document) fromCodex() {
@@ -372,9 +372,14 @@ func (d *document) fromCodex() {
 						headerOrigin[name+"\x00"+h] = []string{k, h}
 					}
 				}
-			case "env_vars", "required":
-				// mcpctl passes its whole environment to servers, and
-				// starts all of a config's servers or none.
+			case "env_vars":
+				// Codex passes these besides its basic variables: mcpctl's
+				// inheritEnv list. Without it mcpctl passes its whole
+				// environment, as it does for other configs.
+				s["inheritEnv"] = val
+				origin[name+"\x00inheritEnv"] = k
+			case "required":
+				// mcpctl starts all of a config's servers or none.
 			default:
 				s[to] = val
 				origin[name+"\x00"+to] = k

@@ -86,7 +86,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{s.Command}, s.Args...),
-		Env:         mergeEnv(os.Environ(), s.Env),
+		Env:         mergeEnv(inherited(s, os.Environ()), s.Env),
 		Dir:         s.Cwd,
 		Stdin:       inR,
 		Stdout:      outW,
@@ -467,6 +467,21 @@ func startError(s *config.Server, err error) error {
 
 // mergeEnv returns base with overrides applied (later keys win, as exec
 // would otherwise keep the first).
+// inherited is the part of env (NAME=value lines) server s gets (see
+// config.Server.InheritEnv).
+func inherited(s *config.Server, env []string) []string {
+	if s.InheritEnv == nil {
+		return env
+	}
+	var out []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); s.Inherits(k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 func mergeEnv(base []string, overrides map[string]string) []string {
 	out := make([]string, 0, len(base)+len(overrides))
 	for _, kv := range base {
