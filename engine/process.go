@@ -465,8 +465,6 @@ func startError(s *config.Server, err error) error {
 	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %s", s.Name, s.Redact(s.Command), s.Redact(err.Error())).wrap(err)
 }
 
-// mergeEnv returns base with overrides applied (later keys win, as exec
-// would otherwise keep the first).
 // inherited is the part of env (NAME=value lines) server s gets (see
 // config.Server.InheritEnv).
 func inherited(s *config.Server, env []string) []string {
@@ -482,6 +480,8 @@ func inherited(s *config.Server, env []string) []string {
 	return out
 }
 
+// mergeEnv returns base with overrides applied (later keys win, as exec
+// would otherwise keep the first).
 func mergeEnv(base []string, overrides map[string]string) []string {
 	out := make([]string, 0, len(base)+len(overrides))
 	for _, kv := range base {
