@@ -151,13 +151,15 @@ func TestMemoryLimitKillsAndIsNamed(t *testing.T) {
 
 // A crash with no word of memory, under a memory limit, may still be the
 // limit (Go's collector can die of it with a bare SIGSEGV): the error says
-// so; not for a server without a limit, one that named it, or one that
-// exited with an error of its own.
+// so; not for a server without a limit, one that named it, one that
+// exited with an error of its own, or a Go program's panic or deadlock.
 func TestCrashUnderMemoryLimitHints(t *testing.T) {
 	one, two := 1, 2
 	tools := []fakemcp.Tool{
 		{Name: "segv", Stderr: "SIGSEGV: segmentation violation\nPC=0x4351dd m=3 sigcode=1 addr=0x0", Crash: &two},
 		{Name: "quit", Stderr: "API_KEY is not set", Crash: &one},
+		{Name: "panic", Stderr: "panic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a1b2c]", Crash: &two},
+		{Name: "deadlock", Stderr: "fatal error: all goroutines are asleep - deadlock!", Crash: &two},
 		{Name: "grow", Allocate: 512},
 	}
 	for _, tc := range []struct {
@@ -170,6 +172,8 @@ func TestCrashUnderMemoryLimitHints(t *testing.T) {
 		{"go crash", 1 << 30, "segv", "exited with code 2", true},
 		{"unlimited", 0, "segv", "exited with code 2", false},
 		{"own error", 1 << 30, "quit", "exited with code 1", false},
+		{"go panic", 1 << 30, "panic", "exited with code 2", false},
+		{"go deadlock", 1 << 30, "deadlock", "exited with code 2", false},
 		{"named", 128 << 20, "grow", "exited with code 2 (memory limit of 128 MiB reached)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/lineio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"golang.org/x/sys/unix"
 )
 
 // A process is one stdio server's operating-system process, in a process
@@ -338,7 +339,7 @@ func waitDone(ch <-chan struct{}, d time.Duration) bool {
 }
 
 // exitDescription says how a process ended: "exited with code 3",
-// "killed by signal terminated".
+// "killed by SIGTERM".
 func exitDescription(err error) string {
 	if err == nil {
 		return "exited with code 0"
@@ -346,6 +347,9 @@ func exitDescription(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			if name := unix.SignalName(ws.Signal()); name != "" {
+				return "killed by " + name
+			}
 			return "killed by signal " + ws.Signal().String()
 		}
 		return fmt.Sprintf("exited with code %d", ee.ExitCode())
@@ -408,16 +412,20 @@ func (p *process) noteSigns(line string) {
 	if p.limits.OpenFiles > 0 && containsAny(line, "too many open files", "EMFILE") {
 		p.outOfFiles.Store(true)
 	}
-	if p.limits.Memory > 0 && containsAny(line, "fatal error:", "SIGSEGV", "SIGBUS", "unexpected signal") {
+	// Go's own report of a fault in the runtime, not a panic of the
+	// program's (whose "[signal SIGSEGV" line follows "panic:").
+	if p.limits.Memory > 0 && (strings.HasPrefix(line, "SIGSEGV: segmentation violation") || strings.HasPrefix(line, "SIGBUS: bus error") ||
+		strings.HasPrefix(line, "fatal error: unexpected signal during runtime execution")) {
 		p.crashReport.Store(true)
 	}
 }
 
 // crashedUnderMemoryLimit reports a process with a memory limit that
-// crashed (a fatal signal, or Go's runtime reporting a crash and exiting 2)
-// with no word of memory: the limit may still be why. Go's collector, for
-// one, can die of a failed allocation with a bare SIGSEGV. A server that
-// exits on its own with an error of its own is not meant. reason is its
+// crashed (SIGSEGV, SIGBUS or SIGABRT, or Go's runtime reporting a fault
+// of its own and exiting 2) with no word of memory: the limit may still be
+// why. Go's collector, for one, can die of a failed allocation with a bare
+// SIGSEGV. Not meant: a server that exits with an error of its own, a
+// program's panic, a SIGKILL (which the limit never sends). reason is its
 // exitReason.
 func (p *process) crashedUnderMemoryLimit(reason string) bool {
 	if p.limits.Memory == 0 || p.exitErr == nil || strings.Contains(reason, "limit") {
@@ -429,7 +437,7 @@ func (p *process) crashedUnderMemoryLimit(reason string) bool {
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch ws.Signal() {
-		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGABRT, syscall.SIGKILL:
+		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGABRT:
 			return true
 		}
 		return false
