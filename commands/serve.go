@@ -257,8 +257,10 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 	clients := newPresence(clientGoneGrace, clientIdle, func(client, why string) {
 		hb.env.note("closed the MCP session of %s: %s", client, why)
 	})
+	refused := newRefusals(hb.env.note)
+	defer refused.flush()
 	srv := &http.Server{
-		Handler:           hb.httpHandler(token, clients),
+		Handler:           hb.httpHandler(token, clients, refused),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
@@ -286,16 +288,16 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 }
 
 // httpHandler is serve's HTTP side: /mcp, behind the bearer token (if
-// any) and the browsers' cross-origin protection, with its clients
-// followed.
-func (hb *hub) httpHandler(token string, clients *presence) http.Handler {
+// any; refused hears of the requests without it) and the browsers'
+// cross-origin protection, with its clients followed.
+func (hb *hub) httpHandler(token string, clients *presence, refused *refusals) http.Handler {
 	hb.srv.AddReceivingMiddleware(clients.track)
 	var h http.Handler = clients.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, nil))
 	// Browsers' cross-origin requests are refused (the SDK already refuses
 	// a foreign Host on loopback: DNS rebinding).
 	h = http.NewCrossOriginProtection().Handler(h)
 	if token != "" {
-		h = requireBearer(token, h, (&refusals{note: hb.env.note}).add)
+		h = requireBearer(token, h, refused.add)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -322,27 +324,54 @@ func requireBearer(token string, next http.Handler, refused func(*http.Request))
 }
 
 // refusals tells on stderr of requests refused for want of the token: a
-// client set up wrong, or someone trying. One line per 10s at most, with
-// the count since the last, so that a scan does not flood it.
+// client set up wrong, or someone trying. One line per window (10s) at
+// most, with the count since the last line; those of a window that had its
+// line already are told at its end, so a burst is told in full.
 type refusals struct {
-	note func(format string, args ...any)
-	mu   sync.Mutex
-	last time.Time
-	n    int
+	note    func(format string, args ...any)
+	every   time.Duration
+	mu      sync.Mutex
+	last    time.Time   // when the last line was written
+	n       int         // refused since
+	from    string      // the last one's client
+	pending *time.Timer // the line due at the end of the window
+}
+
+func newRefusals(note func(format string, args ...any)) *refusals {
+	return &refusals{note: note, every: 10 * time.Second}
 }
 
 func (rf *refusals) add(r *http.Request) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	rf.n++
-	if time.Since(rf.last) < 10*time.Second {
-		return
-	}
-	from := r.RemoteAddr
+	rf.from = r.RemoteAddr
 	if ua := r.Header.Get("User-Agent"); ua != "" {
-		from += " (" + ua + ")"
+		rf.from += " (" + ua + ")"
 	}
-	rf.note("warning: refused %d request(s) without the right token, the last from %s", rf.n, from)
+	switch wait := rf.every - time.Since(rf.last); {
+	case wait <= 0:
+		rf.tellLocked()
+	case rf.pending == nil:
+		rf.pending = time.AfterFunc(wait, rf.flush)
+	}
+}
+
+// flush tells what is left untold (at a window's end, and when serve ends).
+func (rf *refusals) flush() {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.pending != nil {
+		rf.pending.Stop()
+		rf.pending = nil
+	}
+	if rf.n > 0 {
+		rf.tellLocked()
+	}
+}
+
+func (rf *refusals) tellLocked() {
+	rf.note("warning: refused %d request(s) without the right token, the last from %s", rf.n, rf.from)
 	rf.n, rf.last = 0, time.Now()
 }
 

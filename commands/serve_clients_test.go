@@ -45,7 +45,7 @@ func newPresenceWorld(t *testing.T, grace, idle time.Duration) *presenceWorld {
 		defer w.mu.Unlock()
 		w.closings = append(w.closings, client+": "+why)
 	})
-	ts := httptest.NewServer(hb.httpHandler("", p))
+	ts := httptest.NewServer(hb.httpHandler("", p, nil))
 	t.Cleanup(ts.Close)
 	w.url = ts.URL + "/mcp"
 	return w
