@@ -40,8 +40,9 @@ and "msg", and "requestId" on the lines about a request. With SERVER, prints
 what that server wrote to stderr, each line after the time mcpctl read it.
 With --audit, prints the audit log: a JSON line per call (the user's uid,
 the tool, its argument names but never their values, duration and
-outcome), per start, stop or failure of a server and per config reload;
-with SERVER only that server's.
+outcome), per start, stop or failure of a server, per start, stop or
+restart by hand, per config reload and per connection refused (another
+user's); with SERVER only that server's.
 
 The logs are in the session's state directory and rotate at 10 MiB,
 keeping 3 old files (NAME.1 to NAME.3); the old files are printed first.

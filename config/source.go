@@ -376,6 +376,12 @@ func (d *document) fromCodex() {
 				// Codex passes these besides its basic variables: mcpctl's
 				// inheritEnv list. Without it mcpctl passes its whole
 				// environment, as it does for other configs.
+				if _, ok := val.([]any); !ok {
+					line, col := lineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, false))
+					d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k,
+						Msg: fmt.Sprintf("expected an array of variable names, got %s", typeName(val)), Hint: `e.g. env_vars = ["AWS_REGION"]`})
+					continue
+				}
 				s["inheritEnv"] = val
 				origin[name+"\x00inheritEnv"] = k
 			case "required":

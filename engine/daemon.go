@@ -140,7 +140,11 @@ func (d *Daemon) Handler() http.Handler {
 		return []any{"prompt", r.Name, "cached", res != nil && res.Cached}
 	})
 	readResource := logged(d, "read", e.ReadResource, func(r *ResourceRequest, res *ResourceResult) []any {
-		return []any{"uri", r.URI, "cached", res != nil && res.Cached}
+		server := r.Server
+		if res != nil {
+			server = res.Server
+		}
+		return []any{"server", server, "uri", r.URI, "cached", res != nil && res.Cached}
 	})
 	complete := logged(d, "complete", e.Complete, func(r *CompleteRequest, _ *CompleteResult) []any {
 		return []any{"ref", r.Ref, "argument", r.Argument}
