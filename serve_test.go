@@ -769,3 +769,116 @@ func TestServeStandaloneHint(t *testing.T) {
 		t.Errorf("fake.die without a session: %q", text)
 	}
 }
+
+// TestServeManage: with --manage, serve offers mcpctl.status and
+// mcpctl.restart, with a session and without one: a client sees a dead
+// server's state and error, restarts it, and gets its tools back; a
+// server named mcpctl is not offered; an unknown name is an isError
+// result. Without --manage there are no such tools.
+func TestServeManage(t *testing.T) {
+	for _, mode := range []string{"oneshot", "session"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := newServeWorld(t, map[string]string{
+				"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "mcpctl": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+				"fake.json": `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+			})
+			if mode == "session" {
+				w.mcpctl("up")
+			}
+			sc := w.serveStdio("--manage")
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			names := func() []string {
+				tools, err := sc.cs.ListTools(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, tl := range tools.Tools {
+					out = append(out, tl.Name)
+				}
+				slices.Sort(out)
+				return out
+			}
+			if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "mcpctl.restart", "mcpctl.status"}) {
+				t.Fatalf("tools: %v", got)
+			}
+			if !strings.Contains(sc.stderr.String(), "server mcpctl is not offered: with --manage, mcpctl.* are serve's own tools") {
+				t.Errorf("serve's stderr: %s", sc.stderr)
+			}
+			type states struct {
+				Servers []engine.ServerStatus `json:"servers"`
+			}
+			call := func(name string, args any) (*mcp.CallToolResult, states) {
+				t.Helper()
+				res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				var st states
+				if !res.IsError {
+					if err := json.Unmarshal([]byte(callText(t, res)), &st); err != nil {
+						t.Fatalf("%s: %v: %s", name, err, callText(t, res))
+					}
+				}
+				return res, st
+			}
+			stateOf := func(st states, name string) engine.ServerStatus {
+				for _, s := range st.Servers {
+					if s.Name == name {
+						return s
+					}
+				}
+				t.Fatalf("no %s in %+v", name, st)
+				return engine.ServerStatus{}
+			}
+			_, st := call("mcpctl.status", nil)
+			first := stateOf(st, "fake")
+			if first.State != engine.StateReady || first.PID == 0 || first.Tools != 2 {
+				t.Fatalf("fake's status: %+v", first)
+			}
+			call("fake.die", nil)
+			if !within(30*time.Second, func() bool { return !slices.Contains(names(), "fake.echo") }) {
+				t.Fatalf("fake's tools after it died: %v", names())
+			}
+			_, st = call("mcpctl.status", nil)
+			if dead := stateOf(st, "fake"); dead.State != engine.StateUnavailable || !strings.Contains(dead.LastError, "exited with code 9") {
+				t.Errorf("fake's status after it died: %+v", dead)
+			}
+			res, st := call("mcpctl.restart", map[string]any{"server": "fake"})
+			if back := stateOf(st, "fake"); res.IsError || back.State != engine.StateReady || back.PID == first.PID {
+				t.Fatalf("restart: %q, %+v", callText(t, res), back)
+			}
+			if !within(30*time.Second, func() bool { return slices.Contains(names(), "fake.echo") }) {
+				t.Fatalf("fake's tools after the restart: %v", names())
+			}
+			if res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"}); err != nil || res.IsError {
+				t.Errorf("fake.echo after the restart: %v %+v", err, res)
+			}
+			res, _ = call("mcpctl.restart", map[string]any{"server": "nosuch"})
+			if !res.IsError || !strings.Contains(callText(t, res), "unknown server nosuch") {
+				t.Errorf("restart of an unknown server: %+v %q", res, callText(t, res))
+			}
+			sc.cs.Close()
+			if mode == "session" {
+				w.mcpctl("down")
+			}
+		})
+	}
+	t.Run("off", func(t *testing.T) {
+		t.Parallel()
+		w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": serveFakeSpec})
+		sc := w.serveStdio()
+		tools, err := sc.cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools.Tools {
+			if strings.HasPrefix(tl.Name, "mcpctl.") {
+				t.Errorf("without --manage: tool %s", tl.Name)
+			}
+		}
+		sc.cs.Close()
+	})
+}

@@ -27,6 +27,7 @@ type serveOptions struct {
 	http      string // --http ADDR; empty: stdio
 	tokenFile string
 	noAuth    bool
+	manage    bool // offer mcpctl.status and mcpctl.restart
 }
 
 // serveTokenEnv holds the bearer token of mcpctl serve --http.
@@ -73,6 +74,11 @@ whose connections dropped and did not come back within 30s, or that sent
 nothing for an hour with no stream open, has its calls cancelled and its
 session closed, and gets 404 if it comes back.
 
+With --manage, serve also offers two tools of its own: mcpctl.status (each
+server's state, since when, its last error and tool count) and
+mcpctl.restart {"server": NAME}, so that an agent can see why a server's
+tools went away and bring it back. A server named mcpctl is then not offered.
+
 serve speaks MCP up to 2025-11-25 to its client. Give it a config that does
 not list mcpctl serve itself: a serve started by its own config refuses to
 run (it would start itself again and again), and one a session runs is not
@@ -91,6 +97,7 @@ Examples:
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` (host:port; port 0 picks a free one) instead of stdio", Destination: &opts.http},
 			&cli.StringFlag{Name: "token-file", Usage: "with --http, require the bearer token in `FILE` (default: $MCPCTL_SERVE_TOKEN)", Destination: &opts.tokenFile},
 			&cli.BoolFlag{Name: "no-auth", Usage: "with --http on a loopback address, serve without a token", Destination: &opts.noAuth},
+			&cli.BoolFlag{Name: "manage", Usage: "also offer the tools mcpctl.status and mcpctl.restart, to see the servers' states and restart one", Destination: &opts.manage},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(cmd); err != nil {
@@ -133,6 +140,9 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	all := func(*config.Config) ([]string, error) { return nil, nil }
 	return env.withHostOpts(ctx, all, hostOptions{guard: true}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
+		if opts.manage {
+			hb.manage = managerOf(h)
+		}
 		if err := hb.start(ctx); err != nil {
 			return err
 		}

@@ -40,6 +40,8 @@ type hub struct {
 	logLevel                             string // the most verbose a client asked for
 
 	subs subscriptions // resource subscriptions relayed to the host
+
+	manage manager // serve --manage: tools of serve's own (serve_manage.go)
 }
 
 func newHub(env *Env, h host, session string) *hub {
@@ -237,6 +239,10 @@ func (hb *hub) sync(ctx context.Context) error {
 			hb.warnOnce("self "+in.Name, "server %s is this mcpctl serve itself (session %s); what it offers is not offered again", in.Name, hb.session)
 			continue
 		}
+		if hb.manage != nil && in.Name == manageServer {
+			hb.warnOnce("manage", "server %s is not offered: with --manage, %s.* are serve's own tools", in.Name, manageServer)
+			continue
+		}
 		for _, t := range in.Tools {
 			tools = append(tools, item{key: t.Name(), server: t.Server, raw: t.Raw(), add: hb.addTool(t)})
 		}
@@ -252,6 +258,9 @@ func (hb *hub) sync(ctx context.Context) error {
 				tmplServer[t.URITemplate] = t.Server
 			}
 		}
+	}
+	if hb.manage != nil {
+		tools = append(tools, hb.manageTools()...)
 	}
 	hb.mirror("tool", hb.tools, tools, hb.srv.RemoveTools)
 	hb.mirror("prompt", hb.prompts, prompts, hb.srv.RemovePrompts)

@@ -1,0 +1,124 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serve --manage offers its client two tools of its own, so that an agent
+// can see why a server's tools went away and bring it back, as a person
+// would with mcpctl status and mcpctl restart.
+const (
+	manageServer = "mcpctl" // the tools' server name; a server so named is hidden
+	statusTool   = manageServer + ".status"
+	restartTool  = manageServer + ".restart"
+)
+
+// A manager tells the servers' states and restarts them: the session's, or
+// those serve started itself.
+type manager interface {
+	states(ctx context.Context) ([]engine.ServerStatus, error)
+	restart(ctx context.Context, name string) ([]engine.ServerStatus, error)
+}
+
+func managerOf(h host) manager {
+	switch h := h.(type) {
+	case localHost:
+		return engineManager{h.Engine}
+	case *engine.Client:
+		return clientManager{h}
+	}
+	return nil
+}
+
+type engineManager struct{ e *engine.Engine }
+
+func (m engineManager) states(context.Context) ([]engine.ServerStatus, error) {
+	return m.e.Status(), nil
+}
+
+func (m engineManager) restart(ctx context.Context, name string) ([]engine.ServerStatus, error) {
+	if err := m.e.Restart(ctx, name); err != nil {
+		return nil, oneShotHints(err)
+	}
+	all := m.e.Status()
+	return slices.DeleteFunc(all, func(st engine.ServerStatus) bool { return st.Name != name }), nil
+}
+
+type clientManager struct{ c *engine.Client }
+
+func (m clientManager) states(ctx context.Context) ([]engine.ServerStatus, error) {
+	st, err := m.c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Servers, nil
+}
+
+func (m clientManager) restart(ctx context.Context, name string) ([]engine.ServerStatus, error) {
+	return m.c.Servers(ctx, "restart", name)
+}
+
+// manageTools are the items of serve's own tools, for sync to mirror with
+// the servers'.
+func (hb *hub) manageTools() []item {
+	tools := []*mcp.Tool{
+		{
+			Name:        statusTool,
+			Description: "The MCP servers behind this server: each one's state (ready, degraded, unavailable, stopped...), since when, its last error and how many tools it offers. A server's tools are missing while it is not ready.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		},
+		{
+			Name:        restartTool,
+			Description: "Stop one of the MCP servers behind this server and start it again, e.g. after it became unavailable; answers with its state after the start.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"the server's name, as ` + statusTool + ` lists it"}},"required":["server"],"additionalProperties":false}`),
+		},
+	}
+	handlers := map[string]mcp.ToolHandler{statusTool: hb.statusHandler, restartTool: hb.restartHandler}
+	var out []item
+	for _, t := range tools {
+		raw, _ := json.Marshal(t)
+		out = append(out, item{key: t.Name, server: manageServer, raw: raw, add: func() error {
+			return safely(func() { hb.srv.AddTool(t, handlers[t.Name]) })
+		}})
+	}
+	return out
+}
+
+func (hb *hub) statusHandler(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	states, err := hb.manage.states(ctx)
+	return manageResult(ctx, states, err)
+}
+
+func (hb *hub) restartHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Server string `json:"server"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Server == "" {
+		return manageResult(ctx, nil, fmt.Errorf(`name the server to restart: {"server": "NAME"}`))
+	}
+	states, err := hb.manage.restart(ctx, args.Server)
+	return manageResult(ctx, states, err)
+}
+
+// manageResult answers with the states as JSON text and structured
+// content, or with the error as a result marked isError, which a model
+// reads.
+func manageResult(ctx context.Context, states []engine.ServerStatus, err error) (*mcp.CallToolResult, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(err)}}}, nil
+	}
+	if states == nil {
+		states = []engine.ServerStatus{}
+	}
+	body, _ := json.Marshal(map[string]any{"servers": states})
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, StructuredContent: json.RawMessage(body)}, nil
+}
