@@ -105,4 +105,6 @@ func escapeLabel(v string) string { return labelEscaper.Replace(v) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// ftoa writes f to 12 significant digits: milliseconds made seconds
+// (27.061 / 1000) would otherwise print as 0.027060999999999998.
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', 12, 64) }

@@ -57,7 +57,7 @@ func TestWritePrometheus(t *testing.T) {
 	var buf bytes.Buffer
 	err := WritePrometheus(&buf, []ServerMetrics{
 		{Server: "fake", State: StateReady, Up: true, UptimeSeconds: 12.5, Restarts: 2, Requests: 4, Errors: 1,
-			Methods: []MethodMetrics{{Method: "tools/call", Requests: 3, Errors: 1, P50Ms: 1.5, P95Ms: 20, P99Ms: 250, SumMs: 271.5},
+			Methods: []MethodMetrics{{Method: "tools/call", Requests: 3, Errors: 1, P50Ms: 1.5, P95Ms: 20, P99Ms: 250, SumMs: 27.061},
 				{Method: `we"ird\name` + "\n", Requests: 1}}},
 		{Server: "down", State: StateStopped, Methods: []MethodMetrics{}},
 	})
@@ -78,7 +78,7 @@ func TestWritePrometheus(t *testing.T) {
 		`mcpctl_request_duration_seconds{server="fake",method="tools/call",quantile="0.5"} 0.0015` + "\n",
 		`mcpctl_request_duration_seconds{server="fake",method="tools/call",quantile="0.95"} 0.02` + "\n",
 		`mcpctl_request_duration_seconds{server="fake",method="tools/call",quantile="0.99"} 0.25` + "\n",
-		`mcpctl_request_duration_seconds_sum{server="fake",method="tools/call"} 0.2715` + "\n",
+		`mcpctl_request_duration_seconds_sum{server="fake",method="tools/call"} 0.027061` + "\n",
 		`mcpctl_request_duration_seconds_count{server="fake",method="tools/call"} 3` + "\n",
 		"# TYPE mcpctl_server_restarts_total counter\n",
 		`mcpctl_server_restarts_total{server="fake"} 2` + "\n",
