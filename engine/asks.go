@@ -264,6 +264,16 @@ func (w *elicitationWaits) done(id string) {
 // askElicitation asks an elicitation/create: a URL-mode one with a channel
 // in ctx that closes when the server says it is complete.
 func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams, ask func(context.Context, json.RawMessage) (json.RawMessage, error)) (*mcp.ElicitResult, error) {
+	if params.Mode == "" {
+		// A server that left it out (before MCP 2025-11-25 there was
+		// only the form): the one asked is told which, as the spec infers.
+		p := *params
+		p.Mode = "form"
+		if p.URL != "" || p.ElicitationID != "" {
+			p.Mode = "url"
+		}
+		params = &p
+	}
 	if params.Mode == "url" && params.ElicitationID != "" {
 		ch, stop := s.elicitWaits.wait(params.ElicitationID)
 		defer stop()

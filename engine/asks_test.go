@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var formAsk = &fakemcp.Elicit{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}
@@ -58,6 +59,27 @@ func TestCallerAnswersElicitation(t *testing.T) {
 	res, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
 	if err != nil || resultText(t, res) != `{"action":"decline"}` {
 		t.Errorf("engine handler: %v %s", err, res.Result)
+	}
+}
+
+// An elicitation whose server left out its mode (older servers) reaches
+// the one asked with the mode the spec infers, never "mode":"".
+func TestElicitationModeInferred(t *testing.T) {
+	for _, tc := range []struct {
+		params *mcp.ElicitParams
+		want   string
+	}{
+		{&mcp.ElicitParams{Message: "Name?"}, `"mode":"form"`},
+		{&mcp.ElicitParams{Message: "Consent", URL: "https://example.com/c"}, `"mode":"url"`},
+	} {
+		var asked string
+		_, err := (&server{}).askElicitation(ctx(t), tc.params, func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+			asked = string(p)
+			return json.RawMessage(`{"action":"decline"}`), nil
+		})
+		if err != nil || !strings.Contains(asked, tc.want) {
+			t.Errorf("asked %s (%v), want %s in it", asked, err, tc.want)
+		}
 	}
 }
 
