@@ -35,7 +35,7 @@ const serveTokenEnv = "MCPCTL_SERVE_TOKEN"
 
 // serveSelfEnv names, in the environment of the servers serve starts, the
 // session serve offers.
-const serveSelfEnv = "MCPCTL_SERVE_SESSION"
+const serveSelfEnv = config.ServeSessionEnv
 
 func newServeCmd(env *Env) *cli.Command {
 	var opts serveOptions

@@ -177,13 +177,18 @@ func (l Limits) Any() bool {
 
 // BasicEnv are the variables a server started with inheritEnv false (or a
 // list) still gets from mcpctl's environment: those the MCP SDKs pass by
-// default, and the locale, time zone and temporary directory.
-var BasicEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TZ", "TMPDIR"}
+// default, and the locale, time zone, temporary and runtime directories.
+var BasicEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_RUNTIME_DIR"}
+
+// ServeSessionEnv names, in the environment of the servers mcpctl serve
+// starts, the session serve offers: a serve among them refuses to run.
+// Every server gets it, whatever its inheritEnv.
+const ServeSessionEnv = "MCPCTL_SERVE_SESSION"
 
 // Inherits reports whether the server gets mcpctl's environment variable
 // name (see InheritEnv).
 func (s *Server) Inherits(name string) bool {
-	if s.InheritEnv == nil {
+	if s.InheritEnv == nil || name == ServeSessionEnv {
 		return true
 	}
 	match := func(globs []string) bool {

@@ -405,7 +405,9 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	for k, v := range r.stringMap("env") {
 		s.Env[k] = v
 	}
-	if v, p, ok := r.get("inheritEnv"); ok {
+	if v, p, ok := r.get("inheritEnv"); ok && !s.IsStdio() && p[0] != "defaults" {
+		d.errorAt(p, true, "inheritEnv is for stdio servers", "a remote server gets no environment: remove it")
+	} else if ok && s.IsStdio() {
 		switch v := v.(type) {
 		case bool:
 			r.note("inheritEnv", p)
