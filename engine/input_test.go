@@ -263,6 +263,20 @@ func TestCallerDeadlineLazyStart(t *testing.T) {
 	}
 }
 
+// A restart whose caller gives up once the server is stopped still starts
+// it: the server is not left stopped.
+func TestRestartCutShort(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "slow", fakemcp.Spec{StartDelay: "1s"}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+	defer cancel()
+	err := e.Restart(dctx, "slow")
+	checkDeadline(t, err, "slow", "the restart of slow (its start goes on) did not finish before the deadline of its context")
+	waitState(t, e, "slow", StateReady)
+}
+
 func checkDeadline(t *testing.T, err error, server, want string) {
 	t.Helper()
 	var ee *Error

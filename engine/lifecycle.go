@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -624,7 +625,9 @@ func (e *Engine) Stop(names ...string) error {
 }
 
 // Restart stops the named servers and starts them again, with a fresh set
-// of restarts for the on-failure policy.
+// of restarts for the on-failure policy. The start, once the servers are
+// stopped, goes on if ctx ends first (bounded by their startupTimeout): a
+// caller giving up must not leave them stopped.
 func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return errorf(KindUsage, "", "name the servers to restart")
@@ -632,7 +635,14 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	if err := e.Stop(names...); err != nil {
 		return err
 	}
-	return e.Start(ctx, names...)
+	started := make(chan error, 1)
+	go func() { started <- e.Start(context.WithoutCancel(ctx), names...) }()
+	select {
+	case err := <-started:
+		return err
+	case <-ctx.Done():
+		return deadlineError(ctx.Err(), names[0], "the restart of "+strings.Join(names, ", ")+" (its start goes on)")
+	}
 }
 
 // renew connects afresh to a remote server that no longer knows the
