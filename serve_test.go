@@ -804,7 +804,9 @@ func TestServeManage(t *testing.T) {
 			if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "mcpctl.restart", "mcpctl.status"}) {
 				t.Fatalf("tools: %v", got)
 			}
-			if !strings.Contains(sc.stderr.String(), "server mcpctl is not offered: with --manage, mcpctl.* are serve's own tools") {
+			if !within(10*time.Second, func() bool {
+				return strings.Contains(sc.stderr.String(), "server mcpctl is not offered: with --manage, mcpctl.* are serve's own tools")
+			}) {
 				t.Errorf("serve's stderr: %s", sc.stderr)
 			}
 			type states struct {
@@ -859,6 +861,22 @@ func TestServeManage(t *testing.T) {
 			res, _ = call("mcpctl.restart", map[string]any{"server": "nosuch"})
 			if !res.IsError || !strings.Contains(callText(t, res), "unknown server nosuch") {
 				t.Errorf("restart of an unknown server: %+v %q", res, callText(t, res))
+			}
+			res, _ = call("mcpctl.restart", map[string]any{"server": "mcpctl"})
+			if !res.IsError || !strings.Contains(callText(t, res), "server mcpctl is not offered by serve --manage") {
+				t.Errorf("restart of the hidden server: %+v %q", res, callText(t, res))
+			}
+			if mode == "session" {
+				// A stop by hand is not the agent's to undo.
+				w.mcpctl("stop", "fake")
+				_, st = call("mcpctl.status", nil)
+				if stopped := stateOf(st, "fake"); stopped.State != engine.StateStopped || !stopped.StoppedByHand {
+					t.Errorf("fake's status after mcpctl stop: %+v", stopped)
+				}
+				res, _ = call("mcpctl.restart", map[string]any{"server": "fake"})
+				if !res.IsError || !strings.Contains(callText(t, res), "server fake was stopped with mcpctl stop; only a person starts it again (mcpctl start fake)") {
+					t.Errorf("restart of a server stopped by hand: %+v %q", res, callText(t, res))
+				}
 			}
 			sc.cs.Close()
 			if mode == "session" {

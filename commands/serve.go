@@ -77,7 +77,9 @@ session closed, and gets 404 if it comes back.
 With --manage, serve also offers two tools of its own: mcpctl.status (each
 server's state, since when, its last error and tool count) and
 mcpctl.restart {"server": NAME}, so that an agent can see why a server's
-tools went away and bring it back. A server named mcpctl is then not offered.
+tools went away and bring it back. Every client may then restart servers,
+but not one stopped with "mcpctl stop". A server named mcpctl is then not
+offered.
 
 serve speaks MCP up to 2025-11-25 to its client. Give it a config that does
 not list mcpctl serve itself: a serve started by its own config refuses to

@@ -44,7 +44,7 @@ func (m engineManager) states(context.Context) ([]engine.ServerStatus, error) {
 
 func (m engineManager) restart(ctx context.Context, name string) ([]engine.ServerStatus, error) {
 	if err := m.e.Restart(ctx, name); err != nil {
-		return nil, oneShotHints(err)
+		return nil, err
 	}
 	all := m.e.Status()
 	return slices.DeleteFunc(all, func(st engine.ServerStatus) bool { return st.Name != name }), nil
@@ -102,7 +102,21 @@ func (hb *hub) restartHandler(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Server == "" {
 		return manageResult(ctx, nil, fmt.Errorf(`name the server to restart: {"server": "NAME"}`))
 	}
-	states, err := hb.manage.restart(ctx, args.Server)
+	// A stop by hand is how a person takes a server from an agent: the
+	// agent does not undo it. Nor does it reach the server serve hides.
+	if args.Server == manageServer {
+		return manageResult(ctx, nil, fmt.Errorf("server %s is not offered by serve --manage", manageServer))
+	}
+	states, err := hb.manage.states(ctx)
+	if err != nil {
+		return manageResult(ctx, nil, err)
+	}
+	for _, st := range states {
+		if st.Name == args.Server && st.StoppedByHand {
+			return manageResult(ctx, nil, fmt.Errorf("server %s was stopped with mcpctl stop; only a person starts it again (mcpctl start %s)", st.Name, st.Name))
+		}
+	}
+	states, err = hb.manage.restart(ctx, args.Server)
 	return manageResult(ctx, states, err)
 }
 

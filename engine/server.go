@@ -553,6 +553,7 @@ func (s *server) status() ServerStatus {
 		st.Activation = a
 	}
 	st.Restarts, st.Failures = s.lc.restarts, s.lc.failures
+	st.StoppedByHand = s.lc.held && s.state == StateStopped
 	if s.lc.restartDone != nil && !s.lc.restartAt.IsZero() {
 		t := s.lc.restartAt
 		st.RestartAt = &t

@@ -48,6 +48,9 @@ type ServerStatus struct {
 	RestartAt *time.Time `json:"restartAt,omitempty"`
 	// Failures counts the failed requests in a row (a degraded server).
 	Failures int `json:"failures,omitempty"`
+	// StoppedByHand: stopped with mcpctl stop (Engine.Stop), it stays
+	// stopped until started by hand.
+	StoppedByHand bool `json:"stoppedByHand,omitempty"`
 }
 
 // An Impl names an MCP implementation (a server's serverInfo).
