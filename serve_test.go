@@ -277,6 +277,21 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// toolNames lists the tools serve offers sc, sorted.
+func toolNames(ctx context.Context, t *testing.T, sc *serveClient) []string {
+	t.Helper()
+	tools, err := sc.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range tools.Tools {
+		out = append(out, tl.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func callText(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	var b strings.Builder
@@ -704,18 +719,7 @@ func TestServeServerGone(t *testing.T) {
 	sc := w.serveStdio()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	names := func() []string {
-		tools, err := sc.cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, tl := range tools.Tools {
-			out = append(out, tl.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
+	names := func() []string { return toolNames(ctx, t, sc) }
 	changes := func() int { sc.mu.Lock(); defer sc.mu.Unlock(); return sc.toolsChanged }
 	if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "fake.stall", "other.ping"}) {
 		t.Fatalf("tools: %v", got)
@@ -789,18 +793,7 @@ func TestServeManage(t *testing.T) {
 			sc := w.serveStdio("--manage")
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
-			names := func() []string {
-				tools, err := sc.cs.ListTools(ctx, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var out []string
-				for _, tl := range tools.Tools {
-					out = append(out, tl.Name)
-				}
-				slices.Sort(out)
-				return out
-			}
+			names := func() []string { return toolNames(ctx, t, sc) }
 			if got := names(); !slices.Equal(got, []string{"fake.die", "fake.echo", "mcpctl.restart", "mcpctl.status"}) {
 				t.Fatalf("tools: %v", got)
 			}
