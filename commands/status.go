@@ -22,7 +22,9 @@ func newStatusCmd(env *Env) *cli.Command {
 		Description: `Lists every server of the config with its state, how long it has been in it,
 its pid, tool count and last error. In JSON, "since" is when the server
 entered its state; "restarts" and "restartAt" follow the on-failure policy;
-"failures" counts failed requests in a row (a degraded server).
+"failures" counts failed requests in a row (a degraded server);
+"stoppedByHand" marks a server stopped with "mcpctl stop" (", by hand" in
+the table), which stays stopped until "mcpctl start" or "mcpctl restart".
 With no session running the servers are listed as stopped ("session" is null
 in JSON) and the exit code is 0. When the config was edited into something
 that cannot be loaded, the session keeps the config it had and "configError"
@@ -91,6 +93,9 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		}
 		if s.RestartAt != nil {
 			state += fmt.Sprintf(", restart %d in %s", s.Restarts, time.Until(*s.RestartAt).Round(time.Second/10))
+		}
+		if s.StoppedByHand {
+			state += ", by hand"
 		}
 		rows[i] = []string{s.Name, state, since, pid, strconv.Itoa(s.Tools), s.LastError}
 	}
