@@ -144,19 +144,29 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 // the end of its context, and a server that then starts for nobody is
 // left to its idle policy.
 func (s *server) startShared(ctx context.Context) error {
-	started := make(chan error, 1)
-	go func() { started <- s.start(context.WithoutCancel(ctx)) }()
+	return outlive(ctx, s.start, func(err error) {
+		if err == nil {
+			s.mu.Lock()
+			s.armIdleLocked()
+			s.mu.Unlock()
+		}
+	})
+}
+
+// outlive runs fn with ctx's values but not its end, and returns fn's
+// error, or ctx's when ctx ends first: what fn does (a start) must not be
+// cut short by a caller that gives up. fn then goes on, and its error goes
+// to abandoned, when that is not nil.
+func outlive(ctx context.Context, fn func(context.Context) error, abandoned func(error)) error {
+	done := make(chan error, 1)
+	go func() { done <- fn(context.WithoutCancel(ctx)) }()
 	select {
-	case err := <-started:
+	case err := <-done:
 		return err
 	case <-ctx.Done():
-		go func() {
-			if <-started == nil {
-				s.mu.Lock()
-				s.armIdleLocked()
-				s.mu.Unlock()
-			}
-		}()
+		if abandoned != nil {
+			go func() { abandoned(<-done) }()
+		}
 		return ctx.Err()
 	}
 }
@@ -635,14 +645,11 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	if err := e.Stop(names...); err != nil {
 		return err
 	}
-	started := make(chan error, 1)
-	go func() { started <- e.Start(context.WithoutCancel(ctx), names...) }()
-	select {
-	case err := <-started:
-		return err
-	case <-ctx.Done():
+	err := outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) }, nil)
+	if cerr := ctx.Err(); cerr != nil && err == cerr {
 		return deadlineError(ctx.Err(), names[0], "the restart of "+strings.Join(names, ", ")+" (its start goes on)")
 	}
+	return err
 }
 
 // renew connects afresh to a remote server that no longer knows the
