@@ -154,9 +154,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
 		if h.proc.exited() {
-			reason := h.proc.exitReason()
-			e.Message = fmt.Sprintf("server %s %s during %s", name, reason, what)
-			h.s.memoryHint(e, h.proc, reason)
+			e = h.s.exitError(h.proc, what)
 		}
 		e.Stderr = h.proc.stderrTail(10)
 		if !h.s.cfg().IsStdio() {

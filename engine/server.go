@@ -370,10 +370,8 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
 	case proc.exited() && !timedOut:
-		reason := proc.exitReason()
-		e = errorf(KindUnavailable, name, "server %s %s during startup", name, reason)
+		e = s.exitError(proc, "startup")
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
-		s.memoryHint(e, proc, reason)
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
@@ -394,14 +392,22 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	return e.wrap(err)
 }
 
-// memoryHint tells, of a process that crashed under a memory limit
-// without a word of memory (see crashedUnderMemoryLimit), that the limit
-// may still be why. reason is the process's exitReason.
-func (s *server) memoryHint(e *Error, proc *process, reason string) {
+// exitError is the error of a server whose process ended, during what
+// ("" between requests): how it ended, and, for a crash under a memory
+// limit without a word of memory (see crashedUnderMemoryLimit), a hint
+// that the limit may still be why.
+func (s *server) exitError(proc *process, during string) *Error {
+	name := s.cfg().Name
+	reason := proc.exitReason()
+	e := errorf(KindUnavailable, name, "server %s %s", name, reason)
+	if during != "" {
+		e.Message += " during " + during
+	}
 	if proc.crashedUnderMemoryLimit(reason) {
 		e.hint("it ran with a memory limit of %s (limits.memory, %s): a process short of memory can crash without saying so; raise the limit to rule it out",
 			sizeText(proc.limits.Memory), s.cfg().Where("limits"))
 	}
+	return e
 }
 
 // watch marks the server unavailable when its process ends or its
@@ -432,9 +438,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	}
 	var e *Error
 	if proc.exited() {
-		reason := proc.exitReason()
-		e = errorf(KindUnavailable, s.cfg().Name, "server %s %s", s.cfg().Name, reason)
-		s.memoryHint(e, proc, reason)
+		e = s.exitError(proc, "")
 	} else {
 		e = errorf(KindUnavailable, s.cfg().Name, "lost the connection to server %s: %v", s.cfg().Name, connErr)
 	}
