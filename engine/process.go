@@ -87,7 +87,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        append([]string{s.Command}, s.Args...),
-		Env:         mergeEnv(inherited(s, os.Environ()), s.Env),
+		Env:         serverEnv(s, os.Environ()),
 		Dir:         s.Cwd,
 		Stdin:       inR,
 		Stdout:      outW,
@@ -215,12 +215,12 @@ func (p *process) awaitExit(brief time.Duration) {
 	waitDone(p.done, brief)
 }
 
-// exited reports whether the leader process has been reaped.
 // exitedBefore reports whether the process had exited by t.
 func (p *process) exitedBefore(t time.Time) bool {
 	return p.exited() && p.exitedAt.Before(t)
 }
 
+// exited reports whether the leader process has been reaped.
 func (p *process) exited() bool {
 	if p == nil {
 		return false
@@ -473,36 +473,23 @@ func startError(s *config.Server, err error) error {
 	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %s", s.Name, s.Redact(s.Command), s.Redact(err.Error())).wrap(err)
 }
 
-// inherited is the part of env (NAME=value lines) server s gets (see
-// config.Server.InheritEnv).
-func inherited(s *config.Server, env []string) []string {
-	if s.InheritEnv == nil {
-		return env
-	}
-	var out []string
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); s.Inherits(k) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// mergeEnv returns base with overrides applied (later keys win, as exec
+// serverEnv is the environment server s starts with: the part of env
+// (NAME=value lines, mcpctl's own) it inherits (see
+// config.Server.InheritEnv), with its Env applied (later keys win, as exec
 // would otherwise keep the first).
-func mergeEnv(base []string, overrides map[string]string) []string {
-	out := make([]string, 0, len(base)+len(overrides))
-	for _, kv := range base {
+func serverEnv(s *config.Server, env []string) []string {
+	out := make([]string, 0, len(env)+len(s.Env))
+	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		// Input values reach a server only where its config puts them.
-		if strings.HasPrefix(k, config.InputEnvPrefix) {
+		if strings.HasPrefix(k, config.InputEnvPrefix) || !s.Inherits(k) {
 			continue
 		}
-		if _, over := overrides[k]; !over {
+		if _, over := s.Env[k]; !over {
 			out = append(out, kv)
 		}
 	}
-	for k, v := range overrides {
+	for k, v := range s.Env {
 		out = append(out, k+"="+v)
 	}
 	return out

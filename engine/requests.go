@@ -504,7 +504,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 
 // route finds the server for a resource URI: the one named, else the one
 // that lists the URI, else the one with a template that matches it (see
-// offering for servers that cannot answer).
+// Engine.offers for servers that cannot answer).
 func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
@@ -661,7 +661,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 }
 
 // templateServer finds the server that has a resource template (see
-// offering for servers that cannot answer).
+// Engine.offers for servers that cannot answer).
 func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server, error) {
 	if name != "" {
 		return e.lookup(name)
