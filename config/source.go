@@ -308,7 +308,7 @@ var codexFields = map[string]string{
 	"command": "command", "args": "args", "env": "env", "cwd": "cwd", "url": "url",
 	"http_headers": "headers", "startup_timeout_sec": "startupTimeout", "startup_timeout_ms": "startupTimeout",
 	"tool_timeout_sec": "requestTimeout", "enabled_tools": "includeTools", "disabled_tools": "excludeTools",
-	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "inheritEnv", "required": "",
+	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "", "required": "",
 }
 
 func (d *document) fromCodex() {
