@@ -169,29 +169,21 @@ func TestCallNullArguments(t *testing.T) {
 func TestCallerDeadline(t *testing.T) {
 	slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "20s"})
 	e := newEngine(t, slow)
-	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	err := e.Start(dctx)
+	err := e.Start(cutAfter(t, 200*time.Millisecond))
 	checkDeadline(t, err, "slow", "the start of server slow did not finish before the deadline of its context")
 
 	e = newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "wait", Sleep: "20s"}}}))
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = e.CallTool(dctx, &CallRequest{Name: "srv.wait"})
+	_, err = e.CallTool(cutAfter(t, 200*time.Millisecond), &CallRequest{Name: "srv.wait"})
 	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
 
 	// The same through a session.
 	c := serveDaemon(t, e)
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = c.CallTool(dctx, &CallRequest{Name: "srv.wait"})
+	_, err = c.CallTool(cutAfter(t, 200*time.Millisecond), &CallRequest{Name: "srv.wait"})
 	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = c.CallTool(dctx, &CallRequest{Name: "srv.wait", OnProgress: func(Progress) {}})
+	_, err = c.CallTool(cutAfter(t, 200*time.Millisecond), &CallRequest{Name: "srv.wait", OnProgress: func(Progress) {}})
 	checkDeadline(t, err, "srv", "the call to srv.wait did not finish before the deadline of its context")
 
 	// A subscription and a log level a server is slow to take. The level
@@ -203,13 +195,9 @@ func TestCallerDeadline(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = e.SubscribeResource(dctx, "file:///a", "")
+	_, err = e.SubscribeResource(cutAfter(t, 200*time.Millisecond), "file:///a", "")
 	checkDeadline(t, err, "slow", "subscribing to file:///a did not finish before the deadline of its context")
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = e.SetLogLevel(dctx, "debug")
+	_, err = e.SetLogLevel(cutAfter(t, 200*time.Millisecond), "debug")
 	checkDeadline(t, err, "slow", "setting the log level of server slow did not finish before the deadline of its context")
 }
 
@@ -226,8 +214,7 @@ func TestCallerDeadlineLazyStart(t *testing.T) {
 	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"brief"}})
 	defer sub.Close()
 
-	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
+	dctx := cutAfter(t, 200*time.Millisecond)
 	t0 := time.Now()
 	_, err := e.CallTool(dctx, &CallRequest{Name: "lazy.echo"})
 	checkDeadline(t, err, "lazy", "the call to lazy.echo did not finish before the deadline of its context")
@@ -239,14 +226,10 @@ func TestCallerDeadlineLazyStart(t *testing.T) {
 	}
 	// A server that depends on it: the dependency's start is what the
 	// deadline cut short, not a dependency "not running".
-	dctx, cancel = context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	_, err = e.CallTool(dctx, &CallRequest{Name: "top.echo"})
+	_, err = e.CallTool(cutAfter(t, 200*time.Millisecond), &CallRequest{Name: "top.echo"})
 	checkDeadline(t, err, "lazy", "the start of server lazy (which top depends on) did not finish before the deadline of its context")
 
-	dctx, cancel = context.WithTimeout(ctx(t), 100*time.Millisecond)
-	defer cancel()
-	_, err = e.CallTool(dctx, &CallRequest{Name: "brief.echo"})
+	_, err = e.CallTool(cutAfter(t, 100*time.Millisecond), &CallRequest{Name: "brief.echo"})
 	checkDeadline(t, err, "brief", "the call to brief.echo did not finish before the deadline of its context")
 	var states []State
 	deadline := time.After(15 * time.Second)
@@ -270,11 +253,16 @@ func TestRestartCutShort(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	dctx, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
-	defer cancel()
-	err := e.Restart(dctx, "slow")
+	err := e.Restart(cutAfter(t, 200*time.Millisecond), "slow")
 	checkDeadline(t, err, "slow", "the restart of slow (its start goes on) did not finish before the deadline of its context")
 	waitState(t, e, "slow", StateReady)
+}
+
+// cutAfter is a context that ends after d, for a request to be cut short.
+func cutAfter(t *testing.T, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(ctx(t), d)
+	t.Cleanup(cancel)
+	return c
 }
 
 func checkDeadline(t *testing.T, err error, server, want string) {
