@@ -10,7 +10,8 @@ import (
 )
 
 // The same servers written as JSON with comments, mcp.toml and Codex's
-// config.toml resolve to the same thing.
+// config.toml resolve to the same thing (a Codex server gets only the basic
+// variables unless env_vars says more: inheritEnv false elsewhere).
 func TestFormatsResolveAlike(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -21,6 +22,7 @@ func TestFormatsResolveAlike(t *testing.T) {
       "command": "npx",
       "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
       "env": {"TOKEN": "${TOKEN}"},
+      "inheritEnv": false,
       "startupTimeout": 20,
       "requestTimeout": "90s",
       "includeTools": ["read_*"],
@@ -33,6 +35,7 @@ func TestFormatsResolveAlike(t *testing.T) {
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 env = { TOKEN = "${TOKEN}" }
+inheritEnv = false
 startupTimeout = 20
 requestTimeout = "90s"
 includeTools = ["read_*"]

@@ -374,8 +374,7 @@ func (d *document) fromCodex() {
 				}
 			case "env_vars":
 				// Codex passes these besides its basic variables: mcpctl's
-				// inheritEnv list. Without it mcpctl passes its whole
-				// environment, as it does for other configs.
+				// inheritEnv list.
 				if _, ok := val.([]any); !ok {
 					line, col := lineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, false))
 					d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k,
@@ -394,6 +393,11 @@ func (d *document) fromCodex() {
 		if len(headers) > 0 {
 			s["headers"] = headers
 			origin[name+"\x00headers"] = "http_headers"
+		}
+		if _, local := in["command"]; local && s["inheritEnv"] == nil {
+			// Without env_vars Codex passes a server only its basic
+			// variables (PATH, HOME, ...), not the shell's secrets.
+			s["inheritEnv"] = false
 		}
 		out[name] = s
 	}
