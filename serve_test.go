@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -892,4 +893,82 @@ func TestServeManage(t *testing.T) {
 		}
 		sc.cs.Close()
 	})
+}
+
+// A call the client cancels gets no answer (MCP: the receiver of
+// notifications/cancelled does not respond to the request): not the
+// cancellation as an error. Requests after it are answered as ever.
+func TestServeCancelledNotAnswered(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+		"fake.json": `{"tools": [{"name": "stall", "sleep": "60s"}]}`,
+	})
+	cmd := w.command(nil, "serve")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	send := func(msg string) {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatalf("writing to serve: %v", err)
+		}
+	}
+	var seen []string
+	// await reads serve's lines until the answer to id; every line read is
+	// kept in seen.
+	await := func(id int) {
+		t.Helper()
+		want := fmt.Sprintf(`"id":%d`, id)
+		timeout := time.After(60 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("serve ended before answering %d; it wrote %q\nstderr:\n%s", id, seen, stderr.String())
+				}
+				seen = append(seen, l)
+				if strings.Contains(l, want) && !strings.Contains(l, `"method"`) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no answer to %d; serve wrote %q", id, seen)
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	await(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake.stall","arguments":{}}}`)
+	time.Sleep(300 * time.Millisecond) // for the call to reach the server
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"the user gave up"}}`)
+	// The cancelled call ends within moments; what serve would write for
+	// it comes before the answers to requests made well after.
+	send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	await(3)
+	time.Sleep(time.Second)
+	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	await(4)
+	stdin.Close()
+	for l := range lines {
+		seen = append(seen, l)
+	}
+	cmd.Wait()
+	for _, l := range seen {
+		if strings.Contains(l, `"id":2`) {
+			t.Errorf("the cancelled call was answered: %s", l)
+		}
+	}
 }

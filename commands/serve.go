@@ -368,7 +368,8 @@ const stdinGrace = 5 * time.Second
 // A drainingTransport is a stdio transport on which the end of input waits
 // until the requests read before it are answered (for at most grace): a
 // client that writes its requests and closes stdin, as a shell pipe does,
-// gets its answers.
+// gets its answers. A request the client cancelled gets no answer, as MCP
+// asks (the SDK would answer it with the cancellation as an error).
 type drainingTransport struct {
 	inner mcp.Transport
 	grace time.Duration
@@ -379,15 +380,16 @@ func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}, nil
+	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}, nil
 }
 
 type drainingConn struct {
 	mcp.Connection
-	grace   time.Duration
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]bool // requests read and not yet answered
-	changed chan struct{}       // pending shrank
+	grace     time.Duration
+	mu        sync.Mutex
+	pending   map[jsonrpc.ID]bool // requests read and not yet answered
+	cancelled map[jsonrpc.ID]bool // of those, the ones the client cancelled
+	changed   chan struct{}       // pending shrank
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -409,6 +411,11 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			if json.Unmarshal(req.Params, &p) == nil {
 				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.mu.Lock()
+					if c.pending[id] {
+						c.cancelled[id] = true
+					}
+					c.mu.Unlock()
 					c.answered(id)
 				}
 			}
@@ -418,8 +425,18 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, ok := msg.(*jsonrpc.Response)
+	if ok {
+		c.mu.Lock()
+		dropped := c.cancelled[resp.ID]
+		delete(c.cancelled, resp.ID)
+		c.mu.Unlock()
+		if dropped {
+			return nil
+		}
+	}
 	err := c.Connection.Write(ctx, msg)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	if ok {
 		c.answered(resp.ID)
 	}
 	return err
