@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/urfave/cli/v3"
 )
@@ -24,7 +26,12 @@ cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 reported in "failed" (exit 3); the others are applied. A new "logLevel"
 applies to the session's log at once, unless "up --log-level" set it.
 
+A session cannot ask for an input (${input:ID}) that a changed config
+added: reload hands it the MCPCTL_INPUT_<ID> variables of its own
+environment, which the session keeps, in memory, for its later reloads.
+
   mcpctl reload
+  MCPCTL_INPUT_API_KEY="$(pass show api-key)" mcpctl reload
   mcpctl reload --jq .restarted`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(cmd); err != nil {
@@ -33,6 +40,18 @@ applies to the session's log at once, unless "up --log-level" set it.
 			return runReload(ctx, env)
 		},
 	}
+}
+
+// inputVars are this process's MCPCTL_INPUT_<ID> variables: the values of
+// ${input:ID} that a session, which cannot ask, may lack.
+func inputVars() map[string]string {
+	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		if name, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, config.InputEnvPrefix) && name != config.InputEnvPrefix {
+			vars[name] = v
+		}
+	}
+	return vars
 }
 
 func runReload(ctx context.Context, env *Env) error {
@@ -44,7 +63,7 @@ func runReload(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.Reload(ctx)
+	res, err := client.Reload(ctx, &engine.ReloadRequest{Inputs: inputVars()})
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is nothing to reload", "without a session every command reads the config afresh")
 	}

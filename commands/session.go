@@ -86,9 +86,16 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		info.TTLSeconds = ttl.Seconds()
 	}
 	// A reload reads the same files the session started from; inputs come
-	// from the session's environment, as nobody is there to ask.
+	// from what reloads gave (mcpctl reload hands over its MCPCTL_INPUT_*),
+	// then from the session's environment, as nobody is there to ask.
+	lookup := func(name string) (string, bool) {
+		if v, ok := d.LookupInput(name); ok {
+			return v, true
+		}
+		return env.LookupEnv(name)
+	}
 	d.SetConfigLoader(func() (*config.Config, error) {
-		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir})
 		if err == nil {
 			err = obs.follow(next)
 		}

@@ -841,7 +841,7 @@ func (in *inputs) value(id string) (string, error) {
 		return in.declared[i].Default, nil
 	}
 	if in.opts.Ask == nil {
-		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked", InputEnv(id))}
+		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked (a session is given it by: %[1]s=... mcpctl reload)", InputEnv(id))}
 	}
 	if in.interrupted != nil {
 		return "", in.interrupted

@@ -62,10 +62,14 @@ func (c *Client) Metrics(ctx context.Context) ([]ServerMetrics, error) {
 	return out, c.send(ctx, http.MethodGet, "/v1/metrics", nil, &out)
 }
 
-// Reload asks the session to read its config again and apply it.
-func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
+// Reload asks the session to read its config again and apply it; req, which
+// may be nil, gives it input values.
+func (c *Client) Reload(ctx context.Context, req *ReloadRequest) (*ReloadResult, error) {
+	if req == nil {
+		req = &ReloadRequest{}
+	}
 	var res ReloadResult
-	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/reload", nil, &res); err != nil {
+	if err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/reload", req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

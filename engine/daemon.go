@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,7 +42,7 @@ const VersionHeader = "Mcpctl-Version"
 //	GET  /events?server=S&type=T&stderr=1&subscribe=URI&logLevel=L
 //	                              → NDJSON: a ready line, then Events
 //	POST /servers/start           ServersRequest → []ServerStatus (also stop, restart)
-//	POST /reload                  loads the config again and applies it → ReloadResult
+//	POST /reload                  ReloadRequest (optional) → loads the config again and applies it → ReloadResult
 //	POST /shutdown                stops every server, then the session → Status
 //
 // Errors are {"error": Error} with a status code that follows the kind.
@@ -54,6 +55,7 @@ type Daemon struct {
 	stopped  chan struct{}
 	ready    atomic.Bool
 	load     func() (*config.Config, error)
+	inputs   sessionInputs // given by reloads (ReloadRequest.Inputs)
 	asks     waitingAsks
 
 	// ttl, when set, ends the session after that long without a request
@@ -251,6 +253,16 @@ func (d *Daemon) status() *Status {
 }
 
 func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
+	// An older mcpctl sends no body.
+	var req ReloadRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, errorf(KindUsage, "", "bad reload request: %v", err))
+		return
+	}
+	if err := d.inputs.add(req.Inputs); err != nil {
+		writeError(w, err)
+		return
+	}
 	res, err := d.Reload(r.Context())
 	if err != nil {
 		writeError(w, err)

@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/mcpctl/mcpctl/config"
 )
@@ -166,4 +169,47 @@ func (e *Engine) ConfigError() *Error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return e.configErr
+}
+
+// A ReloadRequest is what a reload may bring the session besides its
+// files. Stable.
+type ReloadRequest struct {
+	// Inputs are values for the config's ${input:ID}, as the environment
+	// variables that give them (MCPCTL_INPUT_API_KEY for api-key): a
+	// session cannot ask for an input a changed config added, so the
+	// command that asks for the reload gives it. The session keeps them
+	// for its later reloads, in memory only; they win over its own
+	// environment's.
+	Inputs map[string]string `json:"inputs,omitempty"`
+}
+
+// sessionInputs are the input values reloads gave a session.
+type sessionInputs struct {
+	mu     sync.Mutex
+	values map[string]string
+}
+
+func (s *sessionInputs) add(vars map[string]string) error {
+	for name := range vars {
+		if !strings.HasPrefix(name, config.InputEnvPrefix) || name == config.InputEnvPrefix {
+			return errorf(KindUsage, "", "a reload's inputs are MCPCTL_INPUT_<ID> variables, not %q", name)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[string]string{}
+	}
+	maps.Copy(s.values, vars)
+	return nil
+}
+
+// LookupInput gives the value a reload gave the variable name
+// (MCPCTL_INPUT_<ID>), for the config loader ([Daemon.SetConfigLoader])
+// to read before the session's environment.
+func (d *Daemon) LookupInput(name string) (string, bool) {
+	d.inputs.mu.Lock()
+	defer d.inputs.mu.Unlock()
+	v, ok := d.inputs.values[name]
+	return v, ok
 }
