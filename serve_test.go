@@ -972,3 +972,48 @@ func TestServeCancelledNotAnswered(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM (or Ctrl-C) ends serve while a call is under way: the call is
+// cancelled (its server is told), not waited for, and serve does not then
+// wait out stdin's grace (5s) for the answer it can no longer write.
+func TestServeSignalEndsCalls(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := newServeWorld(t, map[string]string{
+				"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+				"fake.json": `{"tools": [{"name": "stall", "sleep": "60s"}]}`,
+			})
+			sc := w.serveStdio()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			called := make(chan error, 1)
+			go func() {
+				_, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.stall"})
+				called <- err
+			}()
+			time.Sleep(500 * time.Millisecond) // for the call to reach the server
+			pids := markedProcesses(w.mark)
+			serve := -1
+			for _, pid := range pids {
+				if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(cmdline), "mcpctl\x00serve") {
+					serve = pid
+				}
+			}
+			if serve < 0 {
+				t.Fatalf("no mcpctl serve among %v", pids)
+			}
+			t0 := time.Now()
+			syscall.Kill(serve, sig)
+			if !within(3*time.Second, func() bool { return procState(serve) == "" }) {
+				t.Fatalf("serve still runs 3s after %v", sig)
+			}
+			select {
+			case <-called:
+			case <-time.After(3*time.Second - time.Since(t0)):
+				t.Fatalf("the call still runs 3s after %v to serve", sig)
+			}
+			t.Logf("serve ended %v after %v", time.Since(t0).Round(time.Millisecond), sig)
+		})
+	}
+}

@@ -380,7 +380,7 @@ func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}, nil
+	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}, nil
 }
 
 type drainingConn struct {
@@ -390,6 +390,8 @@ type drainingConn struct {
 	pending   map[jsonrpc.ID]bool // requests read and not yet answered
 	cancelled map[jsonrpc.ID]bool // of those, the ones the client cancelled
 	changed   chan struct{}       // pending shrank
+	closing   chan struct{}       // closed by Close: serve is ending
+	closeOnce sync.Once
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -452,6 +454,13 @@ func (c *drainingConn) answered(id jsonrpc.ID) {
 	}
 }
 
+// Close ends a drain under way: serve is ending (a signal), and the
+// answers the drain would wait for can no longer be written.
+func (c *drainingConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closing) })
+	return c.Connection.Close()
+}
+
 // drain waits until every request read has its answer, at most grace.
 func (c *drainingConn) drain(ctx context.Context) {
 	timer := time.NewTimer(c.grace)
@@ -468,6 +477,8 @@ func (c *drainingConn) drain(ctx context.Context) {
 		case <-timer.C:
 			return
 		case <-ctx.Done():
+			return
+		case <-c.closing:
 			return
 		}
 	}

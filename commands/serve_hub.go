@@ -97,7 +97,7 @@ func (hb *hub) start(ctx context.Context) error {
 		SupportedProtocolVersions: serveProtocolVersions(),
 	})
 
-	hb.srv.AddReceivingMiddleware(hb.followLogLevel)
+	hb.srv.AddReceivingMiddleware(hb.followLogLevel, hb.endWithServe)
 
 	// Events first, then the lists: a change after the lists were read is
 	// never missed.
@@ -734,6 +734,18 @@ func (hb *hub) forwardLog(ev engine.Event) {
 	params := &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Server, Data: data}
 	for ss := range hb.srv.Sessions() {
 		ss.Log(hb.ctx, params)
+	}
+}
+
+// endWithServe cancels what a client asked when serve ends (a signal, or the
+// session gone): a call under way is cancelled on its server, not waited
+// for, as the SDK would wait before it closes the connection.
+func (hb *hub) endWithServe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(hb.ctx, func() { cancel(context.Cause(hb.ctx)) })()
+		return next(ctx, method, req)
 	}
 }
 
