@@ -152,7 +152,11 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 		return nil
 	})
 	if err == nil && res == nil {
-		err = errorf(KindUnavailable, "", "the session ended the call without a result")
+		// The stream ended: by the caller giving up (Ctrl-C), or by the
+		// session.
+		if err = ctx.Err(); err == nil {
+			err = errorf(KindUnavailable, "", "the session ended the call without a result")
+		}
 	}
 	return res, err
 }
