@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -39,6 +41,8 @@ func (m *metrics) ready(server string) {
 	m.mu.Unlock()
 }
 
+// record counts a request and its latency; err, unless it is the caller
+// giving up (context.Canceled), counts as the server's error.
 func (m *metrics) record(server, method string, d time.Duration, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -53,7 +57,7 @@ func (m *metrics) record(server, method string, d time.Duration, err error) {
 		bs[method] = st
 	}
 	st.requests++
-	if err != nil {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		st.errors++
 	}
 	st.sum += d

@@ -644,8 +644,15 @@ func TestMetrics(t *testing.T) {
 		e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
 	}
 	e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 50})
+	// A call its caller gave up (Ctrl-C) is a request, not the server's
+	// error.
+	gone, cancel := context.WithCancel(ctx(t))
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := e.CallTool(gone, &CallRequest{Name: "srv.slow"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled call: %v", err)
+	}
 	m := e.Metrics()
-	if len(m) != 1 || m[0].Requests != 4 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
+	if len(m) != 1 || m[0].Requests != 5 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
 		t.Errorf("metrics: %+v", m)
 	}
 }
