@@ -81,6 +81,7 @@ hint: did you mean "startup_timeout_sec"?`},
 hint: export NOPE_TOKEN, or give a default: ${NOPE_TOKEN:-value}`},
 		{"Codex header variable unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nenv_http_headers = { X-Key = \"NOPE_KEY\" }\n"}}, nil, `config.toml:4:30: mcp_servers.a.env_http_headers.X-Key: ${NOPE_KEY} is not set
 hint: export NOPE_KEY, or give a default: ${NOPE_KEY:-value}`},
+		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: must be >= 0, got -5`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -222,7 +222,17 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 			return
 		}
 		if len(e.Causes) > 0 {
-			s.collect(e.Causes[0], out)
+			// The branch of the value's own type says what is wrong with
+			// it (-5 for a duration: "must be >= 0", not "expected
+			// string").
+			best := e.Causes[0]
+			for _, c := range e.Causes {
+				if !typeOnly(c) {
+					best = c
+					break
+				}
+			}
+			s.collect(best, out)
 			return
 		}
 	case *kind.Type:
@@ -299,6 +309,23 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 }
 
 // got says what the instance held, unless values are redacted.
+// typeOnly says whether e is a mismatch of type alone: the instance is not
+// of the type its (sub)schema wants.
+func typeOnly(e *jsonschema.ValidationError) bool {
+	switch e.ErrorKind.(type) {
+	case *kind.Type:
+		return true
+	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
+		for _, c := range e.Causes {
+			if !typeOnly(c) {
+				return false
+			}
+		}
+		return len(e.Causes) > 0
+	}
+	return false
+}
+
 func (s *Schema) got(v any) string {
 	if s.Redact {
 		return ""
