@@ -78,9 +78,18 @@ hint: did you mean "startupTimeout"?`},
 		{"Codex unknown field", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_secs = 10\n"}}, nil, `config.toml:3:1: mcp_servers.a.startup_timeout_secs: unknown field
 hint: did you mean "startup_timeout_sec"?`},
 		{"Codex bearer token unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nbearer_token_env_var = \"NOPE_TOKEN\"\n"}}, nil, `config.toml:4:24: mcp_servers.a.bearer_token_env_var: ${NOPE_TOKEN} is not set
-hint: export NOPE_TOKEN, or give a default: ${NOPE_TOKEN:-value}`},
+hint: export NOPE_TOKEN (bearer_token_env_var names it)`},
 		{"Codex header variable unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nenv_http_headers = { X-Key = \"NOPE_KEY\" }\n"}}, nil, `config.toml:4:30: mcp_servers.a.env_http_headers.X-Key: ${NOPE_KEY} is not set
-hint: export NOPE_KEY, or give a default: ${NOPE_KEY:-value}`},
+hint: export NOPE_KEY (env_http_headers names it)`},
+		{"Codex enabled not a boolean", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nenabled = \"false\"\n"}}, nil, `config.toml:3:11: mcp_servers.a.enabled: expected true or false, got string`},
+		{"Codex timeout in ms not a number", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = \"5000\"\n"}}, nil, `config.toml:3:22: mcp_servers.a.startup_timeout_ms: expected a number of milliseconds, got string
+hint: e.g. startup_timeout_ms = 20000`},
+		{"Codex both startup timeouts", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 10\nstartup_timeout_ms = 2000\n"}}, nil, `config.toml:4:22: mcp_servers.a.startup_timeout_ms: startup_timeout_sec says the same
+hint: keep one of startup_timeout_sec and startup_timeout_ms`},
+		{"Codex bearer token not a variable name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"${TOK}\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got "${TOK}"
+hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
+		{"Codex header variable not a name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nenv_http_headers = { X-K = 5 }\n"}}, nil, `config.toml:3:28: mcp_servers.a.env_http_headers.X-K: expected the name of an environment variable, got number
+hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
 		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: must be >= 0, got -5`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {

@@ -52,7 +52,15 @@ func (d *document) writtenPath(path []string) []string {
 
 func (d *document) errorAt(path []string, key bool, msg, hint string) {
 	line, col := d.at(path, key)
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(d.writtenPath(path)), Msg: msg, Hint: hint})
+	written := d.writtenPath(path)
+	if d.written != nil && len(written) >= 3 && (written[2] == "bearer_token_env_var" || written[2] == "env_http_headers") {
+		// Codex's field names the variable: ${VAR:-default} is not
+		// written there.
+		if before, _, ok := strings.Cut(hint, ", or give a default"); ok {
+			hint = before + " (" + written[2] + " names it)"
+		}
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(written), Msg: msg, Hint: hint})
 }
 
 func (d *document) where(path []string) string {
@@ -339,31 +347,56 @@ func (d *document) fromCodex() {
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
 				continue
 			}
+			// bad reports a field of this server that Codex would refuse.
+			bad := func(msg, hint string, at ...string) {
+				path := append([]string{"mcp_servers", name, k}, at...)
+				line, col := lineCol(d.data, d.ix.at(path, false))
+				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
+			}
 			switch k {
 			case "enabled":
-				if b, ok := val.(bool); ok {
-					s["disabled"] = !b
-					origin[name+"\x00disabled"] = k
+				b, ok := val.(bool)
+				if !ok {
+					bad("expected true or false, got "+typeName(val), "")
+					continue
 				}
+				s["disabled"] = !b
+				origin[name+"\x00disabled"] = k
 			case "startup_timeout_ms":
-				if n, ok := val.(json.Number); ok {
-					f, _ := n.Float64()
-					s["startupTimeout"] = json.Number(strconv.FormatFloat(f/1000, 'g', -1, 64))
-					origin[name+"\x00startupTimeout"] = k
+				n, ok := val.(json.Number)
+				if _, both := in["startup_timeout_sec"]; both {
+					bad("startup_timeout_sec says the same", "keep one of startup_timeout_sec and startup_timeout_ms")
+					continue
 				}
+				if !ok {
+					bad("expected a number of milliseconds, got "+typeName(val), "e.g. startup_timeout_ms = 20000")
+					continue
+				}
+				f, _ := n.Float64()
+				s["startupTimeout"] = json.Number(strconv.FormatFloat(f/1000, 'g', -1, 64))
+				origin[name+"\x00startupTimeout"] = k
 			case "bearer_token_env_var":
-				if v, ok := val.(string); ok {
-					headers["Authorization"] = "Bearer ${" + v + "}"
-					headerOrigin[name+"\x00Authorization"] = []string{k}
+				v, ok := val.(string)
+				if !ok || !validVarName(v) {
+					bad("expected the name of an environment variable, got "+codexShown(val), `e.g. bearer_token_env_var = "GITHUB_TOKEN"`)
+					continue
 				}
+				headers["Authorization"] = "Bearer ${" + v + "}"
+				headerOrigin[name+"\x00Authorization"] = []string{k}
 			case "env_http_headers":
-				if m, ok := val.(map[string]any); ok {
-					for h, v := range m {
-						if s, ok := v.(string); ok {
-							headers[h] = "${" + s + "}"
-							headerOrigin[name+"\x00"+h] = []string{k, h}
-						}
+				m, ok := val.(map[string]any)
+				if !ok {
+					bad("expected a table of header names and environment variable names, got "+typeName(val), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`)
+					continue
+				}
+				for h, v := range m {
+					s, ok := v.(string)
+					if !ok || !validVarName(s) {
+						bad("expected the name of an environment variable, got "+codexShown(v), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`, h)
+						continue
 					}
+					headers[h] = "${" + s + "}"
+					headerOrigin[name+"\x00"+h] = []string{k, h}
 				}
 			case "http_headers":
 				if m, ok := val.(map[string]any); ok {
@@ -421,6 +454,15 @@ func (d *document) fromCodex() {
 		}
 		return w
 	}
+}
+
+// codexShown is a value Codex wanted a variable name for, as the message
+// shows it: a string quoted, anything else by its type.
+func codexShown(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return typeName(v)
 }
 
 func typeName(v any) string {
