@@ -534,6 +534,7 @@ type deadline struct {
 	timeout time.Duration
 	cap     time.Time
 	extends int
+	capped  bool      // the countdown running was cut short by cap
 	holds   int       // callers answering the server's questions
 	running bool      // the timer ran when the first hold began
 	heldAt  time.Time // when the first hold began
@@ -559,6 +560,7 @@ func (d *deadline) extend() {
 	if next > 0 && d.timer.Stop() {
 		d.timer.Reset(next)
 		d.extends++
+		d.capped = next < d.timeout
 	}
 }
 
@@ -593,6 +595,13 @@ func (d *deadline) extended() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.extends > 0
+}
+
+// reachedCap says whether the deadline ended at its cap, progress or not.
+func (d *deadline) reachedCap() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.capped
 }
 
 func (d *deadline) stop() { d.timer.Stop() }

@@ -297,6 +297,7 @@ func TestProgressExtendsTimeout(t *testing.T) {
 	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{
 		{Name: "steady", Progress: 6, Sleep: "600ms"},
 		{Name: "silent", Sleep: "600ms"},
+		{Name: "forever", Progress: 100, Sleep: "5s"},
 	}})
 	e := newEngine(t, srv)
 	if err := e.Start(ctx(t)); err != nil {
@@ -306,8 +307,14 @@ func TestProgressExtendsTimeout(t *testing.T) {
 		t.Errorf("a call that reports progress timed out: %v", err)
 	}
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.silent", TimeoutMs: 300})
-	if KindOf(err) != KindTimeout {
+	if KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "did not answer within 300ms (") {
 		t.Errorf("a silent call: %v", err)
+	}
+	// Progress keeps a request going up to 10 times its timeout, and the
+	// error says that is what ended it, not a silence.
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.forever", TimeoutMs: 100})
+	if KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "still ran after 1s, the longest progress keeps a request with a 100ms timeout going (10 times it)") {
+		t.Errorf("a call that reports progress past the cap: %v", err)
 	}
 }
 
