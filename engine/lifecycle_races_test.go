@@ -103,6 +103,7 @@ loop:
 func TestRetryDoesNotStartRemovedServer(t *testing.T) {
 	srv := fakeServer(t, "lz", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hang", Sleep: "30s"}}})
 	srv.Activation = "lazy"
+	srv.RequestTimeout = 200 * time.Millisecond // a timeout that counts
 	other := fakeServer(t, "ok", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
 	e, pt := trackedEngine(t, srv, other)
 	if err := e.Start(ctx(t)); err != nil {

@@ -27,15 +27,25 @@ func pidOf(t *testing.T, e *Engine, name string) int {
 
 // Timeouts degrade a server; a success makes it ready again; the
 // failureThreshold-th timeout in a row makes it unavailable and stops it.
+// A caller's own timeout, shorter than the server's, does not count.
 func TestFailureThreshold(t *testing.T) {
 	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}, {Name: "echo"}}})
 	srv.FailureThreshold = 2
+	srv.RequestTimeout = 100 * time.Millisecond
 	e := newEngine(t, srv)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	pid := pidOf(t, e, "srv")
-	slow := &CallRequest{Name: "srv.slow", TimeoutMs: 100}
+	for range 3 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 50}); KindOf(err) != KindTimeout {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 {
+		t.Fatalf("after three calls that gave up before the server's timeout: %+v", st)
+	}
+	slow := &CallRequest{Name: "srv.slow"}
 	if _, err := e.CallTool(ctx(t), slow); KindOf(err) != KindTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -420,7 +430,12 @@ func TestHealthCheck(t *testing.T) {
 // failureThreshold: a call retried twice that times out each time leaves
 // the server degraded, not stopped (three failures in a row would).
 func TestRetriesCountAsOneFailure(t *testing.T) {
-	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hang", Sleep: "30s"}}})
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hang", Sleep: "30s"}}})
+	srv.RequestTimeout = 100 * time.Millisecond // a timeout that counts
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.hang", TimeoutMs: 100, Retry: 2})
 	if KindOf(err) != KindTimeout || !strings.Contains(err.Error(), "tried 3 times") {
 		t.Fatalf("a call that times out thrice: %v", err)

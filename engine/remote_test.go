@@ -294,7 +294,9 @@ func TestRemoteResendCounts(t *testing.T) {
 	h.Store(handler())
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	srv := remoteServer("r", "http", ts.URL)
+	srv.RequestTimeout = 200 * time.Millisecond // a timeout that counts
+	e := newEngine(t, srv)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

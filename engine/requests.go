@@ -105,7 +105,12 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
-	h.noteOutcome(ctx, err)
+	// A timeout the caller chose, shorter than the server's own, says
+	// nothing of the server's health: one impatient client must not take
+	// a server from every other. (A health ping's is the server's.)
+	if KindOf(err) != KindTimeout || timeout >= h.s.requestTimeout(0) || method == "ping" {
+		h.noteOutcome(ctx, err)
+	}
 	return result, err
 }
 
