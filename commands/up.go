@@ -39,7 +39,8 @@ not disabled, in parallel (one with "dependsOn" once those it depends on are
 ready), keeps them running and answers later commands over a unix socket.
 "up" returns when every server is ready, and reports each with its tool count
 and start time; on a terminal, stderr shows each start live meanwhile. If one server fails to start, none is left running and "up"
-exits 3 naming it. If the session already runs, "up" says so and exits 0.
+exits 3 naming it. If the session already runs, "up" says so, warns of its
+servers that are down, and exits 0.
 Inputs the config needs are asked for here, on the terminal.
 
 The session follows its config files: after an edit it starts added servers,
@@ -162,6 +163,16 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.
 				// A session named by --session may run another project's
 				// config: its servers are not this one's.
 				env.note("warning: it runs %s, not %s", strings.Join(st.Session.ConfigFiles, ", "), strings.Join(cfg.Paths, ", "))
+			}
+			// Up again is how a script makes sure of a session: a server
+			// that is down there is worth a word before its calls fail.
+			for _, s := range st.Servers {
+				switch {
+				case s.StoppedByHand:
+					env.note("warning: server %s is stopped (mcpctl stop); to start it: mcpctl start %s", s.Name, s.Name)
+				case s.State == engine.StateUnavailable:
+					env.note("warning: server %s is unavailable: %s; to start it again: mcpctl restart %s", s.Name, s.LastError, s.Name)
+				}
 			}
 			return printUp(p, st)
 		}
