@@ -17,6 +17,13 @@ type CheckError struct {
 	Place  string // file:line:col of that field
 	Msg    string
 	Hint   string
+
+	root string // the server as the file names it (Server.root)
+}
+
+// checkError is a problem Check found with field of s.
+func (s *Server) checkError(field, msg, hint string) *CheckError {
+	return &CheckError{Server: s.Name, Field: field, Place: s.Where(field), Msg: msg, Hint: hint, root: s.root}
 }
 
 func (e *CheckError) Error() string {
@@ -34,8 +41,11 @@ func (e *CheckError) Hints() []string {
 // AsConfigError places the problem the way config errors are placed, for
 // `config validate`.
 func (e *CheckError) AsConfigError() *Error {
-	ce := errorAtPlace(e.Place, "servers."+e.Server+"."+e.Field, e.Msg, e.Hint)
-	return ce
+	root := e.root
+	if root == "" {
+		root = "servers." + e.Server
+	}
+	return errorAtPlace(e.Place, root+"."+e.Field, e.Msg, e.Hint)
 }
 
 // Check reports what would stop the server from starting that the file
@@ -43,7 +53,7 @@ func (e *CheckError) AsConfigError() *Error {
 func (s *Server) Check() []*CheckError {
 	var errs []*CheckError
 	add := func(field, msg, hint string) {
-		errs = append(errs, &CheckError{Server: s.Name, Field: field, Place: s.Where(field), Msg: msg, Hint: hint})
+		errs = append(errs, s.checkError(field, msg, hint))
 	}
 	if s.IsStdio() {
 		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
@@ -76,8 +86,7 @@ func (s *Server) Check() []*CheckError {
 // the PATH the server itself will get, and relative to its cwd.
 func (s *Server) ResolveCommand() (string, error) {
 	notFound := func() error {
-		return &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
-			Msg: "command not found: " + s.Redact(s.Command), Hint: fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name)}
+		return s.checkError("command", "command not found: "+s.Redact(s.Command), fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name))
 	}
 	if strings.ContainsRune(s.Command, '/') {
 		p := s.Command
@@ -89,8 +98,7 @@ func (s *Server) ResolveCommand() (string, error) {
 			return "", notFound()
 		}
 		if st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", &CheckError{Server: s.Name, Field: "command", Place: s.Where("command"),
-				Msg: s.Redact(s.Command) + " is not executable", Hint: fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Redact(s.Command))}
+			return "", s.checkError("command", s.Redact(s.Command)+" is not executable", fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Redact(s.Command)))
 		}
 		return p, nil
 	}

@@ -141,6 +141,7 @@ type Server struct {
 	Source string
 
 	where   map[string]string // field → file:line:col
+	root    string            // the server as its file names it: servers.NAME, mcp_servers.NAME
 	secrets []string          // values that came from the environment or inputs
 	shown   map[string]string // an expanded value → it with those parts redacted
 	raw     map[string]any    // the server's object as written (JSON shape)

@@ -365,6 +365,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		ShutdownTimeout: DefaultShutdownTimeout, CacheTTL: DefaultCacheTTL,
 		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts, FailureThreshold: DefaultFailureThreshold,
 		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj, shown: map[string]string{},
+		root: schemas.FieldPath(d.writtenPath(sp)),
 	}
 	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars}
 
