@@ -397,8 +397,8 @@ func (d *Daemon) serveShutdown(w http.ResponseWriter, r *http.Request) {
 // kind. Never its message: messages can quote arguments.
 func outcomeOf(err error, toolError bool) string {
 	switch {
-	case errors.Is(err, context.Canceled):
-		return "cancelled" // by its caller
+	case callerGaveUp(err):
+		return "cancelled"
 	case err != nil:
 		if k := KindOf(err); k != "" {
 			return string(k)

@@ -121,6 +121,13 @@ func KindOf(err error) Kind {
 	return ""
 }
 
+// callerGaveUp says whether err is the caller's own giving up (its context
+// cancelled: Ctrl-C), not a failure the engine explains: a server whose life
+// ended mid-request is an *Error of its own kind, whatever it wraps.
+func callerGaveUp(err error) bool {
+	return KindOf(err) == "" && errors.Is(err, context.Canceled)
+}
+
 // nilRequest is the error of a method called with a nil request: what to
 // do cannot be read from nothing.
 func nilRequest(method, typ string) *Error {

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -42,7 +40,7 @@ func (m *metrics) ready(server string) {
 }
 
 // record counts a request and its latency; err, unless it is the caller
-// giving up (context.Canceled), counts as the server's error.
+// giving up, counts as the server's error.
 func (m *metrics) record(server, method string, d time.Duration, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -57,7 +55,7 @@ func (m *metrics) record(server, method string, d time.Duration, err error) {
 		bs[method] = st
 	}
 	st.requests++
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && !callerGaveUp(err) {
 		st.errors++
 	}
 	st.sum += d

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -654,5 +655,32 @@ func TestMetrics(t *testing.T) {
 	m := e.Metrics()
 	if len(m) != 1 || m[0].Requests != 5 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
 		t.Errorf("metrics: %+v", m)
+	}
+}
+
+// A call cut short because its server died is the server's error, though
+// what ended it underneath was a cancelled context: metrics count it, and
+// only a caller's own giving up is left out.
+func TestMetricsServerDiedMidCall(t *testing.T) {
+	three := 3
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}, {Name: "die", Crash: &three}}})
+	slow := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
+		slow <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // for the slow call to reach the server
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.die"})
+	if err := <-slow; KindOf(err) != KindUnavailable {
+		t.Fatalf("the call its server died under: %v", err)
+	}
+	if m := e.Metrics(); len(m) != 1 || m[0].Requests != 2 || m[0].Errors != 2 {
+		t.Errorf("metrics: %+v", m)
+	}
+	if got := outcomeOf(fmt.Errorf("wrapped: %w", errorf(KindUnavailable, "srv", "server srv exited").wrap(context.Canceled)), false); got != "unavailable" {
+		t.Errorf("outcome of a server's end that wraps context.Canceled: %q", got)
+	}
+	if got := outcomeOf(context.Canceled, false); got != "cancelled" {
+		t.Errorf("outcome of a caller's giving up: %q", got)
 	}
 }
