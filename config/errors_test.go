@@ -86,7 +86,9 @@ hint: export NOPE_KEY (env_http_headers names it)`},
 hint: e.g. startup_timeout_ms = 20000`},
 		{"Codex both startup timeouts", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 10\nstartup_timeout_ms = 2000\n"}}, nil, `config.toml:4:22: mcp_servers.a.startup_timeout_ms: startup_timeout_sec says the same
 hint: keep one of startup_timeout_sec and startup_timeout_ms`},
-		{"Codex bearer token not a variable name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"${TOK}\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got "${TOK}"
+		{"Codex bearer token not a variable name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"${TOK}\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got "${TOK}" (the name alone, without ${})
+hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
+		{"Codex token where its variable goes", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"sk-live-123\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got a string that is not a variable name (not shown: it may be the token itself)
 hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
 		{"Codex header variable not a name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nenv_http_headers = { X-K = 5 }\n"}}, nil, `config.toml:3:28: mcp_servers.a.env_http_headers.X-K: expected the name of an environment variable, got number
 hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},

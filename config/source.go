@@ -457,12 +457,17 @@ func (d *document) fromCodex() {
 }
 
 // codexShown is a value Codex wanted a variable name for, as the message
-// shows it: a string quoted, anything else by its type.
+// shows it: ${VAR} as written, as that is the likely mistake; any other
+// string not at all, as it may be the token itself.
 func codexShown(v any) string {
-	if s, ok := v.(string); ok {
-		return strconv.Quote(s)
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		return typeName(v)
+	case strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && validVarName(s[2:len(s)-1]):
+		return strconv.Quote(s) + " (the name alone, without ${})"
 	}
-	return typeName(v)
+	return "a string that is not a variable name (not shown: it may be the token itself)"
 }
 
 func typeName(v any) string {

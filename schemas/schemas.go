@@ -308,7 +308,6 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 	*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: kw, Message: e.ErrorKind.LocalizedString(printer)})
 }
 
-// got says what the instance held, unless values are redacted.
 // typeOnly says whether e is a mismatch of type alone: the instance is not
 // of the type its (sub)schema wants.
 func typeOnly(e *jsonschema.ValidationError) bool {
@@ -326,6 +325,7 @@ func typeOnly(e *jsonschema.ValidationError) bool {
 	return false
 }
 
+// got says what the instance held, unless values are redacted.
 func (s *Schema) got(v any) string {
 	if s.Redact {
 		return ""
