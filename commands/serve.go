@@ -405,6 +405,7 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case req.IsCall():
 			c.mu.Lock()
 			c.pending[req.ID] = true
+			delete(c.cancelled, req.ID) // an id used again
 			c.mu.Unlock()
 		case req.Method == "notifications/cancelled":
 			// A cancelled request may never be answered.
@@ -429,9 +430,12 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	resp, ok := msg.(*jsonrpc.Response)
 	if ok {
+		// No longer pending from here: a cancellation read while the
+		// answer is written is too late to mark it.
 		c.mu.Lock()
 		dropped := c.cancelled[resp.ID]
 		delete(c.cancelled, resp.ID)
+		delete(c.pending, resp.ID)
 		c.mu.Unlock()
 		if dropped {
 			return nil
