@@ -95,7 +95,9 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		return env.LookupEnv(name)
 	}
 	d.SetConfigLoader(func() (*config.Config, error) {
-		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir})
+		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, NoAskHint: func(name string) string {
+			return fmt.Sprintf("the session cannot ask: give it with %s=... mcpctl reload", name)
+		}})
 		if err == nil {
 			err = obs.follow(next)
 		}

@@ -365,6 +365,10 @@ type Options struct {
 	// environment, else their declared default. The value is used, never
 	// written anywhere.
 	Ask func(in Input) (string, error)
+	// NoAskHint, when set, is the hint for an input without a value
+	// (given its $MCPCTL_INPUT_<ID>), where nobody can be asked: a
+	// background session says how a reload gives it one.
+	NoAskHint func(envName string) string
 }
 
 // Load reads, checks and expands the config file at path.

@@ -68,7 +68,7 @@ hint: use * and ? and [a-z]`},
 		{"undeclared input", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.K: ${input:api-key} refers to an input that "inputs" does not declare
 hint: declare it in "inputs", or set MCPCTL_INPUT_API_KEY`},
 		{"input without value", [][2]string{{"mcp.json", "{\"inputs\": [{\"id\": \"api-key\", \"type\": \"promptString\", \"password\": true}],\n \"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:2:49: servers.a.env.K: ${input:api-key} has no value
-hint: set MCPCTL_INPUT_API_KEY, or run mcpctl on a terminal to be asked (a session is given it by: MCPCTL_INPUT_API_KEY=... mcpctl reload)`},
+hint: set MCPCTL_INPUT_API_KEY, or run mcpctl on a terminal to be asked`},
 		{"no servers", [][2]string{{"mcp.json", "{\"servers\": {}}"}}, nil, `mcp.json: no servers defined
 hint: add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`},
 		{"unknown default field", [][2]string{{"mcp.json", "{\"defaults\": {\"startuptimeout\": \"1s\"}, \"servers\": {\"a\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:15: defaults.startuptimeout: unknown field

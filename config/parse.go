@@ -812,6 +812,13 @@ func newInputs(docs []*document, opts Options) *inputs {
 	return in
 }
 
+func (in *inputs) noAskHint(env string) string {
+	if in.opts.NoAskHint != nil {
+		return in.opts.NoAskHint(env)
+	}
+	return fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked", env)
+}
+
 func (in *inputs) value(id string) (string, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -842,7 +849,7 @@ func (in *inputs) value(id string) (string, error) {
 		return in.declared[i].Default, nil
 	}
 	if in.opts.Ask == nil {
-		return "", &expandError{msg: "has no value", hint: fmt.Sprintf("set %s, or run mcpctl on a terminal to be asked (a session is given it by: %[1]s=... mcpctl reload)", InputEnv(id))}
+		return "", &expandError{msg: "has no value", hint: in.noAskHint(InputEnv(id))}
 	}
 	if in.interrupted != nil {
 		return "", in.interrupted
