@@ -532,6 +532,7 @@ type deadline struct {
 	mu      sync.Mutex
 	timer   *time.Timer
 	timeout time.Duration
+	start   time.Time
 	cap     time.Time
 	extends int
 	capped  bool      // the countdown running was cut short by cap
@@ -546,7 +547,8 @@ type deadline struct {
 const progressCap = 10
 
 func newDeadline(timeout time.Duration, fire func()) *deadline {
-	return &deadline{timer: time.AfterFunc(timeout, fire), timeout: timeout, cap: time.Now().Add(progressCap * timeout)}
+	now := time.Now()
+	return &deadline{timer: time.AfterFunc(timeout, fire), timeout: timeout, start: now, cap: now.Add(progressCap * timeout)}
 }
 
 // extend restarts the countdown, unless it has run out or reached the cap.
@@ -585,7 +587,9 @@ func (d *deadline) hold() (resume func()) {
 			defer d.mu.Unlock()
 			if d.holds--; d.holds == 0 && d.running {
 				d.cap = d.cap.Add(time.Since(d.heldAt))
-				d.timer.Reset(d.timeout)
+				next := min(d.timeout, time.Until(d.cap))
+				d.timer.Reset(next)
+				d.capped = next < d.timeout
 			}
 		})
 	}
@@ -597,11 +601,12 @@ func (d *deadline) extended() bool {
 	return d.extends > 0
 }
 
-// reachedCap says whether the deadline ended at its cap, progress or not.
-func (d *deadline) reachedCap() bool {
+// reachedCap says whether the deadline ended at its cap, progress or not,
+// and how long the request had run.
+func (d *deadline) reachedCap() (bool, time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.capped
+	return d.capped, time.Since(d.start)
 }
 
 func (d *deadline) stop() { d.timer.Stop() }

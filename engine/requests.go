@@ -141,8 +141,8 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
-		if dl.reachedCap() {
-			return errorf(KindTimeout, name, "%s still ran after %s, the longest progress keeps a request with a %s timeout going (%d times it); the server was told to cancel", what, progressCap*timeout, timeout, progressCap).
+		if capped, ran := dl.reachedCap(); capped {
+			return errorf(KindTimeout, name, "%s still ran after %s, the longest progress keeps a request with a %s timeout going (%d times it); the server was told to cancel", what, ran.Round(100*time.Millisecond), timeout, progressCap).
 				hint("give it longer with --timeout: progress keeps it going up to %d times that, e.g. --timeout %s for %s", progressCap, 2*timeout, 2*progressCap*timeout)
 		}
 		if dl.extended() {
