@@ -436,3 +436,52 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte, cert *x509.Certificate) {
 	kder, _ := x509.MarshalECPrivateKey(key)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), cert
 }
+
+// A remote server that goes away during a call (its stream ends without the
+// answer) is the server lost (exit 3), not a protocol error (exit 5).
+func TestRemoteGoneDuringCall(t *testing.T) {
+	srv := fakemcp.NewServer(fakemcp.Spec{Name: "remote", Tools: []fakemcp.Tool{{Name: "long", Progress: 20, Sleep: "20s"}}})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.long", TimeoutMs: 60000})
+	if KindOf(err) != KindUnavailable {
+		t.Fatalf("a call whose server went away: %v (%s)", err, KindOf(err))
+	}
+}
+
+// A remote server that starts refusing mid-session the token it is sent
+// is an authorization error (exit 7, check the token), not a lost
+// connection to restart.
+func TestRemoteRefusesTokenLater(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var refuse atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(true)
+	ts.CloseClientConnections() // the event stream comes back, and is refused
+	st := waitState(t, e, "r", StateUnavailable)
+	if !strings.Contains(st.LastError, "refuses the Authorization header") || strings.Contains(st.LastError, "s3cret") {
+		t.Errorf("last error: %q", st.LastError)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); KindOf(err) != KindAuth {
+		t.Errorf("a call after: %v (%s)", err, KindOf(err))
+	}
+}

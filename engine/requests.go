@@ -193,10 +193,14 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 // closed while written to, or a kept-alive one the server closed as the
 // request went out): the server, or a proxy before it, went away. Over
 // HTTP the SDK reports it as a rejection (-32005), as if the server had
-// answered so.
+// answered so; a call's stream that ended without its answer, and could
+// not be resumed, as an error answer of its own making (only its text
+// tells).
 func connBroken(err error) bool {
+	msg := err.Error()
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
-		strings.Contains(err.Error(), "http: server closed idle connection") // net/http's errServerClosedIdle
+		strings.Contains(msg, "http: server closed idle connection") || // net/http's errServerClosedIdle
+		strings.Contains(msg, "request terminated without response") || strings.Contains(msg, "failed to reconnect")
 }
 
 // dialFailed is the error of a connection that could not be made, when

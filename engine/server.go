@@ -440,7 +440,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	if proc.exited() {
 		e = s.exitError(proc, "")
 	} else {
-		e = errorf(KindUnavailable, s.cfg().Name, "lost the connection to server %s: %v", s.cfg().Name, connErr)
+		e = s.lostError(connErr)
 	}
 	e.Stderr = stderr
 	e.hint("start it again with: mcpctl restart %s", s.cfg().Name)
@@ -448,6 +448,24 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	s.failLocked(e)
 	s.mu.Unlock()
 	s.shutdown(proc, cs, 0)
+}
+
+// lostError is the error of a remote server's connection that ended by
+// itself: closed (err nil), refused for its authorization (the token
+// changed or expired on the server's side), or lost.
+func (s *server) lostError(err error) *Error {
+	name := s.cfg().Name
+	switch {
+	case err == nil:
+		return errorf(KindUnavailable, name, "server %s closed the connection", name)
+	case strings.Contains(err.Error(), "Unauthorized"):
+		if _, ok := s.cfg().SendsAuthorization(); ok {
+			return errorf(KindAuth, name, "server %s now refuses the Authorization header it is sent: %v", name, err).
+				hint("check the token in it, and the variable or input it comes from")
+		}
+		return authNeeded(name, "it answered 401")
+	}
+	return errorf(KindUnavailable, name, "lost the connection to server %s: %v", name, err)
 }
 
 // shutdown ends one run of the server: its connection, then its process
