@@ -135,6 +135,13 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	case opts.server != "":
 		path = filepath.Join(sess.ServerLogDir(), opts.server+".log")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !opts.follow {
+			if cfg, err := env.loadConfig(); err == nil {
+				if s := cfg.Server(opts.server); s != nil && !s.IsStdio() {
+					return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
+						Message: fmt.Sprintf("server %s is a remote server (%s): it writes no stderr, so it has no log", opts.server, s.Redact(s.URL)),
+						Hint:    []string{"what mcpctl did with it, and its errors, are in the session's log: mcpctl logs"}}
+				}
+			}
 			hint := "a server's log is written once the session starts it; see: mcpctl status"
 			if have, _ := filepath.Glob(filepath.Join(sess.ServerLogDir(), "*.log")); len(have) > 0 {
 				var names []string
