@@ -646,8 +646,24 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			return nil, err
 		}
 		ref.Type, ref.Name = "ref/prompt", promptName
-		if sn, _, err := s.offer(); err == nil && sn.promptByName[promptName] == nil {
-			return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
+		if sn, _, err := s.offer(); err == nil {
+			p := sn.promptByName[promptName]
+			if p == nil {
+				return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
+			}
+			// A misspelt argument would only find no completions.
+			var names []string
+			for _, a := range p.Arguments() {
+				names = append(names, a.Name)
+			}
+			if !slices.Contains(names, req.Argument) {
+				e := errorf(KindUsage, srvName, "prompt %s has no argument %s", req.Ref, req.Argument)
+				if near := closest(req.Argument, names); near != "" {
+					e.Candidates = []string{near}
+					return nil, e.hint("did you mean %s?", near)
+				}
+				return nil, e.hint("its arguments: %s", strings.Join(names, ", "))
+			}
 		}
 	}
 	what := "completing " + req.Argument + " of " + req.Ref
