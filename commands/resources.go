@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
@@ -169,7 +172,16 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 		return err
 	}
 	if err := os.WriteFile(env.abs(file), data, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", file, unwrapPathError(err))
+		msg := err.Error()
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error() // the path is file, said once
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			// A path the user gave that cannot be written: theirs to fix.
+			return usagef(fmt.Sprintf("writing %s: %s", file, msg), "give --output-file a file in a directory you can write, or - for stdout")
+		}
+		return fmt.Errorf("writing %s: %s", file, msg)
 	}
 	summary := map[string]any{"uri": res.URI, "server": res.Server, "file": file, "bytes": len(data), "mimeType": mime}
 	return p.Print(summary, func(io.Writer) error {
