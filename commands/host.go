@@ -105,6 +105,10 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	err = fn(client)
 	if !errors.Is(err, engine.ErrNoSession) {
+		if len(env.headerFlags) > 0 {
+			// A credential tried this way would seem to work.
+			env.note("warning: --header was not sent: session %s answered, and its servers keep the headers they started with", sess.Name)
+		}
 		return err
 	}
 	env.noteStale(sess, "running this command without a session")
