@@ -327,6 +327,15 @@ func (t *Template) Match(uri string) bool {
 	return t.tmpl != nil && t.tmpl.Match(uri) != nil
 }
 
+// variables returns the names of the template's variables.
+func (t *Template) variables() []string {
+	t.once.Do(func() { t.tmpl, _ = uritemplate.New(t.URITemplate) })
+	if t.tmpl == nil {
+		return nil
+	}
+	return t.tmpl.Varnames()
+}
+
 func (t *Template) MarshalJSON() ([]byte, error) {
 	return marshalItem(t.raw, append([]field{{"uriTemplate", t.URITemplate}, {"server", t.Server}}, staleField(t.Stale)...)...)
 }

@@ -636,6 +636,13 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		if s, err = e.templateServer(ctx, req.Ref, req.Server); err != nil {
 			return nil, err
 		}
+		if sn, _, err := s.offer(); err == nil {
+			if i := slices.IndexFunc(sn.templates, func(t *Template) bool { return t.URITemplate == req.Ref }); i >= 0 {
+				if err := knownArgument("resource template", req.Ref, s.cfg().Name, sn.templates[i].variables(), req.Argument); err != nil {
+					return nil, err
+				}
+			}
+		}
 	} else {
 		srvName, promptName, err := SplitName(req.Ref)
 		if err != nil {
@@ -651,18 +658,12 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			if p == nil {
 				return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
 			}
-			// A misspelt argument would only find no completions.
 			var names []string
 			for _, a := range p.Arguments() {
 				names = append(names, a.Name)
 			}
-			if !slices.Contains(names, req.Argument) {
-				e := errorf(KindUsage, srvName, "prompt %s has no argument %s", req.Ref, req.Argument)
-				if near := closest(req.Argument, names); near != "" {
-					e.Candidates = []string{near}
-					return nil, e.hint("did you mean %s?", near)
-				}
-				return nil, e.hint("its arguments: %s", strings.Join(names, ", "))
+			if err := knownArgument("prompt", req.Ref, srvName, names, req.Argument); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -687,6 +688,21 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		return nil, deadlineError(err, s.cfg().Name, what)
 	}
 	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
+}
+
+// knownArgument refuses to complete an argument that what (a prompt, a
+// resource template) does not have: a misspelt name would only find no
+// completions.
+func knownArgument(what, ref, server string, names []string, arg string) error {
+	if slices.Contains(names, arg) {
+		return nil
+	}
+	e := errorf(KindUsage, server, "%s %s has no argument %s", what, ref, arg)
+	if near := closest(arg, names); near != "" {
+		e.Candidates = []string{near}
+		return e.hint("did you mean %s?", near)
+	}
+	return e.hint("its arguments: %s", strings.Join(names, ", "))
 }
 
 // templateServer finds the server that has a resource template (see
