@@ -64,6 +64,20 @@ func (h *handle) capabilities() *mcp.ServerCapabilities {
 // failure, and records metrics. what names the request in messages ("the
 // call to everything.echo").
 func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) (any, error)) (json.RawMessage, error) {
+	return h.request(ctx, method, what, timeout, false, send)
+}
+
+// doFor is do for a request its caller made with a timeout of its own
+// (timeoutMs; 0: the server's requestTimeout). Timing out before the
+// server's own timeout says nothing of the server's health, so it does not
+// count toward failureThreshold: one impatient client must not take a
+// server from every other.
+func (h *handle) doFor(ctx context.Context, method, what string, timeoutMs int64, send func(context.Context) (any, error)) (json.RawMessage, error) {
+	timeout := h.s.requestTimeout(timeoutMs)
+	return h.request(ctx, method, what, timeout, timeout < h.s.requestTimeout(0), send)
+}
+
+func (h *handle) request(ctx context.Context, method, what string, timeout time.Duration, callerShort bool, send func(context.Context) (any, error)) (json.RawMessage, error) {
 	t0 := time.Now()
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -105,10 +119,7 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
-	// A timeout the caller chose, shorter than the server's own, says
-	// nothing of the server's health: one impatient client must not take
-	// a server from every other. (A health ping's is the server's.)
-	if KindOf(err) != KindTimeout || timeout >= h.s.requestTimeout(0) || method == "ping" {
+	if KindOf(err) != KindTimeout || !callerShort {
 		h.noteOutcome(ctx, err)
 	}
 	return result, err
@@ -298,7 +309,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 	}
 	what := "the call to " + tool.Name()
 	for round := 0; ; round++ {
-		raw, err := h.do(ctx, "tools/call", what, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+		raw, err := h.doFor(ctx, "tools/call", what, req.TimeoutMs, func(ctx context.Context) (any, error) {
 			params := &mcp.CallToolParams{Name: toolName, Arguments: args}
 			params.SetProgressToken(token)
 			return h.cs.CallTool(ctx, params)
@@ -406,7 +417,7 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	params := &mcp.GetPromptParams{Name: promptName, Arguments: args}
 	key := cacheKey(srvName, "prompts/get", params)
 	defer s.askers.add(h.reader())()
-	raw, err := h.do(ctx, "prompts/get", "prompt "+req.Name, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.doFor(ctx, "prompts/get", "prompt "+req.Name, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.GetPrompt(ctx, params)
 	})
 	if err != nil {
@@ -505,7 +516,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	}
 	defer h.release()
 	defer s.askers.add(h.reader())()
-	raw, err := h.do(ctx, "resources/read", "reading "+req.URI, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.ReadResource(ctx, params)
 	})
 	if err != nil {
@@ -681,7 +692,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
 	defer s.askers.add(h.reader())()
-	raw, err := h.do(ctx, "completion/complete", what, h.s.requestTimeout(req.TimeoutMs), func(ctx context.Context) (any, error) {
+	raw, err := h.doFor(ctx, "completion/complete", what, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.Complete(ctx, params)
 	})
 	if err != nil {
