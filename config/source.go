@@ -409,9 +409,7 @@ func (d *document) fromCodex() {
 				// Codex passes these besides its basic variables: mcpctl's
 				// inheritEnv list.
 				if _, ok := val.([]any); !ok {
-					line, col := lineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, false))
-					d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k,
-						Msg: fmt.Sprintf("expected an array of variable names, got %s", typeName(val)), Hint: `e.g. env_vars = ["AWS_REGION"]`})
+					bad("expected an array of variable names, got "+typeName(val), `e.g. env_vars = ["AWS_REGION"]`)
 					continue
 				}
 				s["inheritEnv"] = val
