@@ -255,6 +255,15 @@ func (p *Prompt) Arguments() []PromptArgument {
 	return v.Arguments
 }
 
+// argumentNames are the names of a prompt's arguments.
+func argumentNames(args []PromptArgument) []string {
+	var names []string
+	for _, a := range args {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
 func (p *Prompt) MarshalJSON() ([]byte, error) {
 	return marshalItem(p.raw, append([]field{{"name", p.Name()}, {"server", p.Server}, {"prompt", p.Prompt}}, staleField(p.Stale)...)...)
 }
@@ -323,17 +332,22 @@ func (t *Template) Name() string { return stringField(t.raw, "name") }
 
 // Match reports whether uri is an expansion of the template.
 func (t *Template) Match(uri string) bool {
-	t.once.Do(func() { t.tmpl, _ = uritemplate.New(t.URITemplate) })
-	return t.tmpl != nil && t.tmpl.Match(uri) != nil
+	tmpl := t.compiled()
+	return tmpl != nil && tmpl.Match(uri) != nil
 }
 
 // variables returns the names of the template's variables.
 func (t *Template) variables() []string {
-	t.once.Do(func() { t.tmpl, _ = uritemplate.New(t.URITemplate) })
-	if t.tmpl == nil {
-		return nil
+	if tmpl := t.compiled(); tmpl != nil {
+		return tmpl.Varnames()
 	}
-	return t.tmpl.Varnames()
+	return nil
+}
+
+// compiled is the template parsed, once; nil when it does not parse.
+func (t *Template) compiled() *uritemplate.Template {
+	t.once.Do(func() { t.tmpl, _ = uritemplate.New(t.URITemplate) })
+	return t.tmpl
 }
 
 func (t *Template) MarshalJSON() ([]byte, error) {

@@ -435,10 +435,7 @@ func promptArguments(p *Prompt, req *PromptRequest) (map[string]string, error) {
 		return nil, err
 	}
 	declared := p.Arguments()
-	var names []string
-	for _, a := range declared {
-		names = append(names, a.Name)
-	}
+	names := argumentNames(declared)
 	var lines []string
 	var candidates []string
 	for k := range args {
@@ -669,11 +666,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			if p == nil {
 				return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
 			}
-			var names []string
-			for _, a := range p.Arguments() {
-				names = append(names, a.Name)
-			}
-			if err := knownArgument("prompt", req.Ref, srvName, names, req.Argument); err != nil {
+			if err := knownArgument("prompt", req.Ref, srvName, argumentNames(p.Arguments()), req.Argument); err != nil {
 				return nil, err
 			}
 		}
