@@ -65,6 +65,13 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if err != nil {
 		return resp, err
 	}
+	if resp.StatusCode == http.StatusBadRequest && req.Header.Get("Mcp-Session-Id") != "" && saysSessionUnknown(resp) {
+		// The spec asks for 404 here, and the SDK renews the session only
+		// on 404; servers built on the TypeScript SDK's examples
+		// (server-everything among them) answer 400 "No valid session ID
+		// provided" once they restarted.
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
+	}
 	if resp.StatusCode/100 == 4 {
 		t.refused.Store(int32(resp.StatusCode))
 	}
@@ -100,6 +107,18 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return resp, nil
+}
+
+// saysSessionUnknown tells whether a 400 answer's body is about the
+// session, which the request named: a server that no longer knows it. The
+// body is read no further than that takes, and put back.
+func saysSessionUnknown(resp *http.Response) bool {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return err == nil && bytes.Contains(bytes.ToLower(head), []byte("session"))
 }
 
 // received notes one message (or a batch) that arrived over HTTP.

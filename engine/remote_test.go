@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -360,6 +361,106 @@ func TestRemoteSessionForgotten(t *testing.T) {
 		t.Errorf("a forgotten session counted as a restart: %+v", st)
 	}
 }
+
+// A server built on the TypeScript SDK's examples (server-everything among
+// them) answers a session it does not know with 400 and a JSON-RPC error,
+// where the spec says 404: it is read as the same, and the call is sent
+// again on a fresh session. A 400 about anything else is the call's error,
+// and the session is kept.
+func TestRemoteSessionForgotten400(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	var mu sync.Mutex
+	gen := &forgetfulHandler{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cur := gen
+		mu.Unlock()
+		cur.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	gen.badRequest.Store(true)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err == nil || strings.Contains(err.Error(), "no longer knows") {
+		t.Fatalf("a 400 that is not about the session: %v", err)
+	}
+	gen.badRequest.Store(false)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatalf("after a 400 not about the session, the session was not kept: %v", err)
+	}
+	mu.Lock()
+	gen = &forgetfulHandler{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	mu.Unlock()
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"n=2"}})
+	if err != nil || !strings.Contains(string(res.Result), `\"n\":\"2\"`) {
+		t.Fatalf("call after the server forgot the session (400): %v %v", res, err)
+	}
+	if st := waitState(t, e, "r", StateReady); st.Restarts != 0 {
+		t.Errorf("a forgotten session counted as a restart: %+v", st)
+	}
+}
+
+// A forgetfulHandler answers, as server-everything does, a request naming a
+// session it did not make with 400 "No valid session ID provided"; with
+// badRequest set, it answers every POST with a 400 about its payload.
+type forgetfulHandler struct {
+	h          http.Handler
+	mu         sync.Mutex
+	made       map[string]bool
+	badRequest atomic.Bool
+}
+
+func (f *forgetfulHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	f.mu.Lock()
+	known := id == "" || f.made[id]
+	f.mu.Unlock()
+	if !known || f.badRequest.Load() && r.Method == http.MethodPost {
+		msg := "Bad Request: No valid session ID provided"
+		if known {
+			msg = "Bad Request: malformed payload"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":%q},"id":1}`, msg)
+		return
+	}
+	f.h.ServeHTTP(sessionNoter{w, f}, r)
+}
+
+// sessionNoter notes the session id a handler gives out.
+type sessionNoter struct {
+	http.ResponseWriter
+	f *forgetfulHandler
+}
+
+func (s sessionNoter) WriteHeader(code int) {
+	s.note()
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s sessionNoter) Write(b []byte) (int, error) {
+	s.note()
+	return s.ResponseWriter.Write(b)
+}
+
+func (s sessionNoter) note() {
+	if id := s.Header().Get("Mcp-Session-Id"); id != "" {
+		s.f.mu.Lock()
+		if s.f.made == nil {
+			s.f.made = map[string]bool{}
+		}
+		s.f.made[id] = true
+		s.f.mu.Unlock()
+	}
+}
+
+func (s sessionNoter) Flush() { s.ResponseWriter.(http.Flusher).Flush() }
 
 // TLS: a server whose certificate the system does not trust is refused
 // unless caFile names it; one that asks for a client certificate gets the
