@@ -40,6 +40,9 @@ type lifecycle struct {
 	stopDone chan struct{}
 
 	failures int // consecutive failed requests
+	// streamLost: a remote server's event stream broke and is not open
+	// again yet (eventStream).
+	streamLost bool
 
 	restarts     int         // restarts since it last ran steadily
 	restartTimer *time.Timer // the restart waiting for its backoff

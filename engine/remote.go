@@ -32,6 +32,9 @@ type captureRoundTripper struct {
 	// refused is the status of the last answer in the 4xx range: a server
 	// that refuses streamable HTTP may speak the older SSE transport.
 	refused atomic.Int32
+	// onStream hears of the server's event stream (a GET): nil when it is
+	// opened, the error when it breaks.
+	onStream func(error)
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -87,7 +90,17 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		resp.Body = &sseTee{ReadCloser: resp.Body, onData: t.received}
+		tee := &sseTee{ReadCloser: resp.Body, onData: t.received}
+		if req.Method == http.MethodGet && t.onStream != nil {
+			t.onStream(nil)
+			ctx := req.Context()
+			tee.onBreak = func(err error) {
+				if ctx.Err() == nil { // not closed by mcpctl
+					t.onStream(err)
+				}
+			}
+		}
+		resp.Body = tee
 	case strings.HasPrefix(ct, "application/json"):
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
 		resp.Body.Close()
@@ -141,9 +154,12 @@ func (t *captureRoundTripper) received(data []byte) {
 type sseTee struct {
 	io.ReadCloser
 	onData func([]byte)
-	out    []byte // events checked, not yet read by the SDK
-	err    error  // the stream's, given once out is read
-	ev     sseEvent
+	// onBreak, when set, hears once of a read that failed other than at
+	// the stream's end.
+	onBreak func(error)
+	out     []byte // events checked, not yet read by the SDK
+	err     error  // the stream's, given once out is read
+	ev      sseEvent
 }
 
 // An sseEvent is the event under way.
@@ -172,6 +188,9 @@ func (s *sseTee) Read(p []byte) (int, error) {
 		s.feed(p[:n])
 		if err == io.EOF {
 			s.finish()
+		} else if err != nil && s.onBreak != nil {
+			s.onBreak(err)
+			s.onBreak = nil
 		}
 		s.err = err
 	}
@@ -378,6 +397,7 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 		return nil, err
 	}
 	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers}
+	rt.onStream = func(err error) { s.eventStream(conn, err) }
 	hc := &http.Client{Transport: rt}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
 	if err != nil {
@@ -406,6 +426,30 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 		return nil, err
 	}
 	return cs, nil
+}
+
+// eventStream marks a ready remote server degraded while its event stream
+// is broken and the SDK tries to open it again, so that status tells of a
+// server gone before a request fails on it; the stream opened again makes
+// it ready. conn is the connection the stream belongs to.
+func (s *server) eventStream(conn *captureConn, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != conn {
+		return // an earlier connection's, or not yet the server's
+	}
+	name := s.cfg().Name
+	switch {
+	case err != nil && s.state == StateReady:
+		s.lc.streamLost = true
+		e := errorf(KindUnavailable, name, "server %s's event stream broke: %s", name, s.cfg().Redact(err.Error()))
+		s.setStateNote(StateDegraded, e, "reconnecting")
+	case err == nil && s.lc.streamLost:
+		s.lc.streamLost = false
+		if s.state == StateDegraded {
+			s.setStateNote(StateReady, nil, "event stream open again")
+		}
+	}
 }
 
 // remoteFailure explains a failed connection to a remote server.

@@ -405,6 +405,55 @@ func TestRemoteSessionForgotten400(t *testing.T) {
 	}
 }
 
+// A remote server whose event stream breaks (its connections dropped) is
+// degraded at once, not ready until a request fails, and ready again when
+// the SDK opens the stream again.
+func TestRemoteEventStreamLost(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	opened := make(chan struct{}, 10)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w = flushNoter{w, opened}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream was never opened")
+	}
+	waitState(t, e, "r", StateReady)
+	ts.CloseClientConnections()
+	st := waitState(t, e, "r", StateDegraded)
+	if !strings.Contains(st.LastError, "server r's event stream broke") {
+		t.Errorf("degraded for: %q", st.LastError)
+	}
+	waitState(t, e, "r", StateReady)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flushNoter tells when the event stream's headers reached the client.
+type flushNoter struct {
+	http.ResponseWriter
+	flushed chan<- struct{}
+}
+
+func (f flushNoter) Flush() {
+	f.ResponseWriter.(http.Flusher).Flush()
+	select {
+	case f.flushed <- struct{}{}:
+	default:
+	}
+}
+
 // A forgetfulHandler answers, as server-everything does, a request naming a
 // session it did not make with 400 "No valid session ID provided"; with
 // badRequest set, it answers every POST with a 400 about its payload.

@@ -332,6 +332,7 @@ func (s *server) connect(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
+	s.lc.streamLost = false
 	s.life, s.endLife = life, endLife
 	s.snap = snap
 	s.initRaw = init.result
