@@ -1017,3 +1017,63 @@ func TestServeSignalEndsCalls(t *testing.T) {
 		})
 	}
 }
+
+// SIGTERM ends serve --http at once: a client's event stream is ended by
+// serve (a clean end of its body), not held until a grace runs out and
+// then cut.
+func TestServeHTTPSignalEndsStreams(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": serveFakeSpec})
+	token := "test-token-" + w.mark
+	url, _ := w.serveHTTP([]string{"MCPCTL_SERVE_TOKEN=" + token})
+	post := func(session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	session := init.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: %s, no session id", init.Status)
+	}
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", session)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("the event stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	serve := -1
+	for _, pid := range markedProcesses(w.mark) {
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(cmdline), "mcpctl\x00serve") {
+			serve = pid
+		}
+	}
+	if serve < 0 {
+		t.Fatal("no mcpctl serve among the processes")
+	}
+	t0 := time.Now()
+	syscall.Kill(serve, syscall.SIGTERM)
+	if _, err := io.ReadAll(stream.Body); err != nil {
+		t.Errorf("the event stream was cut (%v) %v after SIGTERM, not ended by serve", err, time.Since(t0).Round(time.Millisecond))
+	}
+	if !within(5*time.Second, func() bool { return procState(serve) == "" }) {
+		t.Fatal("serve still runs 5s after SIGTERM")
+	}
+	t.Logf("serve ended %v after SIGTERM", time.Since(t0).Round(time.Millisecond))
+}

@@ -72,7 +72,8 @@ of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
 MCP session ends with its DELETE (its calls in flight are cancelled); one
 whose connections dropped and did not come back within 30s, or that sent
 nothing for an hour with no stream open, has its calls cancelled and its
-session closed, and gets 404 if it comes back.
+session closed, and gets 404 if it comes back. Ctrl-C or SIGTERM ends
+serve over HTTP at once, its clients' streams and calls with it.
 
 With --manage, serve also offers two tools of its own: mcpctl.status (each
 server's state, since when, its last error and tool count) and
@@ -275,6 +276,9 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 		Handler:           hb.httpHandler(token, clients, refused),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
+		// Requests end with serve: event streams are ended, not held
+		// until the grace below runs out, and calls are cancelled.
+		BaseContext: func(net.Listener) context.Context { return hb.ctx },
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -288,8 +292,8 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 		return err
 	case <-hb.ctx.Done():
 	}
-	// Streams stay open as long as their clients: they get a moment to
-	// finish, then are cut.
+	// What is left after the requests' contexts ended (a handler that
+	// does not heed its context) gets a moment, then is cut.
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if srv.Shutdown(sctx) != nil {
