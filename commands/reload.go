@@ -19,8 +19,10 @@ func newReloadCmd(env *Env) *cli.Command {
 		Usage: "Make the session read its config again and apply it",
 		Description: `The session reloads by itself when a config file changes (and on SIGHUP);
 "reload" forces it. Added servers start, removed ones stop, changed ones
-restart, and unchanged ones keep running with the same pid; unchanged ones
-that are down (they failed or exited) are started again. A config that
+restart, and unchanged ones keep running with the same pid; so do
+"updated" ones, whose changes apply without a restart (timeouts, cacheTTL,
+failureThreshold, restart, maxRestarts, roots, hooks). Those of them that
+are down (they failed or exited) are started again. A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3); the others are applied. A new "logLevel"
@@ -74,7 +76,7 @@ func runReload(ctx context.Context, env *Env) error {
 		for _, part := range []struct {
 			what  string
 			names []string
-		}{{"added", res.Added}, {"removed", res.Removed}, {"restarted", res.Restarted}, {"unchanged", res.Unchanged}, {"started", res.Started}} {
+		}{{"added", res.Added}, {"removed", res.Removed}, {"restarted", res.Restarted}, {"updated", res.Updated}, {"unchanged", res.Unchanged}, {"started", res.Started}} {
 			if len(part.names) > 0 {
 				fmt.Fprintf(w, "%-10s %s\n", part.what, strings.Join(part.names, ", "))
 			}

@@ -80,18 +80,28 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 // starts: its timeouts, cacheTTL, failureThreshold, restart and
 // maxRestarts (a new requestTimeout must not kill the calls in flight).
 func (s *Server) Same(o *Server) bool {
+	return s.Name == o.Name && reflect.DeepEqual(s.kept(), o.kept())
+}
+
+// Equal reports whether o has every setting of s: only where it is written
+// may differ.
+func (s *Server) Equal(o *Server) bool {
+	return s.Name == o.Name && reflect.DeepEqual(s.resolved(true), o.resolved(true))
+}
+
+// kept is the server's settings without those Same lets change.
+func (s *Server) kept() *ResolvedServer {
 	// Roots change without a restart (the server is told), unless they
-	// come or go: offering roots at all is settled at the handshake.
-	a, b := s.resolved(true), o.resolved(true)
-	if len(a.Roots) > 0 && len(b.Roots) > 0 {
-		a.Roots, b.Roots = nil, nil
+	// come or go: offering roots at all is settled at the handshake. So
+	// only whether there are any is kept.
+	r := s.resolved(true)
+	if len(r.Roots) > 0 {
+		r.Roots = []string{"…"}
 	}
-	a.Sampling, b.Sampling, a.Elicitation, b.Elicitation = nil, nil, nil, nil
-	for _, r := range []*ResolvedServer{a, b} {
-		r.StartupTimeout, r.RequestTimeout, r.ShutdownTimeout, r.CacheTTL = "", "", "", ""
-		r.FailureThreshold, r.Restart, r.MaxRestarts = 0, "", 0
-	}
-	return s.Name == o.Name && reflect.DeepEqual(a, b)
+	r.Sampling, r.Elicitation = nil, nil
+	r.StartupTimeout, r.RequestTimeout, r.ShutdownTimeout, r.CacheTTL = "", "", "", ""
+	r.FailureThreshold, r.Restart, r.MaxRestarts = 0, "", 0
+	return r
 }
 
 func (s *Server) resolved(showSecrets bool) *ResolvedServer {

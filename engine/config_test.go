@@ -419,8 +419,8 @@ func TestReloadRequestTimeoutKeepsServer(t *testing.T) {
 	srv2 := *srv
 	srv2.RequestTimeout = 100 * time.Millisecond
 	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&srv2}})
-	if err != nil || !slices.Equal(res.Unchanged, []string{"s"}) {
-		t.Fatalf("reload: %+v, %v", res, err)
+	if err != nil || !slices.Equal(res.Updated, []string{"s"}) || len(res.Unchanged)+len(res.Restarted) != 0 {
+		t.Fatalf("reload: %+v, %v; want s updated", res, err)
 	}
 	if readPID(t, filepath.Join(dir, "s.pid")) != pid || !alive(pid) {
 		t.Error("a new requestTimeout restarted the server")

@@ -112,7 +112,7 @@ func (d *Daemon) Reload(ctx context.Context) (*ReloadResult, error) {
 	res, err := d.engine.Reload(ctx, cfg)
 	entry := AuditEntry{Event: "reload", UID: peerUID(ctx), RequestID: RequestID(ctx), Outcome: outcomeOf(err, false)}
 	if res != nil {
-		entry.Detail = fmt.Sprintf("added %v, removed %v, restarted %v", res.Added, res.Removed, res.Restarted)
+		entry.Detail = fmt.Sprintf("added %v, removed %v, restarted %v, updated %v", res.Added, res.Removed, res.Restarted, res.Updated)
 	}
 	d.audit.Record(entry)
 	return res, err

@@ -28,7 +28,8 @@ const (
 	// subscribers that ask for it.
 	EventStderr = "stderr"
 	// EventConfig: the session's config was reloaded (Added, Removed,
-	// Restarted), or could not be and the running config stays (Error).
+	// Restarted, Updated), or could not be and the running config stays
+	// (Error).
 	EventConfig = "config"
 	// EventDropped: the subscriber fell behind and Count events were lost.
 	EventDropped = "dropped"
@@ -71,6 +72,7 @@ type Event struct {
 	Added     []string `json:"added,omitempty"`
 	Removed   []string `json:"removed,omitempty"`
 	Restarted []string `json:"restarted,omitempty"`
+	Updated   []string `json:"updated,omitempty"`
 
 	URI string `json:"uri,omitempty"`
 

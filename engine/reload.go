@@ -16,6 +16,10 @@ type ReloadResult struct {
 	Added     []string `json:"added"`
 	Removed   []string `json:"removed"`
 	Restarted []string `json:"restarted"`
+	// Updated kept running with new settings that apply without a
+	// restart: timeouts, cacheTTL, failureThreshold, restart,
+	// maxRestarts, roots (the server is told), hooks.
+	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
 	// Started are unchanged servers that were not running (they had
 	// failed, or exited) and were started again.
@@ -42,7 +46,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	if e.closed.Load() {
 		return nil, errorf(KindUnavailable, "", "cannot reload: the engine is closed")
 	}
-	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Unchanged: []string{}, Started: []string{}}
+	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Updated: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
 	var rootsChanged []func()
 
@@ -66,7 +70,11 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			if !slices.Equal(old.Roots, sc.Roots) {
 				rootsChanged = append(rootsChanged, func() { prev.setRoots(old, sc) })
 			}
-			res.Unchanged = append(res.Unchanged, sc.Name)
+			if old.Equal(sc) {
+				res.Unchanged = append(res.Unchanged, sc.Name)
+			} else {
+				res.Updated = append(res.Updated, sc.Name)
+			}
 			if st := prev.currentState(); prev.autoStarts() && !prev.isHeld() && (st == StateUnavailable || st == StateStopped) {
 				res.Started = append(res.Started, sc.Name)
 				start = append(start, prev)
@@ -106,8 +114,8 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		change()
 	}
 	res.Failed = e.startEach(ctx, start)
-	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "failed", len(res.Failed))
-	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted})
+	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "updated", res.Updated, "failed", len(res.Failed))
+	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated})
 	return res, nil
 }
 
