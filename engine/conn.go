@@ -29,11 +29,6 @@ type captureConn struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]pendingCall
 
-	// abortWrite, when set, makes a write that outlives its context fail.
-	// A write blocks when the server stops reading its stdin; the SDK's
-	// writes do not watch their context.
-	abortWrite func()
-
 	// logLevel, when set, goes into the _meta of every request: servers on
 	// protocol 2026-07-28 take the log level per request, not from
 	// logging/setLevel.
@@ -215,25 +210,7 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	msg = c.outgoing(ctx, msg)
-	if c.abortWrite == nil || ctx.Done() == nil {
-		return c.Connection.Write(ctx, msg)
-	}
-	var mu sync.Mutex
-	finished := false
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !finished {
-			c.abortWrite()
-		}
-	})
-	err := c.Connection.Write(ctx, msg)
-	mu.Lock()
-	finished = true
-	mu.Unlock()
-	stop()
-	return err
+	return c.Connection.Write(ctx, c.outgoing(ctx, msg))
 }
 
 // outgoing is what the connection does to a message before it is sent:

@@ -437,8 +437,46 @@ func TestIdleServerStopsWhenGraceEnds(t *testing.T) {
 
 type jsonrpcError = jsonrpc.Error
 
+// A caller that gives up while its message is being written to a server
+// that reads slowly leaves the connection whole for the others: the rest of
+// its message is written in the background, and a caller waiting to write
+// meanwhile gets its answer (before, the first caller's give-up cut the
+// write short and failed every later one: "write |1: i/o timeout").
+func TestGiveUpMidWriteKeepsConnection(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{
+		Tools: []fakemcp.Tool{{Name: "pause", PauseReading: "1s"}, {Name: "echo"}},
+	}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.pause"}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 1<<20) // far more than a pipe holds
+	impatient := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"data=" + big}, TimeoutMs: 200})
+		impatient <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // for its write to be under way
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"n=1"}})
+	if err != nil || !strings.Contains(string(res.Result), `\"n\":\"1\"`) {
+		t.Fatalf("the patient caller: %v %v", res, err)
+	}
+	if err := <-impatient; KindOf(err) != KindTimeout {
+		t.Errorf("the caller that gave up: %v, want a timeout", err)
+	}
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Errorf("after one caller gave up mid-write: %s (%s)", st.State, st.LastError)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Errorf("a call after: %v", err)
+	}
+}
+
 // A server that stops reading stdin must not make a call outlive its
-// timeout, nor make stopping hang: the blocked write is cut short.
+// timeout, nor make stopping hang: the caller is let go, and closing the
+// server's stdin ends the write left under way.
 func TestHungServerBlockedWrite(t *testing.T) {
 	e := New(&config.Config{Servers: []*config.Server{fakeServer(t, "srv", fakemcp.Spec{
 		IgnoreStdinEOF: true, IgnoreSIGTERM: true,

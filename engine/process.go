@@ -334,12 +334,6 @@ func (p *process) closeStdin() {
 	}
 }
 
-// abortWrites makes the write in progress on the server's stdin, and every
-// later one, fail at once. A write blocks when the server stops reading; a
-// write cut short leaves half a message on the pipe, so the connection is
-// over after this.
-func (p *process) abortWrites() { p.stdin.SetWriteDeadline(time.Now()) }
-
 func waitDone(ch <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {

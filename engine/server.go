@@ -246,7 +246,6 @@ func (s *server) connect(ctx context.Context) error {
 		})
 		proc.lines = stdout
 		conn.Connection = newStdioConn(stdout, proc.stdin)
-		conn.abortWrite = proc.abortWrites
 	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {
 		if f, err := os.OpenFile(filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -25,7 +27,9 @@ type stdioConn struct {
 	closed   chan struct{}
 	queue    []jsonrpc.Message // the rest of a batch; only Read's goroutine
 
-	writeMu   sync.Mutex
+	// writing holds the one write under way: a write waits for it only as
+	// long as its context lets it.
+	writing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -36,7 +40,7 @@ type lineMsgs struct {
 }
 
 func newStdioConn(lines *jsonLines, stdin io.WriteCloser) *stdioConn {
-	c := &stdioConn{lines: lines, stdin: stdin, incoming: make(chan lineMsgs), closed: make(chan struct{})}
+	c := &stdioConn{lines: lines, stdin: stdin, incoming: make(chan lineMsgs), closed: make(chan struct{}), writing: make(chan struct{}, 1)}
 	go c.readLoop()
 	return c
 }
@@ -88,10 +92,50 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.stdin.Write(data)
-	return err
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err() // another's write is under way; this one never began
+	case <-c.closed:
+		return io.ErrClosedPipe
+	}
+	dw, ok := c.stdin.(interface{ SetWriteDeadline(time.Time) error })
+	if !ok || ctx.Done() == nil {
+		_, err = c.stdin.Write(data)
+		<-c.writing
+		return err
+	}
+	// A write blocks while the server does not read its stdin; the caller
+	// may give up on it then. Its message is not cut short, which would
+	// end the connection for every other caller: the rest of it is written
+	// in the background, and later writes wait for that.
+	var mu sync.Mutex
+	written := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !written {
+			dw.SetWriteDeadline(time.Now())
+		}
+	})
+	n, err := c.stdin.Write(data)
+	mu.Lock()
+	written = true
+	mu.Unlock()
+	if stop() || ctx.Err() == nil {
+		<-c.writing
+		return err
+	}
+	dw.SetWriteDeadline(time.Time{})
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		<-c.writing
+		return err // written whole, or failed for its own reason
+	}
+	go func() {
+		c.stdin.Write(data[n:])
+		<-c.writing
+	}()
+	return ctx.Err()
 }
 
 // Close closes the server's stdin (asking it to exit) and stdout.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +20,7 @@ type transport struct{ f *fake }
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The SDK reads stdin in a goroutine of its own; to play a server that
 	// stops reading, the gate sits below it.
-	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{stop: t.f.stopReading}, Writer: stdout}).Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: &gatedStdin{f: t.f}, Writer: stdout}).Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -31,16 +32,18 @@ type conn struct {
 	f *fake
 }
 
-// gatedStdin reads stdin until stop is closed, then blocks for good: the
-// pipe fills and the client's writes block.
-type gatedStdin struct{ stop chan struct{} }
+// gatedStdin reads stdin until stopReading is closed, then blocks for
+// good, and waits out a pause: the pipe fills and the client's writes
+// block.
+type gatedStdin struct{ f *fake }
 
 func (g *gatedStdin) Read(p []byte) (int, error) {
 	select {
-	case <-g.stop:
+	case <-g.f.stopReading:
 		select {}
 	default:
 	}
+	time.Sleep(time.Until(time.Unix(0, g.f.pausedUntil.Load())))
 	return os.Stdin.Read(p)
 }
 

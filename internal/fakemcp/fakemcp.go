@@ -322,6 +322,7 @@ type fake struct {
 	mu          sync.Mutex
 	raw         map[jsonrpc.ID]Tool // calls whose response is replaced on the way out
 	stopReading chan struct{}       // closed to stop reading stdin
+	pausedUntil atomic.Int64        // Unix ns: no read of stdin before it
 	initID      jsonrpc.ID          // the initialize request, whose result gets Spec.Tasks
 	tasks       map[string]*fakeTask
 	taskSeq     int

@@ -72,7 +72,11 @@ type Tool struct {
 	// answers.
 	CrashUnless string `json:"crashUnless,omitempty"`
 	StopReading bool   `json:"stopReading,omitempty"` // stop reading stdin for good; never answer
-	CloseStdout bool   `json:"closeStdout,omitempty"` // close stdout, keep running
+	// PauseReading answers at once, then reads no more of stdin for this
+	// long (the read under way takes what comes next): the pipe fills
+	// and the client's writes block until it is over.
+	PauseReading string `json:"pauseReading,omitempty"`
+	CloseStdout  bool   `json:"closeStdout,omitempty"` // close stdout, keep running
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
@@ -152,6 +156,13 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 		case t.StopReading:
 			close(f.stopReading)
 			select {}
+		case t.PauseReading != "":
+			d, err := time.ParseDuration(t.PauseReading)
+			if err != nil {
+				return nil, err
+			}
+			f.pausedUntil.Store(time.Now().Add(d).UnixNano())
+			return text("paused"), nil
 		case t.CloseStdout:
 			os.Stdout.Close()
 			select {}
