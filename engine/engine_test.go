@@ -633,3 +633,22 @@ func TestStartUnsupportedVersion(t *testing.T) {
 		t.Errorf("hint: %s", h)
 	}
 }
+
+// A server whose answer ends the start (an error for initialize, a
+// tools/list that does not decode) is told as that answer, a protocol
+// error: not as its exit (code 0), which only followed mcpctl closing its
+// stdin.
+func TestStartAnswerBrokeHandshake(t *testing.T) {
+	for _, c := range []struct {
+		method, answer, want string
+	}{
+		{"initialize", `{"error": {"code": -32603, "message": "init exploded"}}`, `server bad failed during startup: calling "initialize": init exploded`},
+		{"tools/list", `{"result": {"tools": "nope"}}`, `server bad failed during startup: calling "tools/list": json: cannot unmarshal`},
+	} {
+		e := newEngine(t, fakeServer(t, "bad", fakemcp.Spec{ProtocolVersion: "2025-11-25", Answers: map[string]json.RawMessage{c.method: json.RawMessage(c.answer)}}))
+		err := e.Start(ctx(t))
+		if KindOf(err) != KindProtocol || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s answered %s: %s %v, want a protocol error %q", c.method, c.answer, KindOf(err), err, c.want)
+		}
+	}
+}

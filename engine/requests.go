@@ -125,6 +125,11 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	return result, err
 }
 
+// connClosed tells an error of a connection that ended.
+func connClosed(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
+}
+
 // failure explains why a request got no answer.
 func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *deadline, err error) error {
 	name := h.s.cfg().Name
@@ -147,8 +152,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
-	connLost := h.life.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") ||
-		!h.s.cfg().IsStdio() && connBroken(err)
+	connLost := h.life.Err() != nil || connClosed(err) || !h.s.cfg().IsStdio() && connBroken(err)
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout

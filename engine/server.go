@@ -369,6 +369,12 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		return already
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
+	case proc.exited() && !timedOut && proc.exitErr == nil && err != nil && !connClosed(err):
+		// It answered, and its answer (an error, or one that does not
+		// decode) ended the handshake: its stdin was closed, and it
+		// exited as asked.
+		e = errorf(KindProtocol, name, "server %s failed during startup: %s", name, err)
+		e.hint("the server does not work with mcpctl as it is: check its version, or tell its authors (its stderr may say more)")
 	case proc.exited() && !timedOut:
 		e = s.exitError(proc, "startup")
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)

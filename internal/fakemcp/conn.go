@@ -87,6 +87,21 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // it did.
 func (c *conn) answer(ctx context.Context, req *jsonrpc.Request) bool {
 	f := c.f
+	if raw, ok := f.spec.Answers[req.Method]; ok && req.IsCall() {
+		var a struct {
+			Result json.RawMessage `json:"result"`
+			Error  *jsonrpc.Error  `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
+			a.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcp-fake: bad answers entry: " + err.Error()}
+		}
+		if a.Error != nil {
+			c.reply(ctx, req.ID, nil, a.Error)
+		} else {
+			c.reply(ctx, req.ID, a.Result, nil)
+		}
+		return true
+	}
 	switch {
 	case req.Method == "server/discover" && f.spec.ProtocolVersion != "" && f.spec.ProtocolVersion < "2026-07-28":
 		c.reply(ctx, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"})

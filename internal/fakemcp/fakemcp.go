@@ -84,6 +84,10 @@ type Spec struct {
 	// call to every tool, from 1) exit the process with code 9 instead of
 	// answering.
 	CrashOnCall int `json:"crashOnCall,omitempty"`
+	// Answers replaces the answer to these methods with the given JSON-RPC
+	// response members: {"initialize": {"error": {...}}} or
+	// {"tools/list": {"result": ...}}.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// ExitOnInitialize, when set, makes the server exit with this code as
 	// soon as it has read the handshake request it would answer
 	// (server/discover, or initialize when ProtocolVersion refuses
