@@ -177,6 +177,12 @@ func (b *bus) close() {
 	b.closed = true
 	for s := range b.subs {
 		delete(b.subs, s)
+		s.mu.Lock()
+		if s.dropped > 0 {
+			// The slot publish keeps free is for this.
+			s.c <- Event{Time: time.Now(), Type: EventDropped, Count: s.dropped}
+		}
+		s.mu.Unlock()
 		close(s.c)
 	}
 	b.stderr = 0
@@ -190,7 +196,11 @@ func (b *bus) wantsStderr() bool {
 	return b.stderr > 0
 }
 
-// publish never blocks: it runs on servers' read loops.
+// publish never blocks: it runs on servers' read loops. It leaves one slot
+// of a subscription free, for the count of the events it lost to be told
+// even when the engine closes before the subscriber catches up. Only
+// publish and close add to a subscription (under b.mu), so the slots free
+// can only grow while it looks.
 func (b *bus) publish(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -202,19 +212,14 @@ func (b *bus) publish(ev Event) {
 			continue
 		}
 		s.mu.Lock()
-		if s.dropped > 0 {
-			select {
-			case s.c <- Event{Time: ev.Time, Type: EventDropped, Count: s.dropped}:
-				s.dropped = 0
-			default:
-			}
+		free := cap(s.c) - len(s.c)
+		if s.dropped > 0 && free > 2 {
+			s.c <- Event{Time: ev.Time, Type: EventDropped, Count: s.dropped}
+			s.dropped = 0
+			free--
 		}
-		if s.dropped == 0 {
-			select {
-			case s.c <- ev:
-			default:
-				s.dropped++
-			}
+		if s.dropped == 0 && free > 1 {
+			s.c <- ev
 		} else {
 			s.dropped++
 		}

@@ -1,0 +1,51 @@
+package engine
+
+import "testing"
+
+// A subscriber that falls behind is told how many events it lost: on the
+// next event that finds room, and, when none comes, as the engine closes.
+func TestBusToldDropped(t *testing.T) {
+	var b bus
+	sub := b.subscribe(EventFilter{})
+	n := cap(sub.c) + 10
+	for i := 0; i < n; i++ {
+		b.publish(Event{Type: EventLog, Server: "s"})
+	}
+	b.close()
+	got, lost := 0, 0
+	for ev := range sub.C {
+		if ev.Type == EventDropped {
+			lost += ev.Count
+		} else {
+			got++
+		}
+	}
+	if got+lost != n || lost == 0 {
+		t.Errorf("closed while behind: %d events and %d told lost, want %d in all", got, lost, n)
+	}
+
+	sub = (&bus{}).subscribe(EventFilter{})
+	b2 := sub.bus
+	for i := 0; i < n; i++ {
+		b2.publish(Event{Type: EventLog, Server: "s"})
+	}
+	for i := 0; i < 100; i++ { // caught up in part
+		<-sub.C
+	}
+	b2.publish(Event{Type: EventState, Server: "s"})
+	got, lost = 100, 0
+	var last Event
+	for len(sub.C) > 0 {
+		ev := <-sub.C
+		if ev.Type == EventDropped {
+			lost += ev.Count
+		} else {
+			got++
+		}
+		last = ev
+	}
+	if got+lost != n+1 || last.Type != EventState {
+		t.Errorf("after catching up: %d events and %d told lost (last %s), want %d in all, the state event last", got, lost, last.Type, n+1)
+	}
+	sub.Close()
+}
