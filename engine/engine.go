@@ -389,8 +389,7 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 			return err
 		}
 		if s.cfg().Disabled {
-			return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg().Where("disabled")).
-				hint("remove \"disabled\" from server %s to use it", name)
+			return s.disabledError()
 		}
 		if want[s] {
 			return nil

@@ -591,10 +591,19 @@ func (s *server) status() ServerStatus {
 
 func roundMillis(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
+// disabledError refuses a server the config disables.
+func (s *server) disabledError() *Error {
+	name := s.cfg().Name
+	return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg().Where("disabled")).
+		hint("remove \"disabled\" from server %s to use it", name)
+}
+
 // unavailableLocked explains why the server cannot take requests.
 func (s *server) unavailableLocked() *Error {
 	name := s.cfg().Name
 	switch {
+	case s.cfg().Disabled:
+		return s.disabledError()
 	case s.lastErr != nil && s.state == StateUnavailable:
 		e := *s.lastErr
 		if ago := time.Since(s.since).Round(time.Second); ago > 0 {
