@@ -353,10 +353,28 @@ func (h *handle) holdDeadline() (resume func()) {
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
 	// Scanned, not decoded: a result can be megabytes of content.
 	var isError bool
-	ms, _ := members(raw)
+	ms, err := members(raw)
+	malformed := func(what string) (*CallResult, error) {
+		return nil, errorf(KindProtocol, server, "%s answered with a result that breaks MCP: %s", tool.Name(), what).
+			hint("tell the server's authors; with MCPCTL_TRACE=1, mcpctl up logs each message as sent (servers/%s.wire.jsonl)", server)
+	}
+	if err != nil {
+		return malformed("it is not a JSON object")
+	}
 	for _, m := range ms {
 		switch m.key {
+		case "content":
+			if len(m.value) == 0 || m.value[0] != '[' {
+				return malformed("its content is not an array")
+			}
+		case "structuredContent":
+			if len(m.value) == 0 || m.value[0] != '{' {
+				return malformed("its structuredContent is not an object")
+			}
 		case "isError":
+			if v := string(m.value); v != "true" && v != "false" {
+				return malformed("its isError is not true or false")
+			}
 			isError = string(m.value) == "true"
 		case "resultType":
 			if string(m.value) == `"input_required"` {
