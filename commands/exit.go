@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -95,6 +97,12 @@ func errorInfo(err error) output.ErrorInfo {
 		}
 	case errors.As(err, &ue), errors.As(err, &je):
 		codes("usage", exitUsage)
+	case strings.HasPrefix(info.Message, "No help topic for '"):
+		// urfave's help command, asked about a command there is not.
+		codes("usage", exitUsage)
+		topic, _, _ := strings.Cut(strings.TrimPrefix(info.Message, "No help topic for '"), "'")
+		info.Message = fmt.Sprintf("no help on %q: there is no such command", topic)
+		info.Hints = []string{"see the commands with: mcpctl --help"}
 	case errors.As(err, &ces), errors.As(err, &ce), errors.As(err, &cnf):
 		codes("config", exitUsage)
 	case errors.Is(err, context.Canceled):
