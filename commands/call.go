@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
@@ -170,6 +173,7 @@ func quietWhileAsking(req *engine.CallRequest, clear func()) {
 // readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.
 func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
 	var data []byte
+	from := "" // where the JSON came from, for its errors
 	switch {
 	case v == "":
 		return nil, nil
@@ -178,20 +182,44 @@ func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading arguments from stdin: %w", err)
 		}
-		data = b
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, usagef("--args -: stdin was empty", `pipe a JSON object in, e.g. echo '{"path": "README.md"}' | mcpctl call SERVER.TOOL --args -`)
+		}
+		data, from = b, "stdin"
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(env.abs(v[1:]))
 		if err != nil {
 			return nil, usagef(fmt.Sprintf("--args %s: %v", v, unwrapPathError(err)))
 		}
-		data = b
+		data, from = b, v[1:]
 	default:
 		data = []byte(v)
 	}
-	if !json.Valid(data) {
-		return nil, usagef("--args is not valid JSON", `pass a JSON object, e.g. --args '{"path": "README.md"}'`)
+	if pos, why := jsonMistake(data); pos != "" {
+		if from == "" {
+			return nil, usagef(fmt.Sprintf("--args is not valid JSON (at %s: %s)", pos, why), `pass a JSON object, e.g. --args '{"path": "README.md"}'`)
+		}
+		return nil, usagef(fmt.Sprintf("--args %s: %s:%s: not valid JSON: %s", v, from, pos, why), "the arguments must be a JSON object")
 	}
 	return data, nil
+}
+
+// jsonMistake says where ("2:5", line and column) and why data is not
+// valid JSON; pos is "" when it is. The text itself is not shown:
+// arguments often carry tokens.
+func jsonMistake(data []byte) (pos, why string) {
+	if json.Valid(data) {
+		return "", ""
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	off, why := len(data), "unexpected end of input"
+	var se *json.SyntaxError
+	if errors.As(err, &se) && !strings.Contains(se.Error(), "unexpected end") {
+		off, why = int(se.Offset)-1, se.Error() // Offset is just past the character at fault
+	}
+	line, col := config.LineCol(data, off)
+	return fmt.Sprintf("%d:%d", line, col), why
 }
 
 // resolvePairFiles replaces key=@file and key:=@file with the file's
@@ -211,6 +239,12 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 			if err != nil {
 				return nil, usagef(fmt.Sprintf("argument %s: %v", strings.TrimSuffix(k, ":"), unwrapPathError(err)),
 					`to pass a value that starts with @, write key=\@value`)
+			}
+			if key, isJSON := strings.CutSuffix(k, ":"); isJSON {
+				if pos, why := jsonMistake(data); pos != "" {
+					return nil, usagef(fmt.Sprintf("argument %s: %s:%s: not valid JSON: %s", key, v[1:], pos, why),
+						fmt.Sprintf("key:=@FILE takes a file of JSON; to pass its text as a string, write %s=@%s", key, v[1:]))
+				}
 			}
 			out[i] = k + "=" + string(data)
 		default:

@@ -170,9 +170,9 @@ func (ix *index) at(path []string, key bool) int {
 	}
 }
 
-// lineCol turns a byte offset into a 1-based line and column (columns count
+// LineCol turns a byte offset into a 1-based line and column (columns count
 // characters, as editors do).
-func lineCol(data []byte, off int) (line, col int) {
+func LineCol(data []byte, off int) (line, col int) {
 	if off > len(data) {
 		off = len(data)
 	}

@@ -40,7 +40,7 @@ type document struct {
 
 // at places a path of root in the file.
 func (d *document) at(path []string, key bool) (line, col int) {
-	return lineCol(d.data, d.ix.at(d.writtenPath(path), key))
+	return LineCol(d.data, d.ix.at(d.writtenPath(path), key))
 }
 
 func (d *document) writtenPath(path []string) []string {
@@ -119,7 +119,7 @@ func tooDeep(data []byte) int {
 
 func readJSON(file string, data []byte) (*document, error) {
 	if off := tooDeep(data); off >= 0 {
-		line, col := lineCol(data, off)
+		line, col := LineCol(data, off)
 		return nil, &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf("invalid JSON: nested more than %d levels deep", maxDepth),
 			Hint: "a config nests a few levels: servers, a server, its env"}
 	}
@@ -138,7 +138,7 @@ func readJSON(file string, data []byte) (*document, error) {
 	if err != nil {
 		var se *syntaxError
 		if errors.As(err, &se) {
-			line, col := lineCol(data, se.offset)
+			line, col := LineCol(data, se.offset)
 			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + se.msg}
 		}
 		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
@@ -153,12 +153,12 @@ func readJSON(file string, data []byte) (*document, error) {
 	}
 	d := &document{file: file, data: data, root: root, ix: ix}
 	for _, dup := range ix.dups {
-		line, col := lineCol(data, dup.first)
+		line, col := LineCol(data, dup.first)
 		what := "field"
 		if len(dup.path) == 2 && (dup.path[0] == "servers" || dup.path[0] == "mcpServers") {
 			what = "server name"
 		}
-		l2, c2 := lineCol(data, dup.second)
+		l2, c2 := LineCol(data, dup.second)
 		d.errs = append(d.errs, &Error{File: file, Line: l2, Col: c2, Field: schemas.FieldPath(dup.path),
 			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, dup.path[len(dup.path)-1], line, col)})
 	}
@@ -343,14 +343,14 @@ func (d *document) fromCodex() {
 				if near := schemas.Closest(k, names); len(near) > 0 {
 					hint = fmt.Sprintf("did you mean %q?", near[0])
 				}
-				line, col := lineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, true))
+				line, col := LineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, true))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
 				continue
 			}
 			// bad reports a field of this server that Codex would refuse.
 			bad := func(msg, hint string, at ...string) {
 				path := append([]string{"mcp_servers", name, k}, at...)
-				line, col := lineCol(d.data, d.ix.at(path, false))
+				line, col := LineCol(d.data, d.ix.at(path, false))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
 			}
 			switch k {
