@@ -129,11 +129,13 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) }); err != nil {
-		return err
+	err = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
+	var je *output.JQError
+	if res.IsError && (err == nil || errors.As(err, &je)) {
+		return &toolError{name: opts.name, filter: err}
 	}
-	if res.IsError {
-		return &toolError{name: opts.name}
+	if err != nil {
+		return err
 	}
 	return nil
 }

@@ -49,10 +49,20 @@ func (e *usageError) Hints() []string { return e.hints }
 func usagef(msg string, hints ...string) error { return &usageError{msg: msg, hints: hints} }
 
 // A toolError is a result the tool itself marked as failed (isError). The
-// result is printed; the exit code says it failed.
-type toolError struct{ name string }
+// result is printed; the exit code says it failed. filter is why --jq
+// failed on that result, if it did: the tool's failure still decides the
+// exit code.
+type toolError struct {
+	name   string
+	filter error
+}
 
-func (e *toolError) Error() string { return e.name + " reported an error (isError)" }
+func (e *toolError) Error() string {
+	if e.filter != nil {
+		return e.name + " reported an error (isError), and " + e.filter.Error()
+	}
+	return e.name + " reported an error (isError)"
+}
 
 // errorInfo is the one place an error becomes an exit code and the text or
 // JSON the user sees.

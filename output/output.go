@@ -131,7 +131,7 @@ func (p *Printer) runJQ(data []byte, indent bool) error {
 			}
 			p.out.Write(b.Bytes())
 			return &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err),
-				Caret: []string{"the command itself ran; only the filter failed on its result (see it with --json)"}}
+				Caret: []string{"the command itself ran; only the filter failed on its result"}}
 		}
 		if s, isStr := v.(string); isStr && p.f.Raw {
 			b.WriteString(s)
