@@ -37,6 +37,10 @@ type toolSchema struct {
 	factsOnce   sync.Once
 	taskSupport string
 	propTypes   map[string][]string // each top-level property's JSON types
+	// silentOnOthers: the schema names properties and says nothing of
+	// others (no additionalProperties, no patternProperties), so the
+	// validator lets any other through.
+	silentOnOthers bool
 }
 
 // Name is the address of the tool: server.tool.
@@ -83,9 +87,12 @@ func (t *Tool) facts() *toolSchema {
 		}
 		ts.taskSupport = e.TaskSupport
 		var schema struct {
-			Properties map[string]json.RawMessage `json:"properties"`
+			Properties           map[string]json.RawMessage `json:"properties"`
+			AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+			PatternProperties    json.RawMessage            `json:"patternProperties"`
 		}
 		json.Unmarshal(t.field("inputSchema"), &schema)
+		ts.silentOnOthers = len(schema.Properties) > 0 && len(schema.PatternProperties) == 0 && len(schema.AdditionalProperties) == 0
 		ts.propTypes = make(map[string][]string, len(schema.Properties))
 		for name, raw := range schema.Properties {
 			ts.propTypes[name] = schemaTypes(raw, 0)
@@ -312,9 +319,39 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 			args[key] = json.RawMessage(val)
 			continue
 		}
+		if err := t.knownArgument(key); err != nil {
+			return nil, err
+		}
 		args[key] = typedValue(val, t.propertyTypes(key))
 	}
 	return json.Marshal(args)
+}
+
+// knownArgument refuses a key=value the tool's schema names no property
+// for: most often a typo, which a schema that says nothing of other
+// properties (most do not) would let through for the server to ignore.
+// --args sends such a key anyway. A schema that does say is the
+// validator's to apply.
+func (t *Tool) knownArgument(key string) error {
+	f := t.facts()
+	if !f.silentOnOthers {
+		return nil
+	}
+	if _, ok := f.propTypes[key]; ok {
+		return nil
+	}
+	names := make([]string, 0, len(f.propTypes))
+	for name := range f.propTypes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	e := errorf(KindUsage, t.Server, "argument %s: %s has no such argument", key, t.Name())
+	if e.Candidates = schemas.Closest(key, names); len(e.Candidates) > 0 {
+		e.hint("did you mean %s? its arguments: %s", e.Candidates[0], strings.Join(names, ", "))
+	} else {
+		e.hint("its arguments: %s", strings.Join(names, ", "))
+	}
+	return e.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
 }
 
 func splitPair(p string) (key, val string, isJSON, ok bool) {
