@@ -107,9 +107,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	}
 	req := &engine.CallRequest{Name: opts.name, Task: opts.task, Retry: opts.retry,
 		Sampling: env.samplingHook(opts.sampling), Elicitation: env.terminalElicitation()}
-	if req.TimeoutMs, err = opts.timeout.millis(); err != nil {
-		return err
-	}
+	req.TimeoutMs = opts.timeout.millis()
 	var done func()
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
 	defer done()

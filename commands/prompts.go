@@ -116,10 +116,7 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 	if _, _, err := engine.SplitName(opts.name); err != nil {
 		return err
 	}
-	timeout, err := opts.timeout.millis()
-	if err != nil {
-		return err
-	}
+	timeout := opts.timeout.millis()
 	pairs, err := resolvePairFiles(env, opts.pairs)
 	if err != nil {
 		return err

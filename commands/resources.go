@@ -119,10 +119,7 @@ func runResource(ctx context.Context, env *Env, opts resourceOptions) error {
 	if err != nil {
 		return err
 	}
-	timeout, err := opts.timeout.millis()
-	if err != nil {
-		return err
-	}
+	timeout := opts.timeout.millis()
 	req := &engine.ResourceRequest{URI: opts.uri, Server: opts.server, NoCache: opts.noCache, TimeoutMs: timeout}
 	var res *engine.ResourceResult
 	err = env.withHost(ctx, serverOf(opts.server), func(h host) error {
@@ -289,10 +286,7 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 	if err != nil {
 		return err
 	}
-	timeout, err := opts.timeout.millis()
-	if err != nil {
-		return err
-	}
+	timeout := opts.timeout.millis()
 	req := &engine.CompleteRequest{Ref: ref, Server: opts.server, Argument: arg, Value: prefix, TimeoutMs: timeout}
 	for _, kv := range opts.context {
 		k, v, ok := strings.Cut(kv, "=")
