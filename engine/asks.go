@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -133,12 +134,11 @@ func (s *server) answer(ctx context.Context, method string, params json.RawMessa
 // or a decline. The deadlines of calls stop while the caller answers; a
 // hook, bounded by its own timeout, stops those of every call in flight.
 func (s *server) answerWith(ctx context.Context, method string, params json.RawMessage, own RequestHandler, calls []*asker) (json.RawMessage, error) {
-	name := s.cfg().Name
 	if own != nil {
 		s.log.Info("a request from the server", "method", method, "answeredBy", "its caller")
 		res, err := func() (json.RawMessage, error) {
 			defer holding(calls)()
-			return own(ctx, name, params)
+			return s.guarded(own, ctx, method, params)
 		}()
 		if !errors.Is(err, ErrNotAnswered) {
 			var werr *jsonrpc.Error
@@ -167,7 +167,7 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 	}
 	s.log.Info("a request from the server", "method", method, "answeredBy", by)
 	defer holding(s.askers.all())()
-	res, err := h(ctx, name, params)
+	res, err := s.guarded(h, ctx, method, params)
 	if err != nil {
 		s.log.Warn("a request from the server failed", "method", method, "answeredBy", by, "err", s.cfg().Redact(err.Error()))
 		var werr *jsonrpc.Error
@@ -176,6 +176,19 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 		}
 	}
 	return res, err
+}
+
+// guarded runs a Go program's handler, whose panic would otherwise end the
+// whole program from a goroutine it cannot recover on: it becomes the
+// error the server is answered with.
+func (s *server) guarded(h RequestHandler, ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("the handler of a request from the server panicked", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("the handler of %s panicked: %v", method, v)
+		}
+	}()
+	return h(ctx, s.cfg().Name, params)
 }
 
 // answerable reports whether anything but a caller would answer method.

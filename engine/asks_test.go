@@ -293,3 +293,25 @@ func TestAsksThroughSession(t *testing.T) {
 		t.Errorf("no handler: %v %+v", err, res)
 	}
 }
+
+// A handler that panics does not end the program: the server is answered
+// with the panic as an error, and the call goes on.
+func TestPanickingHandlerIsAnError(t *testing.T) {
+	s := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask", Elicit: formAsk}}})
+	e := New(&config.Config{Servers: []*config.Server{s}}, &Options{Elicitation: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		panic("boom")
+	}})
+	defer e.Close()
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "the handler of elicitation/create panicked: boom") {
+		t.Fatalf("a call whose question's handler panicked: %v %+v", err, res)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask", Elicitation: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		panic("caller's boom")
+	}}); err != nil {
+		t.Fatalf("a call whose own handler panicked: %v", err)
+	}
+}
