@@ -95,7 +95,7 @@ type EventFilter struct {
 	Servers []string `json:"servers,omitempty"`
 	Types   []string `json:"types,omitempty"`
 	// Stderr asks for the servers' stderr lines, which are not sent
-	// otherwise.
+	// otherwise; naming EventStderr in Types does too.
 	Stderr bool `json:"stderr,omitempty"`
 }
 
@@ -138,6 +138,9 @@ type bus struct {
 }
 
 func (b *bus) subscribe(f EventFilter) *Subscription {
+	if slices.Contains(f.Types, EventStderr) {
+		f.Stderr = true
+	}
 	c := make(chan Event, 1024)
 	s := &Subscription{C: c, c: c, filter: f, bus: b}
 	b.mu.Lock()

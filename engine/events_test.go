@@ -49,3 +49,17 @@ func TestBusToldDropped(t *testing.T) {
 	}
 	sub.Close()
 }
+
+// Asking for stderr events by type is asking for stderr lines.
+func TestBusStderrByType(t *testing.T) {
+	var b bus
+	sub := b.subscribe(EventFilter{Types: []string{EventStderr}})
+	defer sub.Close()
+	if !b.wantsStderr() {
+		t.Fatal("a subscription to type stderr does not count as wanting stderr lines")
+	}
+	b.publish(Event{Type: EventStderr, Server: "s", Message: "hello"})
+	if ev := <-sub.C; ev.Type != EventStderr {
+		t.Errorf("got %+v", ev)
+	}
+}
