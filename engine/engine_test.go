@@ -444,7 +444,7 @@ type jsonrpcError = jsonrpc.Error
 // write short and failed every later one: "write |1: i/o timeout").
 func TestGiveUpMidWriteKeepsConnection(t *testing.T) {
 	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{
-		Tools: []fakemcp.Tool{{Name: "pause", PauseReading: "1s"}, {Name: "echo"}},
+		Tools: []fakemcp.Tool{{Name: "pause", PauseReading: "3s"}, {Name: "echo"}},
 	}))
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
@@ -454,8 +454,11 @@ func TestGiveUpMidWriteKeepsConnection(t *testing.T) {
 	}
 	big := strings.Repeat("x", 1<<20) // far more than a pipe holds
 	impatient := make(chan error, 1)
+	var impatientTook time.Duration
 	go func() {
+		t0 := time.Now()
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"data=" + big}, TimeoutMs: 200})
+		impatientTook = time.Since(t0)
 		impatient <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // for its write to be under way
@@ -465,6 +468,10 @@ func TestGiveUpMidWriteKeepsConnection(t *testing.T) {
 	}
 	if err := <-impatient; KindOf(err) != KindTimeout {
 		t.Errorf("the caller that gave up: %v, want a timeout", err)
+	}
+	// Let go at its timeout (200ms), not when the server read again (3s).
+	if impatientTook > 2*time.Second {
+		t.Errorf("the caller that gave up was held %v, until its write was done", impatientTook)
 	}
 	if st := e.Status()[0]; st.State != StateReady {
 		t.Errorf("after one caller gave up mid-write: %s (%s)", st.State, st.LastError)
@@ -641,14 +648,16 @@ func TestStartUnsupportedVersion(t *testing.T) {
 func TestStartAnswerBrokeHandshake(t *testing.T) {
 	for _, c := range []struct {
 		method, answer, want string
+		lingers              bool // does not exit when its stdin closes
 	}{
-		{"initialize", `{"error": {"code": -32603, "message": "init exploded"}}`, `server bad failed during startup: calling "initialize": init exploded`},
-		{"tools/list", `{"result": {"tools": "nope"}}`, `server bad failed during startup: calling "tools/list": json: cannot unmarshal`},
+		{"initialize", `{"error": {"code": -32603, "message": "init exploded"}}`, `server bad failed during startup: calling "initialize": init exploded`, false},
+		{"initialize", `{"error": {"code": -32603, "message": "init exploded"}}`, `server bad failed during startup: calling "initialize": init exploded`, true},
+		{"tools/list", `{"result": {"tools": "nope"}}`, `server bad failed during startup: calling "tools/list": json: cannot unmarshal`, false},
 	} {
-		e := newEngine(t, fakeServer(t, "bad", fakemcp.Spec{ProtocolVersion: "2025-11-25", Answers: map[string]json.RawMessage{c.method: json.RawMessage(c.answer)}}))
+		e := newEngine(t, fakeServer(t, "bad", fakemcp.Spec{ProtocolVersion: "2025-11-25", IgnoreStdinEOF: c.lingers, Answers: map[string]json.RawMessage{c.method: json.RawMessage(c.answer)}}))
 		err := e.Start(ctx(t))
 		if KindOf(err) != KindProtocol || err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s answered %s: %s %v, want a protocol error %q", c.method, c.answer, KindOf(err), err, c.want)
+			t.Errorf("%s answered %s (lingering %v): %s %v, want a protocol error %q", c.method, c.answer, c.lingers, KindOf(err), err, c.want)
 		}
 	}
 }

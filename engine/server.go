@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/wsmcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -369,10 +370,10 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		return already
 	case proc == nil:
 		return remoteFailure(s.cfg(), err)
-	case proc.exited() && !timedOut && proc.exitErr == nil && err != nil && !connClosed(err):
+	case proc != nil && !timedOut && answerBroke(err):
 		// It answered, and its answer (an error, or one that does not
-		// decode) ended the handshake: its stdin was closed, and it
-		// exited as asked.
+		// decode) ended the start: how its process then ended (its
+		// stdin was closed) is beside the point.
 		e = errorf(KindProtocol, name, "server %s failed during startup: %s", name, err)
 		e.hint("the server does not work with mcpctl as it is: check its version, or tell its authors (its stderr may say more)")
 	case proc.exited() && !timedOut:
@@ -396,6 +397,15 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	}
 	e.Stderr = proc.stderrTail(10)
 	return e.wrap(err)
+}
+
+// answerBroke tells an error that is a server's answer: a JSON-RPC error,
+// or a result that does not decode.
+func answerBroke(err error) bool {
+	var rpcErr *jsonrpc.Error
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	return errors.As(err, &rpcErr) || errors.As(err, &typeErr) || errors.As(err, &syntaxErr)
 }
 
 // exitError is the error of a server whose process ended, during what
