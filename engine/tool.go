@@ -37,9 +37,10 @@ type toolSchema struct {
 	factsOnce   sync.Once
 	taskSupport string
 	propTypes   map[string][]string // each top-level property's JSON types
-	// silentOnOthers: the schema names properties and says nothing of
-	// others (no additionalProperties, no patternProperties), so the
-	// validator lets any other through.
+	// silentOnOthers: the schema names properties and nothing in it
+	// speaks of others (additionalProperties, patternProperties, a
+	// combinator or a reference that may add some), so the validator lets
+	// any other through.
 	silentOnOthers bool
 }
 
@@ -87,12 +88,20 @@ func (t *Tool) facts() *toolSchema {
 		}
 		ts.taskSupport = e.TaskSupport
 		var schema struct {
-			Properties           map[string]json.RawMessage `json:"properties"`
-			AdditionalProperties json.RawMessage            `json:"additionalProperties"`
-			PatternProperties    json.RawMessage            `json:"patternProperties"`
+			Properties map[string]json.RawMessage `json:"properties"`
 		}
-		json.Unmarshal(t.field("inputSchema"), &schema)
-		ts.silentOnOthers = len(schema.Properties) > 0 && len(schema.PatternProperties) == 0 && len(schema.AdditionalProperties) == 0
+		raw := t.field("inputSchema")
+		json.Unmarshal(raw, &schema)
+		ts.silentOnOthers = len(schema.Properties) > 0
+		// Any of these may allow other properties, or forbid them.
+		ms, _ := members(raw)
+		for _, m := range ms {
+			switch m.key {
+			case "additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf",
+				"$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas", "dependencies":
+				ts.silentOnOthers = false
+			}
+		}
 		ts.propTypes = make(map[string][]string, len(schema.Properties))
 		for name, raw := range schema.Properties {
 			ts.propTypes[name] = schemaTypes(raw, 0)
@@ -310,6 +319,9 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 			return nil, errorf(KindUsage, t.Server, "argument %q is not key=value or key:=json", p).
 				hint("write key=value for text typed by the tool's schema, key:=json for raw JSON")
 		}
+		if err := t.knownArgument(key); err != nil {
+			return nil, err
+		}
 		if isJSON {
 			if !json.Valid([]byte(val)) {
 				// The value is not repeated: arguments often carry tokens.
@@ -319,19 +331,16 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 			args[key] = json.RawMessage(val)
 			continue
 		}
-		if err := t.knownArgument(key); err != nil {
-			return nil, err
-		}
 		args[key] = typedValue(val, t.propertyTypes(key))
 	}
 	return json.Marshal(args)
 }
 
-// knownArgument refuses a key=value the tool's schema names no property
-// for: most often a typo, which a schema that says nothing of other
-// properties (most do not) would let through for the server to ignore.
-// --args sends such a key anyway. A schema that does say is the
-// validator's to apply.
+// knownArgument refuses a key=value (or key:=json) the tool's schema
+// names no property for: most often a typo, which a schema that says
+// nothing of other properties (most do not) would let through for the
+// server to ignore. --args sends such a key anyway. A schema that does say
+// is the validator's to apply.
 func (t *Tool) knownArgument(key string) error {
 	f := t.facts()
 	if !f.silentOnOthers {
