@@ -185,7 +185,9 @@ func (s *server) guarded(h RequestHandler, ctx context.Context, method string, p
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("the handler of a request from the server panicked", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			res, err = nil, fmt.Errorf("the handler of %s panicked: %v", method, v)
+			// What it panicked with stays in the log: it may hold
+			// what the server must not see.
+			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
 		}
 	}()
 	return h(ctx, s.cfg().Name, params)

@@ -182,8 +182,10 @@ func (b *bus) close() {
 		delete(b.subs, s)
 		s.mu.Lock()
 		if s.dropped > 0 {
-			// The slot publish keeps free is for this.
-			s.c <- Event{Time: time.Now(), Type: EventDropped, Count: s.dropped}
+			select {
+			case s.c <- Event{Time: time.Now(), Type: EventDropped, Count: s.dropped}: // the slot publish keeps free
+			default:
+			}
 		}
 		s.mu.Unlock()
 		close(s.c)

@@ -122,8 +122,9 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	return resp, nil
 }
 
-// saysSessionUnknown tells whether a 400 answer's body is about the
-// session, which the request named: a server that no longer knows it. The
+// saysSessionUnknown tells whether a 400 answer's body says the session,
+// which the request named, is not known (not found, invalid, expired…): a
+// server that no longer knows it. The
 // body is read no further than that takes, and put back.
 func saysSessionUnknown(resp *http.Response) bool {
 	head, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
@@ -131,7 +132,19 @@ func saysSessionUnknown(resp *http.Response) bool {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	return err == nil && bytes.Contains(bytes.ToLower(head), []byte("session"))
+	if err != nil {
+		return false
+	}
+	text := bytes.ToLower(head)
+	if !bytes.Contains(text, []byte("session")) {
+		return false
+	}
+	for _, gone := range []string{"no valid", "not found", "unknown", "invalid", "expired", "no such", "does not exist"} {
+		if bytes.Contains(text, []byte(gone)) {
+			return true
+		}
+	}
+	return false
 }
 
 // received notes one message (or a batch) that arrived over HTTP.

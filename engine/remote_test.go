@@ -429,7 +429,14 @@ func TestRemoteEventStreamLost(t *testing.T) {
 		t.Fatal("the event stream was never opened")
 	}
 	waitState(t, e, "r", StateReady)
-	ts.CloseClientConnections()
+	// The server has flushed the stream's headers; the client may not have
+	// read them yet, and a stream cut before that is a failed open, not a
+	// broken stream: cut until one breaks.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Status()[0].State != StateDegraded && time.Now().Before(deadline) {
+		ts.CloseClientConnections()
+		time.Sleep(50 * time.Millisecond)
+	}
 	st := waitState(t, e, "r", StateDegraded)
 	if !strings.Contains(st.LastError, "server r's event stream broke") {
 		t.Errorf("degraded for: %q", st.LastError)

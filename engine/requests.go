@@ -368,11 +368,11 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 				return malformed("its content is not an array")
 			}
 		case "structuredContent":
-			if len(m.value) == 0 || m.value[0] != '{' {
+			if len(m.value) == 0 || m.value[0] != '{' && string(m.value) != "null" {
 				return malformed("its structuredContent is not an object")
 			}
 		case "isError":
-			if v := string(m.value); v != "true" && v != "false" {
+			if v := string(m.value); v != "true" && v != "false" && v != "null" {
 				return malformed("its isError is not true or false")
 			}
 			isError = string(m.value) == "true"

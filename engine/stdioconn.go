@@ -127,8 +127,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	dw.SetWriteDeadline(time.Time{})
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n == 0 {
 		<-c.writing
+		if err != nil && n == 0 {
+			return ctx.Err() // nothing of it went: it is not sent at all
+		}
 		return err // written whole, or failed for its own reason
 	}
 	go func() {
