@@ -37,9 +37,11 @@ func newWatchCmd(env *Env) *cli.Command {
   log                a log message (level, logger, data); --log-level sets
                      the level on the servers that support logging
   progress           progress of a request (token, progress, total, message)
-  stderr             a line a server wrote to stderr (with --stderr)
-  config             the config was reloaded (added, removed, restarted), or
-                     could not be and the running one stays (error)
+  stderr             a line a server wrote to stderr (with --stderr, or
+                     --type stderr)
+  config             the config was reloaded (added, removed, restarted,
+                     updated), or could not be and the running one stays
+                     (error)
   dropped            the watch fell behind and count events were lost
 
 What --subscribe and --log-level ask of a server holds across its restarts:

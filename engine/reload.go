@@ -21,8 +21,8 @@ type ReloadResult struct {
 	// maxRestarts, roots (the server is told), hooks.
 	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
-	// Started are unchanged servers that were not running (they had
-	// failed, or exited) and were started again.
+	// Started are unchanged or updated servers that were not running
+	// (they had failed, or exited) and were started again.
 	Started []string `json:"started"`
 	// Failed are the added or restarted servers that did not start; they
 	// stay unavailable, with their error in the status, until a later
