@@ -185,6 +185,9 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 	c := &engine.Client{Socket: sess.Socket, Unpooled: true, OnVersionMismatch: func(v string) {
 		env.note("warning: the session runs mcpctl %s, this is mcpctl %s", v, engine.Version())
 		env.note("hint: restart it to use this version: mcpctl down && mcpctl up")
+	}, OnConfigError: func(why string) {
+		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
+		env.note("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
 	}}
 	return c, sess, nil
 }

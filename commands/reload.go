@@ -65,6 +65,7 @@ func runReload(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	client.OnConfigError = nil // the reload's own answer says it
 	res, err := client.Reload(ctx, &engine.ReloadRequest{Inputs: inputVars()})
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is nothing to reload", "without a session every command reads the config afresh")

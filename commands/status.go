@@ -50,6 +50,7 @@ func runStatus(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	client.OnConfigError = nil // status shows it itself
 	st, err := client.Status(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
 		env.noteStale(sess, "its servers are stopped")

@@ -27,6 +27,10 @@ type Client struct {
 	// OnVersionMismatch is called once, with the session's version, when
 	// it differs from this build's.
 	OnVersionMismatch func(sessionVersion string)
+	// OnConfigError is called once, with why, when the session says its
+	// config file does not load now: it runs the config it had, and what
+	// was edited since has not taken effect.
+	OnConfigError func(why string)
 	// Unpooled makes each request on a connection of its own, dialled and
 	// read on the calling goroutine and closed with the answer's body. It
 	// suits a process that makes a request or two and exits, as the CLI
@@ -47,6 +51,8 @@ type Client struct {
 	hc      *http.Client // requests MaxConns counts
 	streams *http.Client // streams and answers
 	warned  atomic.Bool
+
+	configWarned atomic.Bool
 }
 
 // defaultMaxConns is MaxConns when it is 0.
@@ -213,6 +219,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {
 		c.OnVersionMismatch(v)
+	}
+	if msg := resp.Header.Get(ConfigErrorHeader); msg != "" && c.OnConfigError != nil && c.configWarned.CompareAndSwap(false, true) {
+		c.OnConfigError(msg)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

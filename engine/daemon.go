@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,11 @@ import (
 // VersionHeader carries the mcpctl version on every request and response,
 // so either side can tell the user when CLI and session differ.
 const VersionHeader = "Mcpctl-Version"
+
+// ConfigErrorHeader, on the session's answers, says why its config file
+// does not load now, while the session runs the config it had (see
+// [Engine.ConfigError]): one line.
+const ConfigErrorHeader = "Mcpctl-Config-Error"
 
 // A Daemon serves an [Engine] over HTTP on a unix socket: the background
 // session that `mcpctl up` starts. Its API (all under /v1):
@@ -186,6 +192,9 @@ func (d *Daemon) Handler() http.Handler {
 		}()
 		w.Header().Set(VersionHeader, Version())
 		w.Header().Set(RequestIDHeader, id)
+		if ce := d.engine.ConfigError(); ce != nil {
+			w.Header().Set(ConfigErrorHeader, headerLine(ce.Message))
+		}
 		h := routes[r.Method+" "+r.URL.Path]
 		if h == nil {
 			writeError(w, errorf(KindUsage, "", "the session (mcpctl %s) has no endpoint %s %s", Version(), r.Method, r.URL.Path).
@@ -194,6 +203,16 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+// headerLine makes text one line a header may carry.
+func headerLine(text string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, text)
 }
 
 // Serve answers requests on ln until ctx ends or a client asks for shutdown,
