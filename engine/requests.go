@@ -234,6 +234,12 @@ func protocolError(server, method string, err error) *Error {
 		return errorf(KindProtocol, server, "server %s answered %s with one message longer than %d MiB, the most mcpctl reads; the answer was dropped", server, method, maxMessage>>20).
 			hint("ask for less at once (a smaller page, a narrower read)").wrap(err)
 	}
+	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+		// Asked of a server that does not do it (a read of one that
+		// offers no resources): the asker's mistake, not the server's.
+		return errorf(KindUsage, server, "server %s does not answer %s (it says: %s)", server, method, werr.Message).
+			hint("see what it offers with: mcpctl inspect %s", server).wrap(err)
+	}
 	if errors.As(err, &werr) {
 		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, werr.Message).wrap(err)
 	}
