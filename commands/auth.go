@@ -33,6 +33,7 @@ valid one it fails at once with exit 7 and the login command to run.
   mcpctl auth login github
   mcpctl auth status
   mcpctl auth logout github`,
+		Action: needsSubcommand,
 		Commands: []*cli.Command{
 			{
 				Name: "login", Usage: "Authorize with a server and save its token", ArgsUsage: "SERVER",

@@ -32,17 +32,7 @@ from mcp.toml ([servers.NAME]) and from Codex's config.toml
 			newConfigSchemaCmd(env),
 			newConfigPathCmd(env),
 		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() == 0 {
-				return usagef("config needs a subcommand: validate, show, schema or path", "see: mcpctl config --help")
-			}
-			name := cmd.Args().First()
-			hint := "the subcommands are validate, show, schema and path"
-			if near := schemas.Closest(name, []string{"validate", "show", "schema", "path"}); len(near) > 0 {
-				hint = fmt.Sprintf("did you mean mcpctl config %s?", near[0])
-			}
-			return usagef(fmt.Sprintf("unknown config subcommand %q", name), hint)
-		},
+		Action: needsSubcommand,
 	}
 }
 

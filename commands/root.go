@@ -168,3 +168,25 @@ func setUsageErrors(cmd *cli.Command) {
 		setUsageErrors(sub)
 	}
 }
+
+// needsSubcommand is the action of a group of commands (config, auth): run
+// alone, or with a name that is none of its own, it is a usage error that
+// names them.
+func needsSubcommand(_ context.Context, cmd *cli.Command) error {
+	var names []string
+	for _, c := range cmd.VisibleCommands() {
+		if c.Name != "help" {
+			names = append(names, c.Name)
+		}
+	}
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if cmd.Args().Len() == 0 {
+		return usagef(fmt.Sprintf("%s needs a subcommand: %s", cmd.Name, list), fmt.Sprintf("see: %s --help", cmd.FullName()))
+	}
+	name := cmd.Args().First()
+	hint := fmt.Sprintf("the subcommands are %s", strings.Replace(list, " or ", " and ", 1))
+	if near := schemas.Closest(name, names); len(near) > 0 {
+		hint = fmt.Sprintf("did you mean %s %s?", cmd.FullName(), near[0])
+	}
+	return usagef(fmt.Sprintf("unknown %s subcommand %q", cmd.Name, name), hint)
+}
