@@ -423,6 +423,19 @@ func (t *Tool) validate(args json.RawMessage) error {
 	}
 	e := errorf(KindUsage, t.Server, "invalid arguments for %s: %s", t.Name(), strings.Join(lines, "; "))
 	e.Violations = vs
+	for _, v := range vs {
+		// key=value gives text where the schema wants JSON it could not
+		// read from it: say how to write that JSON.
+		if v.Keyword != "type" || len(v.Path) != 1 || !strings.HasSuffix(v.Message, "got string") {
+			continue
+		}
+		switch key := v.Path[0]; {
+		case slices.Contains(t.propertyTypes(key), "array"):
+			e.hint(`%s takes a JSON array: write %s:='["…"]'`, key, key)
+		case slices.Contains(t.propertyTypes(key), "object"):
+			e.hint(`%s takes a JSON object: write %s:='{"…": …}'`, key, key)
+		}
+	}
 	return e.hint("see the tool's input schema: mcpctl tools %s", t.Name())
 }
 
