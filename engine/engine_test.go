@@ -661,3 +661,25 @@ func TestStartAnswerBrokeHandshake(t *testing.T) {
 		}
 	}
 }
+
+// A closed engine says so to every request, not an empty answer.
+func TestClosedEngineSaysSo(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	_, toolsErr := e.Tools("")
+	_, promptsErr := e.Prompts("")
+	_, resourcesErr := e.Resources("")
+	_, inspectErr := e.Inspect("")
+	_, levelErr := e.SetLogLevel(ctx(t), "debug")
+	for what, err := range map[string]error{"Tools": toolsErr, "Prompts": promptsErr, "Resources": resourcesErr, "Inspect": inspectErr, "SetLogLevel": levelErr, "Stop": e.Stop("srv")} {
+		if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "the engine is closed") {
+			t.Errorf("%s after Close: %v", what, err)
+		}
+	}
+	if err := e.Watch(ctx(t), nil, nil); KindOf(err) != KindUsage {
+		t.Errorf("Watch with no func: %v", err)
+	}
+}

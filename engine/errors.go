@@ -130,6 +130,14 @@ func callerGaveUp(err error) bool {
 
 // nilRequest is the error of a method called with a nil request: what to
 // do cannot be read from nothing.
+// open refuses a request to an engine that was closed.
+func (e *Engine) open() error {
+	if e.closed.Load() {
+		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New")
+	}
+	return nil
+}
+
 func nilRequest(method, typ string) *Error {
 	return errorf(KindUsage, "", "%s was called with a nil *%s", method, typ).
 		hint("pass a *engine.%s that says what to do", typ)

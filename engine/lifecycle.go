@@ -632,6 +632,9 @@ func (s *server) isHeld() bool {
 // names them. Servers that depend on them keep running, and fail their
 // requests that need them.
 func (e *Engine) Stop(names ...string) error {
+	if err := e.open(); err != nil {
+		return err
+	}
 	var servers []*server
 	for _, n := range names {
 		s, err := e.lookup(n)

@@ -452,6 +452,9 @@ func stale[T any](items []*T, isStale bool, mark func(*T)) []*T {
 // each runs fn on the snapshot of every server that has one (for "") or of
 // the named server, in config order.
 func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) error {
+	if err := e.open(); err != nil {
+		return err
+	}
 	if name != "" {
 		s, err := e.lookup(name)
 		if err != nil {

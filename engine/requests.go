@@ -919,6 +919,9 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 	if !slices.Contains(LogLevels, level) {
 		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
 	}
+	if err := e.open(); err != nil {
+		return nil, err
+	}
 	if err := e.checkServers(servers); err != nil {
 		return nil, err
 	}
@@ -1001,6 +1004,10 @@ func (e *Engine) checkServers(names []string) error {
 func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchRequest, fn func(Event) error) error {
 	if sub == nil {
 		return errorf(KindUsage, "", "WatchFrom was called with a nil *Subscription").hint("take one with Engine.Events")
+	}
+	if fn == nil {
+		sub.Close()
+		return errorf(KindUsage, "", "Watch was called with a nil func(Event) error").hint("pass the function each event is handed to")
 	}
 	defer sub.Close()
 	if req == nil {
