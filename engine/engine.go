@@ -214,8 +214,8 @@ func (e *Engine) lookup(name string) (*server, error) {
 }
 
 // Start starts the named servers, or all that start with the engine when
-// none are named (not disabled, activation eager), with the servers they
-// depend on: independent ones in
+// none are named (not disabled, activation eager, not stopped by hand with
+// [Engine.Stop]), with the servers they depend on: independent ones in
 // parallel, each dependent once its dependencies are ready. It is all or
 // nothing: when one fails, the others are stopped and the error names
 // every server that failed and why. Problems found before starting (a
@@ -375,7 +375,8 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 	if len(names) == 0 {
 		var out []*server
 		for _, s := range e.all() {
-			if s.autoStarts() {
+			// One stopped by hand stays stopped until it is named.
+			if s.autoStarts() && !s.isHeld() {
 				out = append(out, s)
 			}
 		}

@@ -683,3 +683,24 @@ func TestClosedEngineSaysSo(t *testing.T) {
 		t.Errorf("Watch with no func: %v", err)
 	}
 }
+
+// A server stopped by hand stays stopped through a Start that names no
+// server, which starts the others; naming it starts it.
+func TestStartLeavesStoppedByHand(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "a", fakemcp.Spec{}), fakeServer(t, "b", fakemcp.Spec{}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatalf("Start with b stopped by hand: %v", err)
+	}
+	if st := e.Status(); st[0].State != StateReady || st[1].State != StateStopped {
+		t.Errorf("after Start: a %s, b %s; want ready and stopped", st[0].State, st[1].State)
+	}
+	if err := e.Start(ctx(t), "b"); err != nil || e.Status()[1].State != StateReady {
+		t.Errorf("Start naming b: %v, b %s", err, e.Status()[1].State)
+	}
+}
