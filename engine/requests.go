@@ -393,7 +393,7 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 
 // GetPrompt gets server.prompt with its arguments, checked against the ones
 // the prompt declares. Answers come from the cache when fresh, even when the
-// server is down.
+// server is down (not once [Engine.Stop] stopped it: that drops them).
 func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResult, error) {
 	if req == nil {
 		return nil, nilRequest("GetPrompt", "PromptRequest")
@@ -509,7 +509,8 @@ func mergePromptArgs(server string, req *PromptRequest) (map[string]string, erro
 
 // ReadResource reads a resource from the server that lists its URI, or whose
 // template matches it, or from req.Server. Answers come from the cache when
-// fresh, even when the server is down.
+// fresh, even when the server is down (not once [Engine.Stop] stopped it:
+// that drops them).
 func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
 	if req == nil {
 		return nil, nilRequest("ReadResource", "ResourceRequest")
