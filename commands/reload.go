@@ -20,8 +20,9 @@ func newReloadCmd(env *Env) *cli.Command {
 		Description: `The session reloads by itself when a config file changes (and on SIGHUP);
 "reload" forces it. Added servers start, removed ones stop, changed ones
 restart, and unchanged ones keep running with the same pid; so do
-"updated" ones, whose changes apply without a restart (timeouts, cacheTTL,
-failureThreshold, restart, maxRestarts, roots, hooks). Those of them that
+"updated" ones, whose changes apply without a restart (startupTimeout,
+requestTimeout, shutdownTimeout, cacheTTL, failureThreshold, restart,
+maxRestarts, roots, hooks). Those of them that
 are down (they failed or exited) are started again. A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is

@@ -77,8 +77,9 @@ func (c *Config) Resolved(showSecrets bool) map[string]*ResolvedServer {
 // running. Where the server is written does not count, nor a change of
 // roots that keeps some, nor of its hooks (asked when a request comes),
 // nor of what is read when it is needed rather than when the server
-// starts: its timeouts, cacheTTL, failureThreshold, restart and
-// maxRestarts (a new requestTimeout must not kill the calls in flight).
+// starts: its startup, request and shutdown timeouts, cacheTTL,
+// failureThreshold, restart and maxRestarts (a new requestTimeout must not
+// kill the calls in flight).
 func (s *Server) Same(o *Server) bool {
 	return s.Name == o.Name && reflect.DeepEqual(s.kept(), o.kept())
 }

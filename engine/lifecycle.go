@@ -641,6 +641,9 @@ func (e *Engine) Stop(names ...string) error {
 		if err != nil {
 			return err
 		}
+		if s.cfg().Disabled {
+			return s.disabledError()
+		}
 		servers = append(servers, s)
 	}
 	for _, s := range servers {

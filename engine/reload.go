@@ -17,8 +17,9 @@ type ReloadResult struct {
 	Removed   []string `json:"removed"`
 	Restarted []string `json:"restarted"`
 	// Updated kept running with new settings that apply without a
-	// restart: timeouts, cacheTTL, failureThreshold, restart,
-	// maxRestarts, roots (the server is told), hooks.
+	// restart: startupTimeout, requestTimeout, shutdownTimeout,
+	// cacheTTL, failureThreshold, restart, maxRestarts, roots (the server
+	// is told), hooks.
 	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
 	// Started are unchanged or updated servers that were not running
