@@ -113,7 +113,12 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	if err := e.Start(ctx, name); err != nil {
 		return err
 	}
-	env.note("server %s authorized; token saved in %s", name, engine.TokenPath(dir, s.URL))
+	path := engine.TokenPath(dir, s.URL)
+	if _, err := os.Stat(path); err != nil {
+		env.note("server %s did not ask for authorization: it needs no login, and no token was saved", name)
+		return nil
+	}
+	env.note("server %s authorized; token saved in %s", name, path)
 	return nil
 }
 
