@@ -92,6 +92,7 @@ func (t *Tool) facts() *toolSchema {
 		}
 		raw := t.field("inputSchema")
 		json.Unmarshal(raw, &schema)
+		defs := schemaDefs(raw)
 		ts.silentOnOthers = len(schema.Properties) > 0
 		// Any of these may allow other properties, or forbid them.
 		ms, _ := members(raw)
@@ -104,7 +105,7 @@ func (t *Tool) facts() *toolSchema {
 		}
 		ts.propTypes = make(map[string][]string, len(schema.Properties))
 		for name, raw := range schema.Properties {
-			ts.propTypes[name] = schemaTypes(raw, 0)
+			ts.propTypes[name] = schemaTypes(raw, 0, defs)
 		}
 	})
 	return ts
@@ -131,9 +132,10 @@ func (t *Tool) Parameters() []Parameter {
 		Required   []string                   `json:"required"`
 	}
 	json.Unmarshal(t.field("inputSchema"), &schema)
+	defs := schemaDefs(t.field("inputSchema"))
 	out := make([]Parameter, 0, len(schema.Properties))
 	for name, raw := range schema.Properties {
-		p := Parameter{Name: name, Type: strings.Join(dedupe(schemaTypes(raw, 0)), "|"), Description: stringField(raw, "description")}
+		p := Parameter{Name: name, Type: strings.Join(dedupe(schemaTypes(raw, 0, defs)), "|"), Description: stringField(raw, "description")}
 		for _, r := range schema.Required {
 			p.Required = p.Required || r == name
 		}
@@ -222,7 +224,31 @@ func (t *Tool) compiled() (*schemas.Schema, error) {
 // from the branches of anyOf and oneOf. Nil means nothing is known.
 func (t *Tool) propertyTypes(name string) []string { return t.facts().propTypes[name] }
 
-func schemaTypes(raw json.RawMessage, depth int) []string {
+// schemaDefs is the definitions of an input schema, keyed by the $ref
+// that names each: "#/$defs/NAME" and "#/definitions/NAME".
+func schemaDefs(schema json.RawMessage) map[string]json.RawMessage {
+	var d struct {
+		Defs        map[string]json.RawMessage `json:"$defs"`
+		Definitions map[string]json.RawMessage `json:"definitions"`
+	}
+	if json.Unmarshal(schema, &d) != nil || len(d.Defs)+len(d.Definitions) == 0 {
+		return nil
+	}
+	defs := make(map[string]json.RawMessage, len(d.Defs)+len(d.Definitions))
+	for name, raw := range d.Defs {
+		defs["#/$defs/"+name] = raw
+	}
+	for name, raw := range d.Definitions {
+		defs["#/definitions/"+name] = raw
+	}
+	return defs
+}
+
+// schemaTypes is the JSON types a property's schema raw allows, as far as
+// its type, enum, const, anyOf and oneOf say; a $ref to the input schema's
+// own definitions (#/$defs/NAME, #/definitions/NAME: what Pydantic writes
+// for nested models) is followed in defs.
+func schemaTypes(raw json.RawMessage, depth int, defs map[string]json.RawMessage) []string {
 	if len(raw) == 0 || depth > 4 {
 		return nil
 	}
@@ -232,9 +258,13 @@ func schemaTypes(raw json.RawMessage, depth int) []string {
 		Const json.RawMessage   `json:"const"`
 		AnyOf []json.RawMessage `json:"anyOf"`
 		OneOf []json.RawMessage `json:"oneOf"`
+		Ref   string            `json:"$ref"`
 	}
 	if json.Unmarshal(raw, &s) != nil {
 		return nil
+	}
+	if len(s.Type) == 0 && s.Ref != "" {
+		return schemaTypes(defs[s.Ref], depth+1, defs)
 	}
 	var one string
 	if json.Unmarshal(s.Type, &one) == nil && one != "" {
@@ -253,7 +283,7 @@ func schemaTypes(raw json.RawMessage, depth int) []string {
 		out = append(out, jsonType(v))
 	}
 	for _, b := range append(s.AnyOf, s.OneOf...) {
-		out = append(out, schemaTypes(b, depth+1)...)
+		out = append(out, schemaTypes(b, depth+1, defs)...)
 	}
 	return out
 }
