@@ -37,10 +37,10 @@ type toolSchema struct {
 	factsOnce   sync.Once
 	taskSupport string
 	propTypes   map[string][]string // each top-level property's JSON types
-	// silentOnOthers: the schema names properties and nothing in it
-	// speaks of others (additionalProperties, patternProperties, a
-	// combinator or a reference that may add some), so the validator lets
-	// any other through.
+	// silentOnOthers: the schema has properties (none, if empty) and
+	// nothing in it speaks of others (additionalProperties,
+	// patternProperties, a combinator or a reference that may add some),
+	// so the validator lets any other through.
 	silentOnOthers bool
 }
 
@@ -93,7 +93,8 @@ func (t *Tool) facts() *toolSchema {
 		raw := t.field("inputSchema")
 		json.Unmarshal(raw, &schema)
 		defs := schemaDefs(raw)
-		ts.silentOnOthers = len(schema.Properties) > 0
+		// "properties": {} names none: the tool takes no arguments.
+		ts.silentOnOthers = schema.Properties != nil
 		// Any of these may allow other properties, or forbid them.
 		ms, _ := members(raw)
 		for _, m := range ms {
@@ -385,6 +386,10 @@ func (t *Tool) knownArgument(key string) error {
 	}
 	slices.Sort(names)
 	e := errorf(KindUsage, t.Server, "argument %s: %s has no such argument", key, t.Name())
+	if len(names) == 0 {
+		e.Message = fmt.Sprintf("argument %s: %s takes no arguments", key, t.Name())
+		return e.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
+	}
 	if e.Candidates = schemas.Closest(key, names); len(e.Candidates) > 0 {
 		e.hint("did you mean %s? its arguments: %s", e.Candidates[0], strings.Join(names, ", "))
 	} else {
