@@ -130,7 +130,11 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	err = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
 	var je *output.JQError
 	if res.IsError && (err == nil || errors.As(err, &je)) {
-		return &toolError{name: opts.name, filter: err}
+		te := &toolError{name: opts.name, filter: err}
+		if err != nil {
+			te.said = firstText(res.Result)
+		}
+		return te
 	}
 	if err != nil {
 		return err
@@ -168,6 +172,28 @@ func quietWhileAsking(req *engine.CallRequest, clear func()) {
 		}()
 		return ask(ctx, server, params)
 	}
+}
+
+// firstText is the first text block of a tool result, on one line and
+// cut to 200 characters: what a failed tool said.
+func firstText(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	json.Unmarshal(result, &r)
+	for _, c := range r.Content {
+		if c.Type == "text" && c.Text != "" {
+			text := strings.Join(strings.Fields(c.Text), " ")
+			if r := []rune(text); len(r) > 200 {
+				text = string(r[:200]) + "…"
+			}
+			return text
+		}
+	}
+	return ""
 }
 
 // readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.

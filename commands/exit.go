@@ -55,11 +55,16 @@ func usagef(msg string, hints ...string) error { return &usageError{msg: msg, hi
 type toolError struct {
 	name   string
 	filter error
+	said   string // the result's first text, told when the filter kept it from being printed
 }
 
 func (e *toolError) Error() string {
 	if e.filter != nil {
-		return e.name + " reported an error (isError), and " + e.filter.Error()
+		msg := e.name + " reported an error (isError)"
+		if e.said != "" {
+			msg += ": " + e.said + ";"
+		}
+		return msg + " and " + e.filter.Error()
 	}
 	return e.name + " reported an error (isError)"
 }
