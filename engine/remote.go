@@ -124,8 +124,8 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 
 // saysSessionUnknown tells whether a 400 answer's body says the session,
 // which the request named, is not known (not found, invalid, expired…): a
-// server that no longer knows it. The
-// body is read no further than that takes, and put back.
+// server that no longer knows it. The body is read no further than that
+// takes, and put back.
 func saysSessionUnknown(resp *http.Response) bool {
 	head, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	resp.Body = struct {

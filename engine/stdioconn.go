@@ -109,30 +109,25 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// may give up on it then. Its message is not cut short, which would
 	// end the connection for every other caller: the rest of it is written
 	// in the background, and later writes wait for that.
-	var mu sync.Mutex
-	written := false
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !written {
-			dw.SetWriteDeadline(time.Now())
-		}
+		dw.SetWriteDeadline(time.Now())
+		close(fired)
 	})
 	n, err := c.stdin.Write(data)
-	mu.Lock()
-	written = true
-	mu.Unlock()
-	if stop() || ctx.Err() == nil {
+	if stop() {
 		<-c.writing
 		return err
 	}
-	dw.SetWriteDeadline(time.Time{})
-	if !errors.Is(err, os.ErrDeadlineExceeded) || n == 0 {
+	<-fired
+	dw.SetWriteDeadline(time.Time{}) // for the writes after this one
+	switch {
+	case !errors.Is(err, os.ErrDeadlineExceeded):
 		<-c.writing
-		if err != nil && n == 0 {
-			return ctx.Err() // nothing of it went: it is not sent at all
-		}
 		return err // written whole, or failed for its own reason
+	case n == 0:
+		<-c.writing
+		return ctx.Err() // nothing of it went: it is not sent at all
 	}
 	go func() {
 		c.stdin.Write(data[n:])
