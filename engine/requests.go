@@ -723,12 +723,15 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
 }
 
-// knownArgument refuses to complete an argument that what (a prompt, a
-// resource template) does not have: a misspelt name would only find no
-// completions.
-func knownArgument(what, ref, server string, names []string, arg string) error {
+// knownArgument refuses an argument that what (a tool, a prompt, a
+// resource template) does not have, naming the one meant: a misspelt name
+// would only be ignored, or find no completions.
+func knownArgument(what, ref, server string, names []string, arg string) *Error {
 	if slices.Contains(names, arg) {
 		return nil
+	}
+	if len(names) == 0 {
+		return errorf(KindUsage, server, "%s %s takes no arguments (given %s)", what, ref, arg)
 	}
 	e := errorf(KindUsage, server, "%s %s has no argument %s", what, ref, arg)
 	if near := closest(arg, names); near != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -380,22 +381,11 @@ func (t *Tool) knownArgument(key string) error {
 	if _, ok := f.propTypes[key]; ok {
 		return nil
 	}
-	names := make([]string, 0, len(f.propTypes))
-	for name := range f.propTypes {
-		names = append(names, name)
+	names := slices.Sorted(maps.Keys(f.propTypes))
+	if err := knownArgument("tool", t.Name(), t.Server, names, key); err != nil {
+		return err.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
 	}
-	slices.Sort(names)
-	e := errorf(KindUsage, t.Server, "argument %s: %s has no such argument", key, t.Name())
-	if len(names) == 0 {
-		e.Message = fmt.Sprintf("argument %s: %s takes no arguments", key, t.Name())
-		return e.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
-	}
-	if e.Candidates = schemas.Closest(key, names); len(e.Candidates) > 0 {
-		e.hint("did you mean %s? its arguments: %s", e.Candidates[0], strings.Join(names, ", "))
-	} else {
-		e.hint("its arguments: %s", strings.Join(names, ", "))
-	}
-	return e.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
+	return nil
 }
 
 func splitPair(p string) (key, val string, isJSON, ok bool) {
