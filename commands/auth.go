@@ -66,6 +66,7 @@ valid one it fails at once with exit 7 and the login command to run.
 					return runAuthLogout(env, cmd.Args().First())
 				},
 			},
+			newHelpCmd(),
 		},
 	}
 }

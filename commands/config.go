@@ -31,6 +31,7 @@ from mcp.toml ([servers.NAME]) and from Codex's config.toml
 			newConfigShowCmd(env),
 			newConfigSchemaCmd(env),
 			newConfigPathCmd(env),
+			newHelpCmd(),
 		},
 		Action: needsSubcommand,
 	}

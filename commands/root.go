@@ -96,6 +96,7 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newConfigCmd(env),
 			newWatchdogCmd(env),
 			newVersionCmd(env),
+			newHelpCmd(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {

@@ -1,0 +1,69 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/mcpctl/mcpctl/schemas"
+)
+
+// newHelpCmd is the help command of a group (the root, config, auth). It
+// takes a path of any depth ("mcpctl help auth login"), where urfave's
+// looks at its first word only, and a word that names no command is a usage
+// error, where urfave's printed the group's help with exit 0.
+func newHelpCmd() *cli.Command {
+	return &cli.Command{
+		Name: "help", Aliases: []string{"h"},
+		Usage:     "Show the commands, or the help of one",
+		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
+		// "mcpctl help help" is this command's own help, not a sub-help.
+		HideHelpCommand: true,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			group := cmd.Lineage()[1]
+			words := cmd.Args().Slice()
+			if len(words) == 0 {
+				if group == cmd.Root() {
+					return cli.ShowRootCommandHelp(group)
+				}
+				return cli.ShowSubcommandHelp(group)
+			}
+			parent := group
+			for i, word := range words {
+				c := parent.Command(word)
+				if c == nil {
+					return noHelpOn(group, parent, words[:i+1])
+				}
+				if i == len(words)-1 {
+					return cli.ShowCommandHelp(ctx, parent, word)
+				}
+				parent = c
+			}
+			return nil
+		},
+	}
+}
+
+// noHelpOn is the error for a help path whose last word names no command
+// of parent.
+func noHelpOn(group, parent *cli.Command, path []string) error {
+	word := path[len(path)-1]
+	var names []string
+	for _, c := range parent.VisibleCommands() {
+		if c.Name != "help" {
+			names = append(names, c.Name)
+		}
+	}
+	asked := strings.TrimPrefix(group.FullName()+" "+strings.Join(path, " "), "mcpctl ")
+	hint := fmt.Sprintf("see the commands with: %s --help", parent.FullName())
+	switch near := schemas.Closest(word, names); {
+	case len(names) == 0:
+		return usagef(fmt.Sprintf("no help on %q: %s has no subcommands", asked, parent.FullName()),
+			fmt.Sprintf("see its help with: mcpctl help %s", strings.TrimPrefix(parent.FullName(), "mcpctl ")))
+	case len(near) > 0:
+		hint = fmt.Sprintf("did you mean %s %s?", parent.FullName(), near[0])
+	}
+	return usagef(fmt.Sprintf("no help on %q: there is no such command", asked), hint)
+}
