@@ -143,6 +143,20 @@ func nilRequest(method, typ string) *Error {
 		hint("pass a *engine.%s that says what to do", typ)
 }
 
+// badRequest refuses a request whose TimeoutMs or Retry is negative, which
+// would otherwise silently mean the defaults.
+func badRequest(method, typ string, timeoutMs int64, retry int) *Error {
+	switch {
+	case timeoutMs < 0:
+		return errorf(KindUsage, "", "%s was called with TimeoutMs %d", method, timeoutMs).
+			hint("give %s.TimeoutMs in milliseconds, or 0 for the server's request timeout", typ)
+	case retry < 0:
+		return errorf(KindUsage, "", "%s was called with Retry %d", method, retry).
+			hint("give CallRequest.Retry as how often to try again, or 0 for the default")
+	}
+	return nil
+}
+
 // deadlineError is err, when it is the caller's context deadline passing,
 // as a KindTimeout error that names what was under way (the CLI maps a
 // deadline to the same exit code); errors.Is still finds

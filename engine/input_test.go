@@ -43,6 +43,22 @@ func TestNilRequests(t *testing.T) {
 	checkNil(t, err, "CallTool was called with a nil *CallRequest")
 }
 
+// A negative TimeoutMs or Retry is refused; it used to mean the defaults.
+func TestNegativeTimeoutOrRetry(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	c := ctx(t)
+	_, err := e.CallTool(c, &CallRequest{Name: "srv.echo", TimeoutMs: -5})
+	checkNil(t, err, "CallTool was called with TimeoutMs -5")
+	_, err = e.CallTool(c, &CallRequest{Name: "srv.echo", Retry: -1})
+	checkNil(t, err, "CallTool was called with Retry -1")
+	_, err = e.GetPrompt(c, &PromptRequest{Name: "srv.p", TimeoutMs: -1})
+	checkNil(t, err, "GetPrompt was called with TimeoutMs -1")
+	_, err = e.ReadResource(c, &ResourceRequest{URI: "file:///x", TimeoutMs: -1})
+	checkNil(t, err, "ReadResource was called with TimeoutMs -1")
+	_, err = e.Complete(c, &CompleteRequest{Ref: "srv.p", TimeoutMs: -1})
+	checkNil(t, err, "Complete was called with TimeoutMs -1")
+}
+
 func checkNil(t *testing.T, err error, want string) {
 	t.Helper()
 	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), want) {

@@ -255,6 +255,9 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if req == nil {
 		return nil, nilRequest("CallTool", "CallRequest")
 	}
+	if err := badRequest("CallTool", "CallRequest", req.TimeoutMs, req.Retry); err != nil {
+		return nil, err
+	}
 	srvName, toolName, err := SplitName(req.Name)
 	if err != nil {
 		return nil, err
@@ -265,7 +268,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	}
 	// A call is tried once unless the caller asks for retries or the tool
 	// says calling it twice does no harm.
-	tries := 1 + max(req.Retry, 0)
+	tries := 1 + req.Retry
 	var res *CallResult
 	err = e.retrying(ctx, &tries, s, func(ctx context.Context) (err error) {
 		res, err = e.callOnce(ctx, s, toolName, req, &tries)
@@ -398,6 +401,9 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	if req == nil {
 		return nil, nilRequest("GetPrompt", "PromptRequest")
 	}
+	if err := badRequest("GetPrompt", "PromptRequest", req.TimeoutMs, 0); err != nil {
+		return nil, err
+	}
 	srvName, promptName, err := SplitName(req.Name)
 	if err != nil {
 		return nil, err
@@ -514,6 +520,9 @@ func mergePromptArgs(server string, req *PromptRequest) (map[string]string, erro
 func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
 	if req == nil {
 		return nil, nilRequest("ReadResource", "ResourceRequest")
+	}
+	if err := badRequest("ReadResource", "ResourceRequest", req.TimeoutMs, 0); err != nil {
+		return nil, err
 	}
 	s, err := e.route(ctx, req.URI, req.Server)
 	if err != nil {
@@ -664,6 +673,9 @@ func ambiguous(servers []*server, format string, args ...any) *Error {
 func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteResult, error) {
 	if req == nil {
 		return nil, nilRequest("Complete", "CompleteRequest")
+	}
+	if err := badRequest("Complete", "CompleteRequest", req.TimeoutMs, 0); err != nil {
+		return nil, err
 	}
 	var s *server
 	ref := &mcp.CompleteReference{}
