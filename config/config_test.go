@@ -139,6 +139,19 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// JSON Schema's integers may be written 5.0 or 2e0; they used to read as 0.
+func TestWholeNumbersWrittenAsFloats(t *testing.T) {
+	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "maxRestarts": 5.0, "failureThreshold": 2e0,
+		"limits": {"openFiles": 1000.0, "processes": 1e2, "memory": 1e9}}}}`), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Server("a")
+	if a.MaxRestarts != 5 || a.FailureThreshold != 2 || a.Limits.OpenFiles != 1000 || a.Limits.Processes != 100 || a.Limits.Memory != 1e9 {
+		t.Errorf("maxRestarts %d, failureThreshold %d, limits %+v", a.MaxRestarts, a.FailureThreshold, a.Limits)
+	}
+}
+
 // Other clients' names for a transport load as mcpctl's own.
 func TestTransportAliases(t *testing.T) {
 	for alias, want := range map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"} {

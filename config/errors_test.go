@@ -56,6 +56,7 @@ hint: a config nests a few levels: servers, a server, its env`},
 		{"several problems, all listed", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"args\": [1]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]}}}"}}, nil, `mcp.json:2:34: servers.a.args[0]: expected string, got number
 mcp.json:3:39: servers.b.dependsOn[0]: unknown server "c"`},
 		{"bad memory size", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memory\": \"lots\"}}}}"}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected a size such as "512MiB" or "1G", or a number of bytes, got "lots"`},
+		{"whole number too large", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"maxRestarts\": 1e30}}}"}}, nil, `mcp.json:1:51: servers.a.maxRestarts: expected a whole number from 0 to 2147483647, got 1e30`},
 		{"unknown limit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memroy\": \"1G\"}}}}"}}, nil, `mcp.json:1:47: servers.a.limits.memroy: unknown field
 hint: did you mean "memory"?`},
 		{"missing envFile", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env.missing\"}}}"}}, nil, `mcp.json:1:47: servers.a.envFile: cannot read $DIR/.env.missing: no such file or directory`},

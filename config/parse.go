@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -473,13 +474,11 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	}
 	if v, p, ok := r.get("maxRestarts"); ok {
 		r.note("maxRestarts", p)
-		n, _ := v.(json.Number).Int64()
-		s.MaxRestarts = int(n)
+		s.MaxRestarts = r.whole(p, v)
 	}
 	if v, p, ok := r.get("failureThreshold"); ok {
 		r.note("failureThreshold", p)
-		n, _ := v.(json.Number).Int64()
-		s.FailureThreshold = int(n)
+		s.FailureThreshold = r.whole(p, v)
 	}
 	if v, p, ok := r.get("healthCheck"); ok {
 		r.note("healthCheck", p)
@@ -612,13 +611,26 @@ func (r *fieldReader) limits() {
 		}
 	}
 	if e, ok := m["openFiles"]; ok {
-		n, _ := e.(json.Number).Int64()
-		r.s.Limits.OpenFiles = int(n)
+		r.s.Limits.OpenFiles = r.whole(at("openFiles"), e)
 	}
 	if e, ok := m["processes"]; ok {
-		n, _ := e.(json.Number).Int64()
-		r.s.Limits.Processes = int(n)
+		r.s.Limits.Processes = r.whole(at("processes"), e)
 	}
+}
+
+// whole reads a number the schema types as an integer, which JSON Schema
+// lets be written 5.0 or 1e1; one with a fraction, or too large to count
+// anything, is an error at path.
+func (r *fieldReader) whole(path []string, v any) int {
+	n, _ := v.(json.Number)
+	if i, err := n.Int64(); err == nil && i >= 0 && i <= math.MaxInt32 {
+		return int(i)
+	}
+	if f, err := n.Float64(); err == nil && f == math.Trunc(f) && f >= 0 && f <= math.MaxInt32 {
+		return int(f)
+	}
+	r.d.errorAt(path, false, fmt.Sprintf("expected a whole number from 0 to %d, got %s", math.MaxInt32, n), "")
+	return 0
 }
 
 func (r *fieldReader) globs(field string) []string {
@@ -636,11 +648,11 @@ func (r *fieldReader) globs(field string) []string {
 // k, m, g and t are powers of 1024, with or without "i" and "B".
 func parseSize(v any) (int64, error) {
 	if n, ok := v.(json.Number); ok {
-		i, err := n.Int64()
-		if err != nil || i < 1 {
+		f, err := n.Float64()
+		if err != nil || f != math.Trunc(f) || f < 1 || f > 1<<60 {
 			return 0, fmt.Errorf("expected a size in bytes, got %s", n)
 		}
-		return i, nil
+		return int64(f), nil
 	}
 	s := strings.TrimSpace(v.(string))
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
