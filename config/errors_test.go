@@ -38,6 +38,10 @@ hint: did you mean "database"?`},
 hint: enable it, or drop the dependency`},
 		{"unset variable", [][2]string{{"mcp.json", "{\"servers\": {\"brave\": {\"command\": \"npx\",\n  \"env\": {\"BRAVE_API_KEY\": \"${BRAVE_API_KEY}\"}}}}"}}, nil, `mcp.json:2:28: servers.brave.env.BRAVE_API_KEY: ${BRAVE_API_KEY} is not set
 hint: export BRAVE_API_KEY, or give a default: ${BRAVE_API_KEY:-value}`},
+		{"unset variable in url, not a missing command", [][2]string{{"mcp.json", "{\"servers\": {\"r\": {\"url\": \"https://x/${TOK}\"}, \"c\": {\"command\": \"${NOPE}\"}}}"}}, nil, `mcp.json:1:27: servers.r.url: ${TOK} is not set
+mcp.json:1:65: servers.c.command: ${NOPE} is not set
+hint: export TOK, or give a default: ${TOK:-value}
+hint: export NOPE, or give a default: ${NOPE:-value}`},
 		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "remote", "sse", "ws", "websocket", got "grpc"`},
 		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"`},
 		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},

@@ -219,6 +219,9 @@ type fieldReader struct {
 	defaults map[string]any
 	s        *Server
 	vars     Vars
+	// unexpanded holds the fields whose ${...} failed (and was reported):
+	// empty, but not missing.
+	unexpanded map[string]bool
 }
 
 // get returns a field's value and its path, from the server or defaults.
@@ -269,6 +272,10 @@ func (r *fieldReader) str(field string, path []string, v any) string {
 		} else {
 			r.d.errorAt(path, false, err.Error(), "")
 		}
+		if r.unexpanded == nil {
+			r.unexpanded = map[string]bool{}
+		}
+		r.unexpanded[field] = true
 		return ""
 	}
 	r.s.secrets = append(r.s.secrets, secrets...)
@@ -550,9 +557,9 @@ func (r *fieldReader) checkTransport() {
 	s, d := r.s, r.d
 	if s.Type == "" {
 		switch {
-		case s.Command != "":
+		case s.Command != "" || r.unexpanded["command"]:
 			s.Type = "stdio"
-		case s.URL != "":
+		case s.URL != "" || r.unexpanded["url"]:
 			s.Type, s.TypeImplied = "http", true
 		default:
 			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing",
@@ -562,7 +569,7 @@ func (r *fieldReader) checkTransport() {
 	}
 	switch s.Type {
 	case "stdio":
-		if s.Command == "" {
+		if s.Command == "" && !r.unexpanded["command"] {
 			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing", `a stdio server runs "command"`)
 		}
 		if _, p, ok := r.get("url"); ok {
