@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,37 @@ func TestSecretNotInError(t *testing.T) {
 	_, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "x", "env": {"K": "${TOKEN}", "L": "${NOPE}"}}}}`, map[string]string{"TOKEN": "hunter2"})
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A password written in a server's URL, and a password input's default,
+// are secrets: config show, resolved or not, and the server's Redact hide
+// them unless secrets are asked for.
+func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"inputs": [{"id": "k", "type": "promptString", "password": true, "default": "pwdefault"}],
+		"servers": {"r": {"url": "http://user:literalpass@127.0.0.1:1/mcp"}, "a": {"command": "x", "env": {"K": "${input:k}"}}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secrets := range []bool{false, true} {
+		var out strings.Builder
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode([]any{cfg.Document(secrets), cfg.Resolved(secrets)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"literalpass", "pwdefault"} {
+			if strings.Contains(out.String(), secret) != secrets {
+				t.Errorf("showSecrets %v: %s shown %v in %s", secrets, secret, !secrets, out.String())
+			}
+		}
+		if !secrets && !strings.Contains(out.String(), "http://user:<redacted>@127.0.0.1:1/mcp") {
+			t.Errorf("the URL is not shown with its password hidden: %s", out.String())
+		}
+	}
+	r := cfg.Server("r")
+	if got := r.Redact(`Post "` + r.URL + `/x": refused`); got != `Post "http://user:<redacted>@127.0.0.1:1/mcp/x": refused` {
+		t.Errorf("Redact = %s", got)
 	}
 }
 

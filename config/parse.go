@@ -385,6 +385,13 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if v, p, ok := r.get("url"); ok {
 		r.note("url", p)
 		s.URL = r.str("url", p, v)
+		if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				// A password written in the URL is a secret like a header's.
+				s.secrets = append(s.secrets, pw)
+				s.shown[s.URL] = hideURLPassword(s.shown[s.URL], s.URL)
+			}
+		}
 	}
 	if v, p, ok := r.get("type"); ok {
 		r.note("type", p)

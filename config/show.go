@@ -1,8 +1,11 @@
 package config
 
 import (
+	"net/url"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -188,9 +191,28 @@ func (c *Config) Document(showSecrets bool) map[string]any {
 	}
 	doc := map[string]any{"servers": servers}
 	if len(c.Inputs) > 0 {
-		doc["inputs"] = c.Inputs
+		inputs := slices.Clone(c.Inputs)
+		for i, in := range inputs {
+			if in.Password && in.Default != "" && !showSecrets {
+				inputs[i].Default = Redacted
+			}
+		}
+		doc["inputs"] = inputs
 	}
 	return doc
+}
+
+// hideURLPassword is rawURL (or shown, the text that stands for it) with
+// the password of its userinfo shown as Redacted.
+func hideURLPassword(shown, rawURL string) string {
+	if shown == "" {
+		shown = rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return shown
+	}
+	return strings.Replace(shown, u.User.String()+"@", url.User(u.User.Username()).String()+":"+Redacted+"@", 1)
 }
 
 // written is the server's object as its file has it.
@@ -198,6 +220,9 @@ func (s *Server) written(showSecrets bool) map[string]any {
 	out := map[string]any{}
 	for k, v := range s.raw {
 		out[k] = v
+	}
+	if u, ok := out["url"].(string); ok && !showSecrets {
+		out["url"] = hideURLPassword("", u)
 	}
 	for _, field := range []string{"env", "headers"} {
 		m, ok := out[field].(map[string]any)
