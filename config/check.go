@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,7 +59,15 @@ func (s *Server) Check() []*CheckError {
 	}
 	if s.IsStdio() {
 		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
-			add("cwd", fmt.Sprintf("working directory %s does not exist", s.Redact(s.Cwd)), "create it, or fix cwd")
+			why := "does not exist"
+			var pe *fs.PathError
+			switch {
+			case err == nil:
+				why = "is not a directory"
+			case !errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
+				why = "cannot be used: " + pe.Err.Error()
+			}
+			add("cwd", fmt.Sprintf("working directory %s %s", s.Redact(s.Cwd), why), "create it, or fix cwd")
 		} else if _, err := s.ResolveCommand(); err != nil && s.Command != "" { // a missing command is the file's error
 			ce := err.(*CheckError)
 			errs = append(errs, ce)

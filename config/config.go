@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,21 +264,49 @@ var Candidates = []string{
 type NotFoundError struct {
 	Path   string   // the file that was named but is missing, if one was
 	Looked []string // the candidates tried otherwise
+	// Why is what is wrong with Path: "" for "does not exist", else "is a
+	// directory" or why it cannot be reached.
+	Why string
 }
 
 func (e *NotFoundError) Error() string {
-	if e.Path != "" {
+	switch {
+	case e.Path != "" && e.Why != "":
+		return fmt.Sprintf("config file %s %s", e.Path, e.Why)
+	case e.Path != "":
 		return fmt.Sprintf("config file %s does not exist", e.Path)
+	case len(e.Looked) == 0:
+		return "--config is given an empty path"
 	}
 	return fmt.Sprintf("no MCP config found: looked for %s", strings.Join(e.Looked, ", "))
 }
 
 // Hints implements the hint convention of mcpctl's error printer.
 func (e *NotFoundError) Hints() []string {
-	if e.Path != "" {
+	switch {
+	case e.Why == "is a directory":
+		return []string{fmt.Sprintf("name the file in it, e.g. %s", filepath.Join(e.Path, "mcp.json"))}
+	case e.Path != "":
 		return []string{"check the path given by --config or $MCPCTL_CONFIG"}
+	case len(e.Looked) == 0:
+		return []string{"name a config file, or leave --config out to look for one"}
 	}
 	return []string{"create mcp.json, or pass --config FILE, or set MCPCTL_CONFIG"}
+}
+
+// notFound is the error for a named config file path that cannot be read
+// as a file: err is from os.Stat, or nil when it is a directory.
+func notFound(path string, err error) *NotFoundError {
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return &NotFoundError{Path: path, Why: "is a directory"}
+	case errors.Is(err, fs.ErrNotExist):
+		return &NotFoundError{Path: path}
+	case errors.As(err, &pe):
+		return &NotFoundError{Path: path, Why: "cannot be read: " + pe.Err.Error()}
+	}
+	return &NotFoundError{Path: path, Why: "cannot be read: " + err.Error()}
 }
 
 // A Discovery says which config files are used and why.
@@ -311,17 +340,22 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 	d.From = "--config"
 	if len(named) == 0 && lookupEnv != nil {
 		if v, _ := lookupEnv("MCPCTL_CONFIG"); v != "" {
-			named, d.From = filepath.SplitList(v), "$MCPCTL_CONFIG"
+			// An empty entry (a:, a::b) is a slip, not a file.
+			named = slices.DeleteFunc(filepath.SplitList(v), func(p string) bool { return p == "" })
+			d.From = "$MCPCTL_CONFIG"
 		}
 	}
 	if len(named) > 0 {
 		for _, n := range named {
+			if n == "" {
+				return d, &NotFoundError{}
+			}
 			p := n
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
 			if st, err := os.Stat(p); err != nil || st.IsDir() {
-				return d, &NotFoundError{Path: n}
+				return d, notFound(n, err)
 			}
 			d.Files = append(d.Files, p)
 		}
@@ -411,8 +445,8 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		}
 		data, err := os.ReadFile(abs)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, &NotFoundError{Path: shown}
+			if st, serr := os.Stat(abs); errors.Is(err, os.ErrNotExist) || serr != nil || st.IsDir() {
+				return nil, notFound(shown, serr)
 			}
 			return nil, &Error{File: shown, Msg: err.Error()}
 		}

@@ -137,6 +137,20 @@ func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 	}
 }
 
+// A cwd that is a file is not said to be missing.
+func TestCheckCwdNotADirectory(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "cwd": "mcp.json"}, "b": {"command": "sh", "cwd": "nodir"}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "mcp.json is not a directory", "b": "nodir does not exist"} {
+		errs := cfg.Server(name).Check()
+		if len(errs) != 1 || !strings.HasSuffix(errs[0].Msg, want) {
+			t.Errorf("server %s: %v, want one error ending %q", name, errs, want)
+		}
+	}
+}
+
 func TestFind(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Find("", env(nil), dir); err == nil || !strings.Contains(err.Error(), "./mcp.json, ./.vscode/mcp.json, ./.mcp.json") {
