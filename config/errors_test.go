@@ -51,7 +51,10 @@ hint: remove it, or set "type": "http"`},
 hint: servers of type sse are reached at "url"`},
 		{"both keys", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\"}},\n \"mcpServers\": {\"b\": {\"command\": \"y\"}}}"}}, nil, `mcp.json:2:2: mcpServers: both "servers" and "mcpServers" are present
 hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
-		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use letters, digits, '_' and '-' (no dots)`},
+		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
+		{"empty input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input:}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input:} names no input
+hint: write ${input:ID}, with the id of an input declared in "inputs"`},
+		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},

@@ -91,7 +91,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			msg := v.Message
 			switch {
 			case v.Keyword == "propertyNames":
-				msg = "invalid server name: use letters, digits, '_' and '-' (no dots)"
+				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)"
 			case v.Keyword == "pattern":
 				// The schema's patterns say it to a machine; say it to a person.
 				for pattern, what := range patternWords {
