@@ -54,6 +54,12 @@ hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
 		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
 		{"empty input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input:}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input:} names no input
 hint: write ${input:ID}, with the id of an input declared in "inputs"`},
+		{"empty file", [][2]string{{"mcp.json", " \n"}}, nil, `mcp.json: the file is empty
+hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
+		{"empty TOML file", [][2]string{{"mcp.toml", ""}}, nil, `mcp.toml: the file is empty
+hint: a config names its servers: [servers.NAME] with command = "..."`},
+		{"byte order mark", [][2]string{{"mcp.json", "\uFEFF{\"servers\": {\"a\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:36: servers.a.agrs: unknown field
+hint: did you mean "args"?`},
 		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
