@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -163,10 +164,50 @@ func (env *Env) session() (*engine.Session, error) {
 	// A session named needs no config to be found: status, down and the
 	// rest reach it from anywhere.
 	var nf *config.NotFoundError
+	if err != nil && name == "" && errors.As(err, &nf) && nf.Path != "" && nf.Why == "" {
+		if sess := env.sessionOfGoneConfig(); sess != nil {
+			return sess, nil
+		}
+	}
 	if err != nil && (name == "" || !errors.As(err, &nf) || nf.Path != "") {
 		return nil, err
 	}
 	return engine.SessionFor(paths, name, env.getenv)
+}
+
+// sessionOfGoneConfig is the running session of config files named by
+// --config or $MCPCTL_CONFIG that no longer all exist (moved or deleted
+// while it ran), so that down, status and the rest still reach it; nil
+// when none runs.
+func (env *Env) sessionOfGoneConfig() *engine.Session {
+	named := env.configFlags
+	if len(named) == 0 {
+		named = slices.DeleteFunc(filepath.SplitList(env.getenv("MCPCTL_CONFIG")), func(p string) bool { return p == "" })
+	}
+	var paths, gone []string
+	for _, p := range named {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(env.WorkDir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			gone = append(gone, filepath.Base(p))
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		} else if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(dir, filepath.Base(p))
+		}
+		paths = append(paths, p)
+	}
+	sess, err := engine.SessionFor(paths, "", env.getenv)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(sess.Socket); err != nil || !sess.Running() {
+		return nil
+	}
+	env.note("warning: config %s no longer exists; using the session it started", strings.Join(gone, ", "))
+	return sess
 }
 
 // engineOptions are the options of every engine this CLI starts, in a
