@@ -145,6 +145,9 @@ func (env *Env) loadConfig() (*config.Config, error) {
 		if !ok || name == "" {
 			return nil, usagef(fmt.Sprintf("--header %q is not NAME=VALUE", config.Redacted), `e.g. --header "Authorization=Bearer $TOKEN"`)
 		}
+		if why := config.HeaderProblem(name, value); why != "" {
+			return nil, usagef("--header: "+why, `e.g. --header "Authorization=Bearer $TOKEN"`)
+		}
 		for _, s := range cfg.Servers {
 			if !s.IsStdio() {
 				s.AddHeader(name, value)

@@ -346,12 +346,50 @@ func (r *fieldReader) stringMap(field string) map[string]string {
 	slices.Sort(rest)
 	for _, k := range append(keys, rest...) {
 		if e, ok := m[k]; ok {
-			val := r.str(field, append(append([]string(nil), path...), k), e)
+			at := append(append([]string(nil), path...), k)
+			val := r.str(field, at, e)
 			out[k] = val
 			r.s.secrets = append(r.s.secrets, val)
+			if msg, hint, key := unpassable(field, k, val); msg != "" {
+				r.d.errorAt(at, key, msg, hint)
+			}
 		}
 	}
 	return out
+}
+
+// unpassable says what of an env or headers entry a process environment
+// or HTTP cannot carry: its name (key true) or its value, never shown.
+func unpassable(field, name, value string) (msg, hint string, key bool) {
+	switch field {
+	case "env":
+		switch {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			return fmt.Sprintf("%q cannot name an environment variable", name), "a variable's name is not empty and has no '='", true
+		case strings.ContainsRune(value, 0):
+			return "the value holds a NUL byte, which an environment cannot carry", "", false
+		}
+	case "headers":
+		switch {
+		case name == "" || strings.IndexFunc(name, func(c rune) bool { return !isTokenChar(c) }) >= 0:
+			return fmt.Sprintf("%q is not a valid HTTP header name", name), "a header's name is letters, digits and !#$%&'*+-.^_`|~: no space or colon", true
+		case strings.IndexFunc(value, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) >= 0:
+			return "the value holds a line break or another control character, which an HTTP header cannot carry", "", false
+		}
+	}
+	return "", "", false
+}
+
+// HeaderProblem says why an HTTP header NAME: VALUE cannot be sent, or ""
+// when it can; the value is never shown.
+func HeaderProblem(name, value string) string {
+	msg, _, _ := unpassable("headers", name, value)
+	return msg
+}
+
+// isTokenChar reports whether c may be in an HTTP token (RFC 9110, 5.6.2).
+func isTokenChar(c rune) bool {
+	return c < 0x7f && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c))
 }
 
 // path resolves a path field against the project directory.
