@@ -64,7 +64,7 @@ hint: did you mean "args"?`},
 mcp.json:1:80: servers.r.headers.X-Ok: the value holds a line break or another control character, which an HTTP header cannot carry
 mcp.json:2:32: servers.e.env.A=B: "A=B" cannot name an environment variable
 mcp.json:2:49: servers.e.env.N: the value holds a NUL byte, which an environment cannot carry
-hint: a header's name is letters, digits and !#$%&'*+-.^_`+"`"+`|~: no space or colon
+hint: a header's name is letters, digits and !#$%&'*+-.^_` + "`" + `|~: no space or colon
 hint: a variable's name is not empty and has no '='`},
 		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
