@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,30 @@ func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 	r := cfg.Server("r")
 	if got := r.Redact(`Post "` + r.URL + `/x": refused`); got != `Post "http://user:<redacted>@127.0.0.1:1/mcp/x": refused` {
 		t.Errorf("Redact = %s", got)
+	}
+}
+
+// Roots written as the file:// URIs they are sent as, and ~ alone, are
+// the directories they name; another scheme is an error.
+func TestRootsAsURIsAndHome(t *testing.T) {
+	dir := t.TempDir()
+	vars := env(nil)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory:", err)
+	}
+	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "cwd": "~", "roots": ["file:///srv/data", "file://localhost/var", "~", "~/x", "rel"]}}}`), dir, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Server("a")
+	want := []string{"/srv/data", "/var", home, filepath.Join(home, "x"), filepath.Join(dir, "rel")}
+	if !slices.Equal(a.Roots, want) || a.Cwd != home {
+		t.Errorf("roots %q, cwd %q; want %q, %s", a.Roots, a.Cwd, want, home)
+	}
+	_, err = Parse("inline", []byte(`{"servers": {"a": {"command": "x", "roots": ["https://h/x"]}}}`), dir, vars)
+	if err == nil || !strings.Contains(err.Error(), `servers.a.roots[0]: "https://h/x" is not a directory of this machine`) {
+		t.Errorf("err = %v", err)
 	}
 }
 

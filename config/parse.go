@@ -394,8 +394,8 @@ func isTokenChar(c rune) bool {
 
 // path resolves a path field against the project directory.
 func (r *fieldReader) path(p string) string {
-	if strings.HasPrefix(p, "~/") && r.vars.UserHome != "" {
-		p = filepath.Join(r.vars.UserHome, p[2:])
+	if (p == "~" || strings.HasPrefix(p, "~/")) && r.vars.UserHome != "" {
+		p = filepath.Join(r.vars.UserHome, p[1:])
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(r.vars.WorkspaceFolder, p)
@@ -542,9 +542,19 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	r.limits()
 	s.IncludeTools = r.globs("includeTools")
 	s.ExcludeTools = r.globs("excludeTools")
-	if _, _, ok := r.get("roots"); ok {
+	if _, rp, ok := r.get("roots"); ok {
 		s.Roots = []string{}
-		for _, root := range r.strings("roots") {
+		for i, root := range r.strings("roots") {
+			if strings.Contains(root, "://") {
+				// The URI a root is sent as, written instead of its path.
+				u, err := url.Parse(root)
+				if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+					r.d.errorAt(append(append([]string(nil), rp...), strconv.Itoa(i)), false,
+						fmt.Sprintf("%q is not a directory of this machine", root), "write a path, or a file:/// URI")
+					continue
+				}
+				root = u.Path
+			}
 			s.Roots = append(s.Roots, r.path(root))
 		}
 	} else if s.IsStdio() {
