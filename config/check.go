@@ -88,6 +88,9 @@ func (s *Server) Check() []*CheckError {
 		case s.Limits.Processes > 0 && os.Geteuid() == 0:
 			add("limits", "limits.processes cannot be applied to a server run by root (RLIMIT_NPROC does not bind root)", "remove limits.processes, or run mcpctl as another user")
 		}
+		for _, msg := range aboveHardLimits(s.Limits) {
+			add("limits", msg, "lower it, or raise the hard limit (ulimit -H) before mcpctl starts")
+		}
 	}
 	return errs
 }

@@ -101,10 +101,15 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	if err == nil && s.Limits.Any() {
 		// The limits bind the process from here on, and every process it
 		// starts (npx's node is started well after this).
-		if err = applyLimits(cmd.Process.Pid, s.Limits); err != nil {
+		if lerr := applyLimits(cmd.Process.Pid, s.Limits); lerr != nil {
 			signalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
-			err = fmt.Errorf("applying limits: %w", err)
+			inW.Close()
+			outR.Close()
+			errR.Close()
+			// Not "cannot run": the program ran; its limits could not be set.
+			return nil, errorf(KindUnavailable, s.Name, "server %s: cannot apply limits.%v (%s)", s.Name, lerr, s.Where("limits")).
+				hint("lower the limit, or raise the hard limit (ulimit -H) before mcpctl starts").wrap(lerr)
 		}
 	}
 	if err != nil {

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package config
+
+// aboveHardLimits: limits apply on Linux only, which Check says.
+func aboveHardLimits(Limits) []string { return nil }
