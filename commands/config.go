@@ -164,12 +164,17 @@ came from the environment or an input, are shown as "<redacted>" unless
 			if err != nil {
 				return err
 			}
-			cfg, err := env.loadConfig()
+			if resolved {
+				cfg, err := env.loadConfig()
+				if err != nil {
+					return err
+				}
+				return p.Print(map[string]any{"servers": cfg.Resolved(showSecrets)}, nil)
+			}
+			// As written, it needs no variable or input to have a value.
+			cfg, _, err := env.loadConfigForNames()
 			if err != nil {
 				return err
-			}
-			if resolved {
-				return p.Print(map[string]any{"servers": cfg.Resolved(showSecrets)}, nil)
 			}
 			return p.Print(cfg.Document(showSecrets), nil)
 		},

@@ -123,13 +123,16 @@ func (env *Env) configShown() string {
 
 // loadConfig reads and checks the config files. Inputs without a
 // $MCPCTL_INPUT_<ID> are asked for when stdin and stderr are a terminal.
-func (env *Env) loadConfig() (*config.Config, error) {
+func (env *Env) loadConfig() (*config.Config, error) { return env.loadConfigAsking(env.canAsk()) }
+
+// loadConfigAsking is loadConfig, asking for inputs only when ask is set.
+func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
 	paths, err := env.configPaths()
 	if err != nil {
 		return nil, err
 	}
 	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir}
-	if env.canAsk() {
+	if ask {
 		opts.Ask = env.askInput
 	}
 	cfg, err := config.LoadFiles(paths, opts)

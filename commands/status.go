@@ -122,7 +122,7 @@ func statusTable(w io.Writer, st *engine.Status) error {
 // would be for a command that starts them is returned beside, cfgErr. An
 // error of the files themselves (syntax, fields) is err.
 func (env *Env) loadConfigForNames() (cfg *config.Config, cfgErr *engine.Error, err error) {
-	cfg, err = env.loadConfig()
+	cfg, err = env.loadConfigAsking(false)
 	if err == nil {
 		return cfg, nil, nil
 	}
