@@ -115,6 +115,10 @@ before it exits; "mcpctl up" only makes it fast.`,
 		},
 		// A config path may hold a comma.
 		DisableSliceFlagSeparator: true,
+		// urfave would give every command a "help" (alias "h") subcommand,
+		// so that "mcpctl start h" printed help instead of starting server
+		// h. The root and each group have newHelpCmd instead.
+		HideHelpCommand: true,
 		// urfave must never exit or print errors itself: Main does both.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Writer:         env.Out,
