@@ -14,6 +14,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
+	"golang.org/x/term"
 )
 
 // reloadDebounce is how long the config files must be quiet after an edit
@@ -125,9 +126,12 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	if err := config.Watch(serveCtx, cfg.WatchFiles(), reloadDebounce, func() { reload("a config file changed") }); err != nil {
 		logger.Warn("cannot watch the config files; reload with: mcpctl reload", "error", err.Error())
 	}
-	if notifyFD > 0 {
-		// Detached, SIGHUP means reload, as for other daemons; attached to
-		// a terminal it still means the terminal is gone.
+	stdin, _ := env.In.(*os.File)
+	attached := env.StdoutTTY || env.StderrTTY || stdin != nil && term.IsTerminal(int(stdin.Fd()))
+	if notifyFD > 0 || !attached {
+		// Detached, or run in the foreground by a supervisor (systemd's
+		// ExecReload sends it), SIGHUP means reload, as for other daemons;
+		// attached to a terminal it still means the terminal is gone.
 		signal.Reset(syscall.SIGHUP)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)

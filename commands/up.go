@@ -44,7 +44,9 @@ servers that are down, and exits 0.
 Inputs the config needs are asked for here, on the terminal.
 
 The session follows its config files: after an edit it starts added servers,
-stops removed ones and restarts changed ones (see "mcpctl reload").
+stops removed ones and restarts changed ones (see "mcpctl reload"). SIGHUP
+reloads too, except for an "up --foreground" attached to a terminal, which
+takes it as the terminal gone and ends.
 
 With --ttl the session stops itself, as "down" would, once that long has
 passed without a request. Any command that reaches the session counts as a
