@@ -23,7 +23,8 @@ restart, and unchanged ones keep running with the same pid; so do
 "updated" ones, whose changes apply without a restart (startupTimeout,
 requestTimeout, shutdownTimeout, cacheTTL, failureThreshold, restart,
 maxRestarts, roots, hooks). Those of them that
-are down (they failed or exited) are started again. A config that
+are down (they failed or exited) are started again. A server stopped with
+"mcpctl stop" takes any change and stays stopped, as "updated". A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3); the others are applied. A new "logLevel"

@@ -369,6 +369,39 @@ func TestReloadKeepsUnchangedRestartsChanged(t *testing.T) {
 	}
 }
 
+// A server stopped by hand whose settings change takes them and stays
+// stopped, as Stop promises, until Start names it.
+func TestReloadKeepsHeldServerStopped(t *testing.T) {
+	dir := t.TempDir()
+	held := fakeServer(t, "held", fakemcp.Spec{PIDFile: filepath.Join(dir, "held.pid")})
+	e := newEngine(t, held)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("held"); err != nil {
+		t.Fatal(err)
+	}
+	changed := *held
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&changed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Updated, []string{"held"}) || len(res.Restarted) != 0 || len(res.Started) != 0 {
+		t.Errorf("result = %+v", res)
+	}
+	st := e.Status()[0]
+	if st.State != StateStopped || !st.StoppedByHand {
+		t.Errorf("after the reload: %s, stopped by hand %v", st.State, st.StoppedByHand)
+	}
+	if err := e.Start(ctx(t), "held"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := e.lookup("held"); s.cfg().Env["LEVEL"] != "2" {
+		t.Errorf("started with the old settings: %v", s.cfg().Env)
+	}
+}
+
 func TestReloadFailureKeepsOthers(t *testing.T) {
 	ok := fakeServer(t, "ok", fakemcp.Spec{})
 	e := newEngine(t, ok)

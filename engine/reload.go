@@ -19,7 +19,8 @@ type ReloadResult struct {
 	// Updated kept running with new settings that apply without a
 	// restart: startupTimeout, requestTimeout, shutdownTimeout,
 	// cacheTTL, failureThreshold, restart, maxRestarts, roots (the server
-	// is told), hooks.
+	// is told), hooks; and servers stopped by hand whose settings changed
+	// in any way, which take them and stay stopped.
 	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
 	// Started are unchanged or updated servers that were not running
@@ -80,6 +81,13 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 				res.Started = append(res.Started, sc.Name)
 				start = append(start, prev)
 			}
+		case prev.isHeld():
+			// Stopped by hand: it takes the new settings and stays stopped
+			// until Start or Restart names it.
+			s = newServer(e, sc)
+			s.lc.held = true
+			res.Updated = append(res.Updated, sc.Name)
+			stop = append(stop, prev)
 		default:
 			s = newServer(e, sc)
 			res.Restarted = append(res.Restarted, sc.Name)
