@@ -53,6 +53,9 @@ type Client struct {
 	warned  atomic.Bool
 
 	configWarned atomic.Bool
+	// sessionPID is the session's pid, as the kernel told it at the last
+	// dial (0 where it does not say), for watchStopped.
+	sessionPID atomic.Int64
 }
 
 // defaultMaxConns is MaxConns when it is 0.
@@ -62,12 +65,23 @@ const defaultMaxConns = 64
 // pool of their own, uncapped.
 func (c *Client) http(stream bool) *http.Client {
 	c.once.Do(func() {
-		dial := c.Dial
-		if dial == nil {
-			dial = func(ctx context.Context) (net.Conn, error) {
+		given := c.Dial
+		if given == nil {
+			given = func(ctx context.Context) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", c.Socket)
 			}
+		}
+		dial := func(ctx context.Context) (net.Conn, error) {
+			conn, err := given(ctx)
+			if err == nil {
+				if _, unix := conn.(*net.UnixConn); unix {
+					if pid := peerCredOf(conn).PID; pid > 0 {
+						c.sessionPID.Store(int64(pid))
+					}
+				}
+			}
+			return conn, err
 		}
 		if c.Unpooled {
 			c.hc = &http.Client{Transport: unpooledTransport{dial}}
@@ -188,8 +202,12 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		}
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpctl"+path, rd)
+	// reqCtx is ctx, which watchStopped may also end; the answer's body
+	// ends it when closed.
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(reqCtx, method, "http://mcpctl"+path, rd)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
 	req.Header.Set(VersionHeader, Version())
@@ -200,8 +218,15 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	stopWatch := c.watchStopped(cancel)
 	resp, err := c.http(accept == ndjsonType || path == "/"+APIVersion+"/answer").Do(req)
+	stopWatch()
 	if err != nil {
+		var stopped *Error
+		if errors.As(context.Cause(reqCtx), &stopped) && ctx.Err() == nil {
+			return nil, stopped
+		}
+		cancel(nil)
 		if isDialError(err) && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
 			// A socket there that we may not reach is not "no session":
 			// it is another user's, or its modes were changed.
@@ -224,6 +249,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		c.OnConfigError(msg)
 	}
 	if resp.StatusCode != http.StatusOK {
+		defer cancel(nil)
 		defer resp.Body.Close()
 		var wire struct {
 			Error *Error `json:"error"`
@@ -233,6 +259,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		}
 		return nil, errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
 	}
+	resp.Body = &cancellingBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
 }
 
