@@ -40,7 +40,8 @@ ready), keeps them running and answers later commands over a unix socket.
 "up" returns when every server is ready, and reports each with its tool count
 and start time; on a terminal, stderr shows each start live meanwhile. If one server fails to start, none is left running and "up"
 exits 3 naming it. If the session already runs, "up" says so, warns of its
-servers that are down, and exits 0.
+servers that are down, and exits 0; if it is ending (a "down" under way), "up"
+waits for it to end and starts a new one.
 Inputs the config needs are asked for here, on the terminal.
 
 The session follows its config files: after an edit it starts added servers,
@@ -107,6 +108,25 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err := sess.CheckSocket(); err != nil {
 		return err
 	}
+	// A session found running may be ending (a down under way), or one
+	// another up started may fail: either way it is gone, and this up
+	// starts one of its own, as often as three times.
+	for try := 1; ; try++ {
+		err := upOnce(ctx, env, p, opts, cfg, client, sess)
+		if !errors.Is(err, errSessionGone) {
+			return err
+		}
+		if try == 3 {
+			return &engine.Error{Kind: engine.KindUnavailable, Message: fmt.Sprintf("session %s ended three times as up waited for it", sess.Name),
+				Hint: []string{"something else stops it (another mcpctl down?); see its log with: mcpctl logs"}}
+		}
+	}
+}
+
+// errSessionGone: the session alreadyUp waited for ended.
+var errSessionGone = errors.New("the session ended")
+
+func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cfg *config.Config, client *engine.Client, sess *engine.Session) error {
 	if opts.notifyFD == 0 {
 		if st, err := client.Status(ctx); err == nil {
 			noteTTL(env, st, opts.ttl)
@@ -156,9 +176,14 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.
 		st, err := client.Status(ctx)
 		switch {
 		case errors.Is(err, engine.ErrNoSession) && sess.Running() && time.Now().Before(deadline):
-			// It holds the session's lock but does not listen yet.
+			// It holds the session's lock but does not listen yet, or no
+			// longer.
+		case errors.Is(err, engine.ErrNoSession) && !sess.Running():
+			return errSessionGone
 		case err != nil:
 			return err
+		case st.Session.Stopping && time.Now().Before(deadline):
+			// A down is under way: wait for the session to be gone.
 		case st.Session.Ready || time.Now().After(deadline):
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			if !slices.Equal(st.Session.ConfigFiles, cfg.Paths) && len(st.Session.ConfigFiles) > 0 {

@@ -268,6 +268,7 @@ wait:
 func (d *Daemon) status() *Status {
 	info := d.info
 	info.Ready = d.ready.Load()
+	info.Stopping = d.engine.closed.Load()
 	return &Status{Session: &info, Servers: d.engine.Status(), ConfigError: d.engine.ConfigError()}
 }
 

@@ -71,6 +71,9 @@ type SessionInfo struct {
 	StartedAt   time.Time `json:"startedAt"`
 	// Ready is set once the session has started its servers.
 	Ready bool `json:"ready"`
+	// Stopping is set once the session is ending (mcpctl down, a signal):
+	// it answers until its servers are stopped, then it is gone.
+	Stopping bool `json:"stopping,omitempty"`
 	// TTLSeconds, when set, is how long the session may go without a
 	// request before it stops itself (mcpctl up --ttl).
 	TTLSeconds float64 `json:"ttlSeconds,omitempty"`
