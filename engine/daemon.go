@@ -223,6 +223,15 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, ConnContext: withPeer}
 	if pl, ok := ln.(*peerListener); ok && pl.onRefuse == nil {
 		pl.onRefuse = d.refused
+		if hl, ok := pl.Listener.(*healingListener); ok {
+			hl.onHeal = func(err error) {
+				if err != nil {
+					d.log.Warn("the session's socket was removed, and cannot be made again", "socket", hl.path, "error", err.Error())
+					return
+				}
+				d.log.Warn("the session's socket was removed; listening there again", "socket", hl.path)
+			}
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

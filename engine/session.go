@@ -167,18 +167,12 @@ func (s *Session) Listen() (ln net.Listener, release func(), err error) {
 	}
 	// Nothing answers, and we hold the lock: the file is stale.
 	os.Remove(s.Socket)
-	l, err := net.Listen("unix", s.Socket)
+	l, err := listenSocket(s.Socket)
 	if err != nil {
 		release()
 		return nil, nil, err
 	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(s.Socket, 0o600); err != nil {
-		l.Close()
-		release()
-		return nil, nil, err
-	}
-	return &peerListener{Listener: l}, release, nil
+	return &peerListener{Listener: newHealingListener(s.Socket, l)}, release, nil
 }
 
 // Running reports whether a session process holds the session's lock.

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// healEvery is how often a session looks whether its socket file is still
+// there.
+const healEvery = 2 * time.Second
+
+// A healingListener listens at its socket's path again when the file is
+// removed (an rm, a cleaner of /tmp): a session that cannot be reached
+// could not be stopped either, short of kill. It holds the session's lock,
+// so no other session listens at that path.
+type healingListener struct {
+	path string
+	// onHeal, when set (before the first Accept), hears of each new
+	// listen: err is nil when it worked.
+	onHeal func(err error)
+
+	once   sync.Once
+	stop   chan struct{}
+	mu     sync.Mutex
+	cur    net.Listener
+	closed bool
+}
+
+func newHealingListener(path string, l net.Listener) *healingListener {
+	return &healingListener{path: path, cur: l, stop: make(chan struct{})}
+}
+
+func (l *healingListener) Accept() (net.Conn, error) {
+	l.once.Do(func() { go l.watch() })
+	for {
+		l.mu.Lock()
+		cur := l.cur
+		l.mu.Unlock()
+		c, err := cur.Accept()
+		if err == nil {
+			return c, nil
+		}
+		l.mu.Lock()
+		swapped := l.cur != cur && !l.closed
+		l.mu.Unlock()
+		if !swapped {
+			return nil, err
+		}
+	}
+}
+
+func (l *healingListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.stop)
+	}
+	return l.cur.Close()
+}
+
+func (l *healingListener) Addr() net.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur.Addr()
+}
+
+func (l *healingListener) watch() {
+	tick := time.NewTicker(healEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		if _, err := os.Lstat(l.path); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		nl, err := listenSocket(l.path)
+		if l.onHeal != nil {
+			l.onHeal(err)
+		}
+		if err != nil {
+			continue
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			nl.Close()
+			return
+		}
+		old := l.cur
+		l.cur = nl
+		l.mu.Unlock()
+		old.Close() // its Accept returns, and takes the new one
+	}
+}
+
+// listenSocket listens at path, a unix socket only its owner may use.
+func listenSocket(path string) (net.Listener, error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// The session removes its socket itself, at its very end.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}

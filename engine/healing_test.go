@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A listener whose socket file is removed listens there again, and takes
+// connections on the new one; once closed, it makes none.
+func TestHealingListener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l0, err := listenSocket(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heals := make(chan error, 4)
+	l := newHealingListener(path, l0)
+	l.onHeal = func(err error) { heals <- err }
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-heals:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * healEvery):
+		t.Fatal("the socket was not made again")
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case a := <-accepted:
+		a.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection to the new socket was not accepted")
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the new socket: %v, %v", st, err)
+	}
+	l.Close()
+	if _, ok := <-accepted; ok {
+		t.Error("Accept went on after Close")
+	}
+	os.Remove(path)
+	time.Sleep(healEvery + 500*time.Millisecond)
+	if _, err := os.Lstat(path); err == nil {
+		t.Error("a closed listener made its socket again")
+	}
+}
