@@ -237,6 +237,9 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		return nil, err
 	}
 	defer logf.Close()
+	// What the log holds before is earlier sessions': an error of this
+	// one shows only its own lines.
+	logStart, _ := logf.Seek(0, io.SeekEnd)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -307,14 +310,14 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		return nil, &engine.Error{Kind: engine.KindTimeout,
 			Message: fmt.Sprintf("the session did not report ready within %s; it was stopped", limit),
 			Hint:    []string{"see its log: " + sess.LogFile()},
-			Stderr:  tailFile(sess.LogFile(), 10)}
+			Stderr:  tailFile(sess.LogFile(), logStart, 10)}
 	}
 	var msg readyMsg
 	if rep.err != nil || json.Unmarshal(rep.line, &msg) != nil {
 		return nil, &engine.Error{Kind: engine.KindUnavailable,
 			Message: "the session exited before its servers were ready",
 			Hint:    []string{"see its log: " + sess.LogFile()},
-			Stderr:  tailFile(sess.LogFile(), 10)}
+			Stderr:  tailFile(sess.LogFile(), logStart, 10)}
 	}
 	switch {
 	case msg.Error != nil:
@@ -325,11 +328,15 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	return msg.Status, nil
 }
 
-// tailFile returns the last n lines of a file, for error messages.
-func tailFile(path string, n int) []string {
+// tailFile returns the last n lines of a file written after offset from
+// (all of it if it has since been rotated), for error messages.
+func tailFile(path string, from int64, n int) []string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
+	}
+	if from <= int64(len(data)) {
+		data = data[from:]
 	}
 	if len(data) > 64*1024 {
 		data = data[len(data)-64*1024:]
