@@ -110,7 +110,7 @@ func runConfigValidate(env *Env) error {
 			}
 		}
 		if v.Valid {
-			fmt.Fprintf(w, "%s: valid, %d servers (%s)\n", strings.Join(v.Files, ", "), len(v.Servers), strings.Join(v.Servers, ", "))
+			fmt.Fprintf(w, "%s: valid, %d %s (%s)\n", strings.Join(v.Files, ", "), len(v.Servers), plural(len(v.Servers), "server", "servers"), strings.Join(v.Servers, ", "))
 		}
 		return nil
 	}); err != nil {

@@ -41,8 +41,9 @@ func runDown(ctx context.Context, env *Env) error {
 	}
 	st, err := client.Shutdown(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
-		env.noteStale(sess, "there is nothing to stop")
-		env.note("no session is running for %s", env.configShown())
+		if !env.noteStale(sess, "there is nothing to stop") {
+			env.note("no session is running for %s", env.configShown())
+		}
 		return nil
 	}
 	if err != nil {
@@ -58,7 +59,7 @@ func runDown(ctx context.Context, env *Env) error {
 		os.Remove(sess.Socket)
 	}
 	return p.Print(st, func(w io.Writer) error {
-		env.note("session %s stopped (%d servers)", st.Session.Name, len(st.Servers))
+		env.note("session %s stopped (%d %s)", st.Session.Name, len(st.Servers), plural(len(st.Servers), "server", "servers"))
 		return nil
 	})
 }

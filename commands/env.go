@@ -243,11 +243,13 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 // session died without removing its socket (kill -9, a crash), it removes
 // the socket and tells the user, on stderr, that the command goes on
 // without a session and how to start one again.
-func (env *Env) noteStale(sess *engine.Session, goingOn string) {
+func (env *Env) noteStale(sess *engine.Session, goingOn string) (noted bool) {
 	if sess.RemoveStale() {
 		env.note("session %s is gone: it ended without stopping (killed or crashed); removed its stale socket %s", sess.Name, sess.Socket)
 		env.note("hint: %s; start the session again with: mcpctl up", goingOn)
+		return true
 	}
+	return false
 }
 
 // noSession is the error of a command that acts on a session when none
