@@ -130,6 +130,9 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 	if opts.notifyFD == 0 {
 		if st, err := client.Status(ctx); err == nil {
 			noteTTL(env, st, opts.ttl)
+			if opts.logLevel != "" {
+				env.note("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
+			}
 			return alreadyUp(ctx, env, p, client, sess, cfg)
 		}
 	}
