@@ -218,7 +218,11 @@ func printUp(p *output.Printer, st *engine.Status) error {
 	return p.Print(st, func(w io.Writer) error {
 		rows := make([][]string, len(st.Servers))
 		for i, s := range st.Servers {
-			rows[i] = []string{s.Name, string(s.State), strconv.Itoa(s.Tools), fmt.Sprintf("%.2fs", s.StartupSeconds)}
+			started := "-" // not started: lazy, manual, disabled
+			if s.State == engine.StateReady || s.State == engine.StateDegraded {
+				started = fmt.Sprintf("%.2fs", s.StartupSeconds)
+			}
+			rows[i] = []string{s.Name, string(s.State), strconv.Itoa(s.Tools), started}
 		}
 		return output.Table(w, []string{"server", "state", "tools", "started in"}, rows)
 	})
