@@ -242,9 +242,7 @@ func (s *server) connect(ctx context.Context) error {
 			endLife()
 			return err
 		}
-		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
-			s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
-		})
+		stdout := newJSONLines(proc.stdout, s.skippedLineLogger())
 		proc.lines = stdout
 		conn.Connection = newStdioConn(stdout, proc.stdin)
 	}
@@ -637,6 +635,36 @@ func (s *server) unavailableLocked() *Error {
 	// API it is a missing Engine.Start.
 	return errorf(KindUnavailable, name, "server %s is %s", name, s.state).
 		hint("start it with: mcpctl up (in a Go program: Engine.Start)")
+}
+
+// skippedLinesPerMinute bounds the lines of a server's stdout that were
+// not JSON-RPC logged in a minute: a server printing its own logs there
+// would otherwise push the session's history out of its log.
+const skippedLinesPerMinute = 10
+
+// skippedLineLogger logs the lines of stdout that were not JSON-RPC, up to
+// skippedLinesPerMinute a minute, and then how many more there were. Its
+// reader calls it from one goroutine.
+func (s *server) skippedLineLogger() func(line []byte, why string) {
+	var since time.Time
+	var logged, dropped int
+	return func(line []byte, why string) {
+		if now := time.Now(); now.Sub(since) >= time.Minute {
+			if dropped > 0 {
+				s.log.Warn("skipped more lines on stdout that were not JSON-RPC, not logged", "lines", dropped, "since", since.Format(time.RFC3339))
+			}
+			since, logged, dropped = now, 0, 0
+		}
+		if logged == skippedLinesPerMinute {
+			dropped++
+			return
+		}
+		logged++
+		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
+		if logged == skippedLinesPerMinute {
+			s.log.Warn("more lines on stdout that are not JSON-RPC are counted, not logged, until a minute has passed", "limit", skippedLinesPerMinute)
+		}
+	}
 }
 
 // newClient builds the SDK client for this server, with handlers that
