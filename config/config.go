@@ -357,6 +357,9 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 			if st, err := os.Stat(p); err != nil || st.IsDir() {
 				return d, notFound(n, err)
 			}
+			if slices.Contains(d.Files, p) {
+				continue // named twice: read once
+			}
 			d.Files = append(d.Files, p)
 		}
 		return d, nil

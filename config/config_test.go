@@ -223,6 +223,17 @@ func TestWholeNumbersWrittenAsFloats(t *testing.T) {
 	}
 }
 
+// A ws:// or wss:// url without a type is a WebSocket server.
+func TestWebSocketTypeFromURL(t *testing.T) {
+	cfg, err := Parse("inline", []byte(`{"servers": {"w": {"url": "wss://h/mcp"}, "h": {"url": "https://h/mcp"}}}`), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, h := cfg.Server("w"), cfg.Server("h"); w.Type != "ws" || h.Type != "http" || !h.TypeImplied {
+		t.Errorf("w: %s, h: %s (implied %v)", w.Type, h.Type, h.TypeImplied)
+	}
+}
+
 // Other clients' names for a transport load as mcpctl's own.
 func TestTransportAliases(t *testing.T) {
 	for alias, want := range map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"} {

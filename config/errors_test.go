@@ -46,12 +46,13 @@ hint: export NOPE, or give a default: ${NOPE:-value}`},
 		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"`},
 		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},
 		{"url on stdio", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"http://h\"}}}"}}, nil, `mcp.json:1:53: servers.a.url: url is for http, sse and ws servers
-hint: remove it, or set "type": "http"`},
+hint: a server is run ("command") or reached ("url"): keep one`},
+		{"name starting with a dash", [][2]string{{"mcp.json", "{\"servers\": {\"-x\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.-x: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
 		{"url missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"sse\"}}}"}}, nil, `mcp.json:1:19: servers.a.url: required, but missing
 hint: servers of type sse are reached at "url"`},
 		{"both keys", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\"}},\n \"mcpServers\": {\"b\": {\"command\": \"y\"}}}"}}, nil, `mcp.json:2:2: mcpServers: both "servers" and "mcpServers" are present
 hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
-		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
+		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
 		{"empty input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input:}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input:} names no input
 hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 		{"empty file", [][2]string{{"mcp.json", " \n"}}, nil, `mcp.json: the file is empty
@@ -66,7 +67,7 @@ mcp.json:2:32: servers.e.env.A=B: "A=B" cannot name an environment variable
 mcp.json:2:49: servers.e.env.N: the value holds a NUL byte, which an environment cannot carry
 hint: a header's name is letters, digits and !#$%&'*+-.^_` + "`" + `|~: no space or colon
 hint: a variable's name is not empty and has no '='`},
-		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)`},
+		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},

@@ -91,7 +91,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			msg := v.Message
 			switch {
 			case v.Keyword == "propertyNames":
-				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-' (no dots)"
+				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)"
 			case v.Keyword == "pattern":
 				// The schema's patterns say it to a machine; say it to a person.
 				for pattern, what := range patternWords {
@@ -614,6 +614,8 @@ func (r *fieldReader) checkTransport() {
 		switch {
 		case s.Command != "" || r.unexpanded["command"]:
 			s.Type = "stdio"
+		case strings.HasPrefix(s.URL, "ws://") || strings.HasPrefix(s.URL, "wss://"):
+			s.Type = "ws"
 		case s.URL != "" || r.unexpanded["url"]:
 			s.Type, s.TypeImplied = "http", true
 		default:
@@ -628,7 +630,11 @@ func (r *fieldReader) checkTransport() {
 			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing", `a stdio server runs "command"`)
 		}
 		if _, p, ok := r.get("url"); ok {
-			d.errorAt(p, true, "url is for http, sse and ws servers", `remove it, or set "type": "http"`)
+			hint := `remove it, or set "type": "http"`
+			if _, _, both := r.get("command"); both {
+				hint = `a server is run ("command") or reached ("url"): keep one`
+			}
+			d.errorAt(p, true, "url is for http, sse and ws servers", hint)
 		}
 	default:
 		if s.URL == "" {
