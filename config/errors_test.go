@@ -30,6 +30,9 @@ hint: did you mean "servers"?`},
 hint: give "command" for a local server, or "url" for a remote one`},
 		{"cycle", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"dependsOn\": [\"b\"]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]},\n  \"c\": {\"command\": \"x\", \"dependsOn\": [\"a\"]}}}"}}, nil, `mcp.json:2:39: servers.a.dependsOn[0]: dependency cycle: a → b → c → a
 hint: remove one of these dependencies`},
+		{"two cycles, both reported", [][2]string{{"mcp.json", "{\"servers\": {\n  \"g\": {\"command\": \"x\", \"dependsOn\": [\"g\"]},\n  \"h\": {\"command\": \"x\", \"dependsOn\": [\"i\"]},\n  \"i\": {\"command\": \"x\", \"dependsOn\": [\"h\"]}}}"}}, nil, `mcp.json:2:39: servers.g.dependsOn[0]: dependency cycle: g → g
+mcp.json:3:39: servers.h.dependsOn[0]: dependency cycle: h → i → h
+hint: remove one of these dependencies`},
 		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
 hint: remove one of these dependencies`},
 		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"

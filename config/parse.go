@@ -843,14 +843,23 @@ func checkDependencies(servers []*Server, known map[string]bool) Errors {
 		return nil
 	}
 	for _, s := range servers {
-		if color[s.Name] == white {
-			if cycle := visit(s.Name); cycle != nil {
-				first := byName[cycle[0]]
-				i := slices.Index(first.DependsOn, cycle[1])
-				return append(errs, errorAtPlace(first.Where("dependsOn."+strconv.Itoa(i)), fmt.Sprintf("servers.%s.dependsOn[%d]", first.Name, i),
-					"dependency cycle: "+strings.Join(cycle, " → "), "remove one of these dependencies"))
-			}
+		if color[s.Name] != white {
+			continue
 		}
+		cycle := visit(s.Name)
+		if cycle == nil {
+			continue
+		}
+		first := byName[cycle[0]]
+		i := slices.Index(first.DependsOn, cycle[1])
+		errs = append(errs, errorAtPlace(first.Where("dependsOn."+strconv.Itoa(i)), fmt.Sprintf("servers.%s.dependsOn[%d]", first.Name, i),
+			"dependency cycle: "+strings.Join(cycle, " → "), "remove one of these dependencies"))
+		// The search stopped at the cycle: what it went through is done
+		// with, and a cycle elsewhere is looked for and reported too.
+		for _, n := range stack {
+			color[n] = black
+		}
+		stack = stack[:0]
 	}
 	return errs
 }
