@@ -33,6 +33,10 @@ hint: remove one of these dependencies`},
 		{"two cycles, both reported", [][2]string{{"mcp.json", "{\"servers\": {\n  \"g\": {\"command\": \"x\", \"dependsOn\": [\"g\"]},\n  \"h\": {\"command\": \"x\", \"dependsOn\": [\"i\"]},\n  \"i\": {\"command\": \"x\", \"dependsOn\": [\"h\"]}}}"}}, nil, `mcp.json:2:39: servers.g.dependsOn[0]: dependency cycle: g → g
 mcp.json:3:39: servers.h.dependsOn[0]: dependency cycle: h → i → h
 hint: remove one of these dependencies`},
+		{"TOML date", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nargs = [1979-05-27]\n"}}, nil, `mcp.toml:3:9: servers.a.args[0]: a TOML date or time, where text is expected
+hint: quote it to make it text`},
+		{"TOML date in Codex's own part, left alone", [][2]string{{"config.toml", "seen = 2024-01-01\n[mcp_servers.a]\ncommand = \"x\"\nargs = [07:32:00]\n"}}, nil, `config.toml:4:9: mcp_servers.a.args[0]: a TOML date or time, where text is expected
+hint: quote it to make it text`},
 		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
 hint: remove one of these dependencies`},
 		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,12 +188,42 @@ func readTOML(file string, data []byte) (*document, error) {
 		}
 		return nil, &Error{File: file, Msg: "invalid TOML: " + err.Error()}
 	}
+	dates := tomlDates(raw, nil)
+	_, codex := raw["mcp_servers"]
 	root, _ := jsonShape(raw).(map[string]any)
 	d := &document{file: file, data: data, root: root, ix: indexTOML(data)}
 	if _, ok := root["mcp_servers"]; ok {
 		d.fromCodex()
 	}
+	for _, p := range dates {
+		if codex && p[0] != "mcp_servers" {
+			continue // the rest of Codex's file is Codex's
+		}
+		// No field takes a date; as text it must be quoted. p is the path
+		// as written, as the index knows it.
+		line, col := LineCol(data, d.ix.at(p, false))
+		d.errs = append(d.errs, &Error{File: file, Line: line, Col: col, Field: schemas.FieldPath(p),
+			Msg: "a TOML date or time, where text is expected", Hint: "quote it to make it text"})
+	}
 	return d, nil
+}
+
+// tomlDates returns the paths of the dates and times in decoded TOML.
+func tomlDates(v any, path []string) [][]string {
+	var out [][]string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			out = append(out, tomlDates(e, append(slices.Clip(path), k))...)
+		}
+	case []any:
+		for i, e := range v {
+			out = append(out, tomlDates(e, append(slices.Clip(path), strconv.Itoa(i)))...)
+		}
+	case time.Time, toml.LocalDate, toml.LocalTime, toml.LocalDateTime:
+		out = append(out, path)
+	}
+	return out
 }
 
 // jsonShape turns decoded TOML into the shape JSON decoding gives.
