@@ -306,7 +306,11 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		return nil, fmt.Errorf("starting the session: %w", err)
 	}
 	// Reap it should it exit while we still run (tests run Main in-process).
-	go cmd.Wait()
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
 
 	var longest time.Duration
 	for _, s := range cfg.Servers {
@@ -358,6 +362,12 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	}
 	switch {
 	case msg.Error != nil:
+		// The session stops its servers and exits: wait for it, so that
+		// the next command does not reach it on its way out.
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+		}
 		return nil, msg.Error
 	case msg.Running:
 		return nil, nil
