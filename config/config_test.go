@@ -136,6 +136,23 @@ func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 	if got := r.Redact(`Post "` + r.URL + `/x": refused`); got != `Post "http://user:<redacted>@127.0.0.1:1/mcp/x": refused` {
 		t.Errorf("Redact = %s", got)
 	}
+	// Written as Go would not write it back: not parsed, so not re-encoded.
+	for _, pass := range []string{"Hunter2!", "%41bc%2fdef", "p@ss(w)'rd*"} {
+		for _, u := range []string{"http://user:" + pass + "@h.example/mcp", "http://user:" + pass + "@${QA_HOST}/mcp"} {
+			cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "`+u+`"}}}`, map[string]string{"QA_HOST": "h.example"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			r := cfg.Server("r")
+			enc.Encode([]any{cfg.Document(false), cfg.Resolved(false), r.Redact(r.URL), r.Redact("dial " + r.URL + ": refused")})
+			if strings.Contains(out.String(), pass) || !strings.Contains(out.String(), "user:<redacted>@") {
+				t.Errorf("%s: the password is shown: %s", u, out.String())
+			}
+		}
+	}
 }
 
 // Roots written as the file:// URIs they are sent as, and ~ alone, are

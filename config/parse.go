@@ -423,12 +423,19 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if v, p, ok := r.get("url"); ok {
 		r.note("url", p)
 		s.URL = r.str("url", p, v)
-		if u, err := url.Parse(s.URL); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && pw != "" {
-				// A password written in the URL is a secret like a header's.
-				s.secrets = append(s.secrets, pw)
-				s.shown[s.URL] = hideURLPassword(s.shown[s.URL], s.URL)
+		if start, end, ok := urlPassword(s.URL); ok {
+			// A password written in the URL is a secret like a header's,
+			// as written and as it reads once percent-decoded.
+			pw := s.URL[start:end]
+			s.secrets = append(s.secrets, pw)
+			if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+				s.secrets = append(s.secrets, dec)
 			}
+			shown := s.URL
+			if sh, ok := s.shown[s.URL]; ok {
+				shown = sh
+			}
+			s.shown[s.URL] = hideURLPassword(shown)
 		}
 	}
 	if v, p, ok := r.get("type"); ok {

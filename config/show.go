@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -202,17 +201,37 @@ func (c *Config) Document(showSecrets bool) map[string]any {
 	return doc
 }
 
-// hideURLPassword is rawURL (or shown, the text that stands for it) with
-// the password of its userinfo shown as Redacted.
-func hideURLPassword(shown, rawURL string) string {
-	if shown == "" {
-		shown = rawURL
+// urlPassword finds the password of a URL's userinfo (scheme://user:PASS@host)
+// as written, without decoding or parsing it: a URL with ${...} in it does
+// not parse, and a parsed one re-encodes what it gives back.
+func urlPassword(text string) (start, end int, ok bool) {
+	i := strings.Index(text, "://")
+	if i < 0 {
+		return 0, 0, false
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return shown
+	auth := i + 3
+	stop := len(text)
+	if j := strings.IndexAny(text[auth:], "/?#"); j >= 0 {
+		stop = auth + j
 	}
-	return strings.Replace(shown, u.User.String()+"@", url.User(u.User.Username()).String()+":"+Redacted+"@", 1)
+	at := strings.LastIndexByte(text[auth:stop], '@')
+	if at < 0 {
+		return 0, 0, false
+	}
+	colon := strings.IndexByte(text[auth:auth+at], ':')
+	if colon < 0 || colon+1 == at {
+		return 0, 0, false
+	}
+	return auth + colon + 1, auth + at, true
+}
+
+// hideURLPassword is text with the password of its URL's userinfo shown as
+// Redacted.
+func hideURLPassword(text string) string {
+	if start, end, ok := urlPassword(text); ok {
+		return text[:start] + Redacted + text[end:]
+	}
+	return text
 }
 
 // written is the server's object as its file has it.
@@ -222,7 +241,7 @@ func (s *Server) written(showSecrets bool) map[string]any {
 		out[k] = v
 	}
 	if u, ok := out["url"].(string); ok && !showSecrets {
-		out["url"] = hideURLPassword("", u)
+		out["url"] = hideURLPassword(u)
 	}
 	for _, field := range []string{"env", "headers"} {
 		m, ok := out[field].(map[string]any)
