@@ -64,6 +64,8 @@ hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
 hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 		{"empty file", [][2]string{{"mcp.json", " \n"}}, nil, `mcp.json: the file is empty
 hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
+		{"only a byte order mark", [][2]string{{"mcp.json", "\uFEFF\n"}}, nil, `mcp.json: the file is empty
+hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
 		{"empty TOML file", [][2]string{{"mcp.toml", ""}}, nil, `mcp.toml: the file is empty
 hint: a config names its servers: [servers.NAME] with command = "..."`},
 		{"byte order mark", [][2]string{{"mcp.json", "\uFEFF{\"servers\": {\"a\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:36: servers.a.agrs: unknown field

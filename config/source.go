@@ -72,17 +72,17 @@ func (d *document) where(path []string) string {
 // readDocument decodes a config file: TOML by its extension, else JSON with
 // the comments and trailing commas VS Code allows.
 func readDocument(file string, data []byte) (*document, error) {
+	if bytes.HasPrefix(data, []byte("\uFEFF")) {
+		// A byte order mark, as Windows editors write; editors do not
+		// count it in columns either.
+		data = data[3:]
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		hint := `a config names its servers: {"servers": {"NAME": {"command": "..."}}}`
 		if strings.EqualFold(filepath.Ext(file), ".toml") {
 			hint = `a config names its servers: [servers.NAME] with command = "..."`
 		}
 		return nil, &Error{File: file, Msg: "the file is empty", Hint: hint}
-	}
-	if bytes.HasPrefix(data, []byte("\uFEFF")) {
-		// A byte order mark, as Windows editors write; editors do not
-		// count it in columns either.
-		data = data[3:]
 	}
 	if strings.EqualFold(filepath.Ext(file), ".toml") {
 		return readTOML(file, data)

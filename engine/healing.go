@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -72,6 +73,7 @@ func (l *healingListener) Addr() net.Addr {
 func (l *healingListener) watch() {
 	tick := time.NewTicker(healEvery)
 	defer tick.Stop()
+	failing := false // said once, until it works
 	for {
 		select {
 		case <-l.stop:
@@ -81,10 +83,16 @@ func (l *healingListener) watch() {
 		if _, err := os.Lstat(l.path); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		nl, err := listenSocket(l.path)
-		if l.onHeal != nil {
+		// A cleaner of /tmp may have taken the directory too.
+		err := ensureDir(filepath.Dir(l.path))
+		var nl net.Listener
+		if err == nil {
+			nl, err = listenSocket(l.path)
+		}
+		if l.onHeal != nil && (err == nil || !failing) {
 			l.onHeal(err)
 		}
+		failing = err != nil
 		if err != nil {
 			continue
 		}

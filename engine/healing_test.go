@@ -55,6 +55,24 @@ func TestHealingListener(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the new socket: %v, %v", st, err)
 	}
+	// The directory too, as a cleaner of /tmp may take it.
+	if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-heals:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * healEvery):
+		t.Fatal("the socket and its directory were not made again")
+	}
+	c2, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	<-accepted
 	l.Close()
 	if _, ok := <-accepted; ok {
 		t.Error("Accept went on after Close")
