@@ -17,6 +17,10 @@ func aboveHardLimits(l Limits) []string {
 	if mayRaiseLimits() {
 		return nil
 	}
+	var cpuHard uint64 // what applyLimits sets: a second past the soft limit
+	if l.CPUTime > 0 {
+		cpuHard = uint64((l.CPUTime+time.Second-1)/time.Second) + 1
+	}
 	var out []string
 	for _, lim := range []struct {
 		field string
@@ -25,7 +29,7 @@ func aboveHardLimits(l Limits) []string {
 		shown string
 	}{
 		{"memory", unix.RLIMIT_DATA, uint64(max(l.Memory, 0)), strconv.FormatInt(l.Memory, 10) + " bytes"},
-		{"cpuTime", unix.RLIMIT_CPU, uint64((l.CPUTime + time.Second - 1) / time.Second), l.CPUTime.String()},
+		{"cpuTime", unix.RLIMIT_CPU, cpuHard, l.CPUTime.String()},
 		{"openFiles", unix.RLIMIT_NOFILE, uint64(max(l.OpenFiles, 0)), strconv.Itoa(l.OpenFiles)},
 		{"processes", unix.RLIMIT_NPROC, uint64(max(l.Processes, 0)), strconv.Itoa(l.Processes)},
 	} {

@@ -29,10 +29,12 @@ func TestLimitAboveHardLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	over := time.Duration(rl.Max+1) * time.Second
+	// The server's hard limit is a second past cpuTime: cpuTime at the
+	// hard limit itself is already over.
+	over := time.Duration(rl.Max) * time.Second
 	cfg, err := loadFile(t, "mcp.json", fmt.Sprintf(`{"servers": {
   "over": {"command": "sh", "limits": {"cpuTime": %q}},
-  "within": {"command": "sh", "limits": {"cpuTime": "1s"}}}}`, over), nil)
+  "within": {"command": "sh", "limits": {"cpuTime": %q}}}}`, over, over-time.Second), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
