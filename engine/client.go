@@ -220,7 +220,12 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	stopWatch := c.watchStopped(cancel)
 	resp, err := c.http(accept == ndjsonType || path == "/"+APIVersion+"/answer").Do(req)
-	stopWatch()
+	if err != nil || accept != ndjsonType {
+		// An answer is whole once its head is in; a stream is watched
+		// until its body is closed.
+		stopWatch()
+		stopWatch = func() {}
+	}
 	if err != nil {
 		var stopped *Error
 		if errors.As(context.Cause(reqCtx), &stopped) && ctx.Err() == nil {
@@ -250,6 +255,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer cancel(nil)
+		defer stopWatch()
 		defer resp.Body.Close()
 		var wire struct {
 			Error *Error `json:"error"`
@@ -259,7 +265,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		}
 		return nil, errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
 	}
-	resp.Body = &cancellingBody{ReadCloser: resp.Body, cancel: cancel}
+	resp.Body = &cancellingBody{ReadCloser: resp.Body, ctx: reqCtx, cancel: cancel, stopWatch: stopWatch}
 	return resp, nil
 }
 

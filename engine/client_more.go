@@ -186,6 +186,11 @@ func (c *Client) stream(ctx context.Context, method, path string, body any, onLi
 			return err
 		}
 	}
+	if cb, ok := resp.Body.(*cancellingBody); ok && ctx.Err() == nil {
+		if e := cb.stopped(); e != nil {
+			return e
+		}
+	}
 	if err := sc.Err(); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 		return errorf(KindUnavailable, "", "the session stopped answering: %v", err).wrap(err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -26,11 +27,24 @@ func (c *Client) watchStopped(cancel context.CancelCauseFunc) (stop func()) {
 	var mu sync.Mutex
 	var t *time.Timer
 	done := false
+	traced := 0 // looks in a row that found it stopped while traced
 	var check func()
 	check = func() {
-		if pid := int(c.sessionPID.Load()); pid > 0 && processStopped(pid) {
+		pid := int(c.sessionPID.Load())
+		switch state := processState(pid); {
+		case pid <= 0:
+		case state == 'T':
 			cancel(sessionStopped(pid))
 			return
+		case state == 't':
+			// A tracer (strace, a debugger) stops it for a moment at
+			// each step; stopped at a breakpoint, it stays so.
+			if traced++; traced == 3 {
+				cancel(sessionStopped(pid))
+				return
+			}
+		default:
+			traced = 0
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -50,14 +64,26 @@ func (c *Client) watchStopped(cancel context.CancelCauseFunc) (stop func()) {
 }
 
 // cancellingBody ends its request's context when it is closed: the answer
-// is read after do returns.
+// is read after do returns. A stream's watchStopped runs until then.
 type cancellingBody struct {
 	io.ReadCloser
-	cancel context.CancelCauseFunc
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopWatch func()
 }
 
 func (b *cancellingBody) Close() error {
+	b.stopWatch()
 	err := b.ReadCloser.Close()
 	b.cancel(nil)
 	return err
+}
+
+// stopped is the error of a stream cut because the session is stopped.
+func (b *cancellingBody) stopped() *Error {
+	var e *Error
+	if errors.As(context.Cause(b.ctx), &e) {
+		return e
+	}
+	return nil
 }

@@ -6,17 +6,17 @@ import (
 	"strconv"
 )
 
-// processStopped reports whether process pid is stopped by a signal or
-// traced (state T or t in /proc/PID/stat).
-func processStopped(pid int) bool {
+// processState is process pid's state letter in /proc/PID/stat (T:
+// stopped by a signal, t: stopped while traced), or 0 when unknown.
+func processState(pid int) byte {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return 0
 	}
 	// The state follows the command name, which may hold spaces and ')'.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 || i+2 >= len(data) {
-		return false
+		return 0
 	}
-	return data[i+2] == 'T' || data[i+2] == 't'
+	return data[i+2]
 }

@@ -2,6 +2,6 @@
 
 package engine
 
-// processStopped: only Linux's /proc says so cheaply; elsewhere a stopped
+// processState: only Linux's /proc says so cheaply; elsewhere a stopped
 // session is waited for, as before.
-func processStopped(pid int) bool { return false }
+func processState(pid int) byte { return 0 }
