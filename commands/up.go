@@ -158,12 +158,8 @@ var errSessionGone = errors.New("the session ended")
 
 func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cfg *config.Config, client *engine.Client, sess *engine.Session) error {
 	if opts.notifyFD == 0 {
-		if st, err := client.Status(ctx); err == nil {
-			noteTTL(env, st, opts.ttl)
-			if opts.logLevel != "" {
-				env.note("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
-			}
-			return alreadyUp(ctx, env, p, client, sess, cfg)
+		if _, err := client.Status(ctx); err == nil {
+			return alreadyUp(ctx, env, p, opts, client, sess, cfg)
 		}
 	}
 	if opts.foreground {
@@ -181,7 +177,7 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 		return err
 	}
 	if st == nil { // another up won the race to start the session
-		return alreadyUp(ctx, env, p, client, sess, cfg)
+		return alreadyUp(ctx, env, p, opts, client, sess, cfg)
 	}
 	if env.StderrTTY {
 		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
@@ -199,12 +195,16 @@ func noteTTL(env *Env, st *engine.Status, ttl time.Duration) {
 
 // alreadyUp reports a session that another `up` started, once it has
 // started its servers: a second `up` during the first one's start waits.
-func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.Client, sess *engine.Session, cfg *config.Config) error {
-	var longest time.Duration
+func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions, client *engine.Client, sess *engine.Session, cfg *config.Config) error {
+	var longest, longestStop time.Duration
 	for _, s := range cfg.Servers {
 		longest = max(longest, s.StartupTimeout)
+		longestStop = max(longestStop, s.ShutdownTimeout)
 	}
 	deadline := time.Now().Add(longest + 10*time.Second)
+	// A down stops the servers together, each within its shutdown timeout
+	// and a kill after it.
+	stopDeadline := time.Now().Add(longestStop + 10*time.Second)
 	for {
 		st, err := client.Status(ctx)
 		switch {
@@ -215,10 +215,14 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, client *engine.
 			return errSessionGone
 		case err != nil:
 			return err
-		case st.Session.Stopping && time.Now().Before(deadline):
+		case st.Session.Stopping && time.Now().Before(stopDeadline):
 			// A down is under way: wait for the session to be gone.
 		case st.Session.Ready || time.Now().After(deadline):
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
+			noteTTL(env, st, opts.ttl)
+			if opts.logLevel != "" {
+				env.note("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
+			}
 			if !slices.Equal(st.Session.ConfigFiles, cfg.Paths) && len(st.Session.ConfigFiles) > 0 {
 				// A session named by --session may run another project's
 				// config: its servers are not this one's.
