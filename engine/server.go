@@ -638,22 +638,33 @@ func (s *server) unavailableLocked() *Error {
 }
 
 // skippedLinesPerMinute bounds the lines of a server's stdout that were
-// not JSON-RPC logged in a minute: a server printing its own logs there
-// would otherwise push the session's history out of its log.
+// not JSON-RPC logged in a minute (skippedLinesWindow): a server printing
+// its own logs there would otherwise push the session's history out of its
+// log.
 const skippedLinesPerMinute = 10
 
+var skippedLinesWindow = time.Minute // a var for tests
+
 // skippedLineLogger logs the lines of stdout that were not JSON-RPC, up to
-// skippedLinesPerMinute a minute, and then how many more there were. Its
-// reader calls it from one goroutine.
+// skippedLinesPerMinute a minute; how many more there were is logged when
+// the minute is over.
 func (s *server) skippedLineLogger() func(line []byte, why string) {
+	var mu sync.Mutex
 	var since time.Time
 	var logged, dropped int
+	report := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if dropped > 0 {
+			s.log.Warn("skipped more lines on stdout that were not JSON-RPC, not logged", "lines", dropped, "since", since.Format(time.RFC3339))
+		}
+		logged, dropped = 0, 0
+	}
 	return func(line []byte, why string) {
-		if now := time.Now(); now.Sub(since) >= time.Minute {
-			if dropped > 0 {
-				s.log.Warn("skipped more lines on stdout that were not JSON-RPC, not logged", "lines", dropped, "since", since.Format(time.RFC3339))
-			}
-			since, logged, dropped = now, 0, 0
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); logged == 0 || logged < skippedLinesPerMinute && now.Sub(since) >= skippedLinesWindow {
+			since, logged = now, 0
 		}
 		if logged == skippedLinesPerMinute {
 			dropped++
@@ -663,6 +674,7 @@ func (s *server) skippedLineLogger() func(line []byte, why string) {
 		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
 		if logged == skippedLinesPerMinute {
 			s.log.Warn("more lines on stdout that are not JSON-RPC are counted, not logged, until a minute has passed", "limit", skippedLinesPerMinute)
+			time.AfterFunc(time.Until(since.Add(skippedLinesWindow)), report)
 		}
 	}
 }
