@@ -107,10 +107,7 @@ func (env *Env) configPaths() ([]string, error) {
 		return nil, err
 	}
 	for _, p := range d.Files {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		env.cfgPaths = append(env.cfgPaths, p)
+		env.cfgPaths = append(env.cfgPaths, canonicalPath(p))
 	}
 	return env.cfgPaths, nil
 }
@@ -170,7 +167,7 @@ func (env *Env) session() (*engine.Session, error) {
 	// A session named needs no config to be found: status, down and the
 	// rest reach it from anywhere.
 	var nf *config.NotFoundError
-	if err != nil && name == "" && errors.As(err, &nf) && nf.Path != "" && nf.Why == "" {
+	if err != nil && name == "" && errors.As(err, &nf) && nf.Why == "" && (nf.Path != "" || len(nf.Looked) > 0) {
 		if sess := env.sessionOfGoneConfig(); sess != nil {
 			return sess, nil
 		}
@@ -182,14 +179,28 @@ func (env *Env) session() (*engine.Session, error) {
 }
 
 // sessionOfGoneConfig is the running session of config files named by
-// --config or $MCPCTL_CONFIG that no longer all exist (moved or deleted
-// while it ran), so that down, status and the rest still reach it; nil
-// when none runs.
+// --config or $MCPCTL_CONFIG, or of the file discovery would find, that no
+// longer all exist (moved or deleted while it ran), so that down, status
+// and the rest still reach it; nil when none runs.
 func (env *Env) sessionOfGoneConfig() *engine.Session {
 	named := env.configFlags
 	if len(named) == 0 {
 		named = slices.DeleteFunc(filepath.SplitList(env.getenv("MCPCTL_CONFIG")), func(p string) bool { return p == "" })
 	}
+	if len(named) > 0 {
+		return env.runningSessionOf(named)
+	}
+	for _, c := range config.Candidates {
+		if sess := env.runningSessionOf([]string{c}); sess != nil {
+			return sess
+		}
+	}
+	return nil
+}
+
+// runningSessionOf is the session of the config files named, when it
+// runs, with a warning naming those that are gone.
+func (env *Env) runningSessionOf(named []string) *engine.Session {
 	var paths, gone []string
 	for _, p := range named {
 		if !filepath.IsAbs(p) {
@@ -198,12 +209,9 @@ func (env *Env) sessionOfGoneConfig() *engine.Session {
 		if _, err := os.Stat(p); err != nil {
 			gone = append(gone, filepath.Base(p))
 		}
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		} else if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			p = filepath.Join(dir, filepath.Base(p))
+		if p = canonicalPath(p); !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
-		paths = append(paths, p)
 	}
 	sess, err := engine.SessionFor(paths, "", env.getenv)
 	if err != nil {
@@ -214,6 +222,28 @@ func (env *Env) sessionOfGoneConfig() *engine.Session {
 	}
 	env.note("warning: config %s no longer exists; using the session it started", strings.Join(gone, ", "))
 	return sess
+}
+
+// canonicalPath is the path that names a session: symlinks resolved, of
+// its directory when the file itself is gone.
+func canonicalPath(p string) string {
+	for range 8 { // a dangling symlink names the file it pointed to
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return real
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(dir, filepath.Base(p))
+	}
+	return p
 }
 
 // engineOptions are the options of every engine this CLI starts, in a

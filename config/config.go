@@ -357,7 +357,7 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 			if st, err := os.Stat(p); err != nil || st.IsDir() {
 				return d, notFound(n, err)
 			}
-			if slices.Contains(d.Files, p) {
+			if slices.ContainsFunc(d.Files, func(f string) bool { return sameFile(f, p) }) {
 				continue // named twice: read once
 			}
 			d.Files = append(d.Files, p)
@@ -374,6 +374,13 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 		looked = append(looked, "./"+filepath.ToSlash(c))
 	}
 	return d, &NotFoundError{Looked: looked}
+}
+
+// sameFile reports whether paths a and b, which exist, are one file.
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // Find returns the first config file [Discover] chooses.
