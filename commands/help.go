@@ -21,9 +21,26 @@ func newHelpCmd() *cli.Command {
 		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
 		// "mcpctl help help" is this command's own help, not a sub-help.
 		HideHelpCommand: true,
+		// --help anywhere in "help up --help" would make urfave look for a
+		// subcommand "up" of help itself.
+		SkipFlagParsing: true,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			group := cmd.Lineage()[1]
-			words := cmd.Args().Slice()
+			var words []string
+			askedHelp := false
+			for _, w := range cmd.Args().Slice() {
+				switch {
+				case w == "--help" || w == "-h" || w == "-help":
+					askedHelp = true
+				case strings.HasPrefix(w, "-"):
+					return usagef(fmt.Sprintf("unknown flag %s", w), "see: mcpctl help --help")
+				default:
+					words = append(words, w)
+				}
+			}
+			if askedHelp && len(words) == 0 {
+				return cli.ShowCommandHelp(ctx, group, "help")
+			}
 			if len(words) == 0 {
 				if group == cmd.Root() {
 					return cli.ShowRootCommandHelp(group)
