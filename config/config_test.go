@@ -137,7 +137,7 @@ func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 		t.Errorf("Redact = %s", got)
 	}
 	// Written as Go would not write it back: not parsed, so not re-encoded.
-	for _, pass := range []string{"Hunter2!", "%41bc%2fdef", "p@ss(w)'rd*"} {
+	for _, pass := range []string{"Hunter2!", "%41bc%2fdef", "p@ss(w)'rd*", "p@SS"} {
 		for _, u := range []string{"http://user:" + pass + "@h.example/mcp", "http://user:" + pass + "@${QA_HOST}/mcp"} {
 			cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "`+u+`"}}}`, map[string]string{"QA_HOST": "h.example"})
 			if err != nil {
@@ -175,6 +175,23 @@ func TestRootsAsURIsAndHome(t *testing.T) {
 	}
 	_, err = Parse("inline", []byte(`{"servers": {"a": {"command": "x", "roots": ["https://h/x"]}}}`), dir, vars)
 	if err == nil || !strings.Contains(err.Error(), `servers.a.roots[0]: "https://h/x" is not a directory of this machine`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// A user alone in a URL (a token: https://TOKEN@host) is hidden as a
+// password is; a URL whose password was not encoded is told so, hidden.
+func TestURLUserTokenHidden(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "http://TOKENONLY1@h.example/mcp"}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Server("r")
+	if doc, _ := json.Marshal(cfg.Document(false)); strings.Contains(string(doc), "TOKENONLY1") || strings.Contains(r.Redact("dial "+r.URL), "TOKENONLY1") {
+		t.Errorf("the token is shown: %s", doc)
+	}
+	_, err = loadFile(t, "mcp.json", `{"servers": {"r": {"url": "http://u:PW#frag@h.example/mcp"}}}`, nil)
+	if err == nil || strings.Contains(err.Error(), "PW#frag") || !strings.Contains(err.Error(), `"http://u:<redacted>@h.example/mcp" is not a URL with a host`) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -242,12 +259,12 @@ func TestWholeNumbersWrittenAsFloats(t *testing.T) {
 
 // A ws:// or wss:// url without a type is a WebSocket server.
 func TestWebSocketTypeFromURL(t *testing.T) {
-	cfg, err := Parse("inline", []byte(`{"servers": {"w": {"url": "wss://h/mcp"}, "h": {"url": "https://h/mcp"}}}`), t.TempDir(), nil)
+	cfg, err := Parse("inline", []byte(`{"servers": {"w": {"url": "wss://h/mcp"}, "W": {"url": "WSS://h/mcp"}, "h": {"url": "https://h/mcp"}}}`), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, h := cfg.Server("w"), cfg.Server("h"); w.Type != "ws" || h.Type != "http" || !h.TypeImplied {
-		t.Errorf("w: %s, h: %s (implied %v)", w.Type, h.Type, h.TypeImplied)
+	if w, W, h := cfg.Server("w"), cfg.Server("W"), cfg.Server("h"); w.Type != "ws" || W.Type != "ws" || h.Type != "http" || !h.TypeImplied {
+		t.Errorf("w: %s, W: %s, h: %s (implied %v)", w.Type, W.Type, h.Type, h.TypeImplied)
 	}
 }
 

@@ -60,6 +60,8 @@ hint: servers of type sse are reached at "url"`},
 		{"both keys", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\"}},\n \"mcpServers\": {\"b\": {\"command\": \"y\"}}}"}}, nil, `mcp.json:2:2: mcpServers: both "servers" and "mcpServers" are present
 hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
 		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
+		{"blank input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input: }\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input: } names no input
+hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 		{"empty input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input:}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input:} names no input
 hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 		{"empty file", [][2]string{{"mcp.json", " \n"}}, nil, `mcp.json: the file is empty

@@ -107,7 +107,7 @@ func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 		name = strings.TrimPrefix(name, "env:")
 	case strings.HasPrefix(name, "input:"):
 		id := strings.TrimPrefix(name, "input:")
-		if id == "" {
+		if strings.TrimSpace(id) == "" {
 			return "", false, &expandError{ref: ref, msg: "names no input", hint: `write ${input:ID}, with the id of an input declared in "inputs"`}
 		}
 		if v.Input == nil {

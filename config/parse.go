@@ -380,6 +380,12 @@ func unpassable(field, name, value string) (msg, hint string, key bool) {
 	return "", "", false
 }
 
+// hasPrefixFold is strings.HasPrefix without regard to case, as URL
+// schemes are.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
 // HeaderProblem says why an HTTP header NAME: VALUE cannot be sent, or ""
 // when it can; the value is never shown.
 func HeaderProblem(name, value string) string {
@@ -621,7 +627,7 @@ func (r *fieldReader) checkTransport() {
 		switch {
 		case s.Command != "" || r.unexpanded["command"]:
 			s.Type = "stdio"
-		case strings.HasPrefix(s.URL, "ws://") || strings.HasPrefix(s.URL, "wss://"):
+		case hasPrefixFold(s.URL, "ws://") || hasPrefixFold(s.URL, "wss://"):
 			s.Type = "ws"
 		case s.URL != "" || r.unexpanded["url"]:
 			s.Type, s.TypeImplied = "http", true
@@ -656,8 +662,12 @@ func (r *fieldReader) checkTransport() {
 		if _, p, ok := r.get("url"); ok {
 			u, err := url.Parse(s.URL)
 			schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[s.Type]
-			if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
+			switch {
+			case err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme)):
 				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), "")
+			case err != nil || u.Host == "":
+				d.errorAt(p, false, fmt.Sprintf("%q is not a URL with a host", s.Redact(s.URL)),
+					"in a user or password, write @ : / ? # as %40 %3A %2F %3F %23")
 			}
 		}
 	}

@@ -210,8 +210,10 @@ func urlPassword(text string) (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	auth := i + 3
+	// The authority ends at the path; a password may hold a ? or # that
+	// should have been encoded, and an @ (the last one ends it).
 	stop := len(text)
-	if j := strings.IndexAny(text[auth:], "/?#"); j >= 0 {
+	if j := strings.IndexByte(text[auth:], '/'); j >= 0 {
 		stop = auth + j
 	}
 	at := strings.LastIndexByte(text[auth:stop], '@')
@@ -219,7 +221,11 @@ func urlPassword(text string) (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	colon := strings.IndexByte(text[auth:auth+at], ':')
-	if colon < 0 || colon+1 == at {
+	if colon < 0 {
+		// A user alone (https://TOKEN@host) is as secret as a password.
+		return auth, auth + at, at > 0
+	}
+	if colon+1 == at {
 		return 0, 0, false
 	}
 	return auth + colon + 1, auth + at, true

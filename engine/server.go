@@ -671,7 +671,7 @@ func (s *server) skippedLineLogger() func(line []byte, why string) {
 			return
 		}
 		logged++
-		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(string(line), 200))
+		s.log.Warn("skipped a line on stdout", "why", why, "line", truncate(s.cfg().Redact(string(line)), 200))
 		if logged == skippedLinesPerMinute {
 			s.log.Warn("more lines on stdout that are not JSON-RPC are counted, not logged, until a minute has passed", "limit", skippedLinesPerMinute)
 			time.AfterFunc(time.Until(since.Add(skippedLinesWindow)), report)
