@@ -130,9 +130,9 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 // sessionDirs makes the session's runtime and state directories, or says
 // which variable names one that cannot be made.
 func (env *Env) sessionDirs(sess *engine.Session) error {
-	for _, d := range []struct{ dir, what, mine, xdg string }{
-		{sess.Dir, "runtime", "MCPCTL_RUNTIME_DIR", "XDG_RUNTIME_DIR"},
-		{sess.StateDir, "state", "MCPCTL_STATE_DIR", "XDG_STATE_HOME"},
+	for _, d := range []struct{ dir, what, mine, xdg, base string }{
+		{sess.Dir, "runtime", "MCPCTL_RUNTIME_DIR", "XDG_RUNTIME_DIR", "TMPDIR"},
+		{sess.StateDir, "state", "MCPCTL_STATE_DIR", "XDG_STATE_HOME", "HOME"},
 	} {
 		err := os.MkdirAll(d.dir, 0o700)
 		if err == nil {
@@ -143,7 +143,7 @@ func (env *Env) sessionDirs(sess *engine.Session) error {
 			err = pe.Err
 		}
 		msg := fmt.Sprintf("cannot make the session's %s directory %s: %v", d.what, d.dir, err)
-		for _, v := range []string{d.mine, d.xdg} {
+		for _, v := range []string{d.mine, d.xdg, d.base} {
 			if env.getenv(v) != "" {
 				return usagef(msg, fmt.Sprintf("it comes from $%s; point it at a directory you may write", v))
 			}
