@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -23,6 +24,9 @@ type healingListener struct {
 	// onHeal, when set (before the first Accept), hears of each new
 	// listen: err is nil when it worked.
 	onHeal func(err error)
+	// relock takes the session's lock again if its file went with the
+	// directory: another session could otherwise take a new one.
+	relock func() error
 
 	once   sync.Once
 	stop   chan struct{}
@@ -83,8 +87,17 @@ func (l *healingListener) watch() {
 		if _, err := os.Lstat(l.path); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		// A cleaner of /tmp may have taken the directory too.
+		// A cleaner of /tmp may have taken the directory too, lock and all.
 		err := ensureDir(filepath.Dir(l.path))
+		if err == nil && l.relock != nil {
+			if err = l.relock(); errors.Is(err, ErrSessionRunning) {
+				// Another session took the lock: the path is its own now.
+				if l.onHeal != nil {
+					l.onHeal(fmt.Errorf("another session holds its lock now: %w", err))
+				}
+				return
+			}
+		}
 		var nl net.Listener
 		if err == nil {
 			nl, err = listenSocket(l.path)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -172,7 +173,30 @@ func (s *Session) Listen() (ln net.Listener, release func(), err error) {
 		release()
 		return nil, nil, err
 	}
-	return &peerListener{Listener: newHealingListener(s.Socket, l)}, release, nil
+	hl := newHealingListener(s.Socket, l)
+	var mu sync.Mutex
+	locks := []*os.File{lock}
+	hl.relock = func() error {
+		if _, err := os.Lstat(s.Lock); err == nil {
+			return nil
+		}
+		f, err := lockFile(s.Lock)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		locks = append(locks, f)
+		mu.Unlock()
+		return nil
+	}
+	release = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, f := range locks {
+			f.Close()
+		}
+	}
+	return &peerListener{Listener: hl}, release, nil
 }
 
 // Running reports whether a session process holds the session's lock.
