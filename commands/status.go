@@ -141,12 +141,7 @@ func (env *Env) loadConfigForNames() (cfg *config.Config, cfgErr *engine.Error, 
 	if perr != nil {
 		return nil, nil, err
 	}
-	lenient, lerr := config.LoadFiles(paths, config.Options{WorkDir: env.WorkDir, LookupEnv: func(name string) (string, bool) {
-		if v, ok := env.LookupEnv(name); ok {
-			return v, true
-		}
-		return "", true
-	}})
+	lenient, lerr := config.LoadFiles(paths, config.Options{WorkDir: env.WorkDir, LookupEnv: env.LookupEnv, Unresolved: true})
 	if lerr != nil {
 		return nil, nil, err
 	}

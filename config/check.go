@@ -155,8 +155,9 @@ func Validate(paths []string, opts Options) (servers []string, problems Errors, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// An input stands for itself: validating must not need its value.
-	opts.Ask = func(in Input) (string, error) { return "${input:" + in.ID + "}", nil }
+	// Validating must not need an input's value: what it would fill is
+	// not checked.
+	opts.Ask = func(in Input) (string, error) { return "", errValueUnknown }
 	cfg, problems, err := loadAll(files, opts)
 	if err != nil {
 		return nil, nil, err

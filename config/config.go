@@ -409,6 +409,11 @@ type Options struct {
 	// environment, else their declared default. The value is used, never
 	// written anywhere.
 	Ask func(in Input) (string, error)
+	// Unresolved loads the files as written: a ${...} without a value is
+	// left empty instead of an error, and what it leaves empty is not
+	// checked. Such a config serves to list names and show the file; its
+	// servers cannot run.
+	Unresolved bool
 	// NoAskHint, when set, is the hint for an input without a value
 	// (given its $MCPCTL_INPUT_<ID>), where nobody can be asked: a
 	// background session says how a reload gives it one.

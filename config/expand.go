@@ -16,17 +16,25 @@ type Vars struct {
 	UserHome string
 	// Input resolves ${input:ID}; nil means inputs cannot be resolved.
 	Input func(id string) (string, error)
+
+	unresolved bool // Options.Unresolved
 }
 
 // An expandError says which reference in a value could not be resolved.
 // It never holds a resolved value, so it cannot leak a secret.
 type expandError struct {
-	ref  string // the reference as written, e.g. ${BRAVE_API_KEY}
-	msg  string
-	hint string
+	ref   string // the reference as written, e.g. ${BRAVE_API_KEY}
+	msg   string
+	hint  string
+	cause error
 }
 
 func (e *expandError) Error() string { return e.ref + " " + e.msg }
+func (e *expandError) Unwrap() error { return e.cause }
+
+// errValueUnknown is what Validate's inputs answer: a value that will be
+// there at run time, but is not now. What it would fill is not checked.
+var errValueUnknown = errors.New("not known until the servers run")
 
 // expand replaces ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID},
 // ${workspaceFolder} and ${userHome} in s, and $$ with a literal $. Any other

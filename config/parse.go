@@ -124,7 +124,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		if d.unusable {
 			continue
 		}
-		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value}
+		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value, unresolved: opts.Unresolved}
 		if lvl, ok := d.root["logLevel"].(string); ok {
 			cfg.LogLevel = lvl
 		}
@@ -265,6 +265,17 @@ func (r *fieldReader) note(field string, path []string) {
 
 func (r *fieldReader) str(field string, path []string, v any) string {
 	out, shown, secrets, err := expand(v.(string), r.vars)
+	if err != nil && (r.vars.unresolved || errors.Is(err, errValueUnknown)) {
+		var ee *expandError
+		if errors.As(err, &ee) {
+			// Left empty, and not checked: the file as written is wanted.
+			if r.unexpanded == nil {
+				r.unexpanded = map[string]bool{}
+			}
+			r.unexpanded[field] = true
+			return ""
+		}
+	}
 	if err != nil {
 		var ee *expandError
 		if errors.As(err, &ee) {
@@ -966,7 +977,7 @@ func (in *inputs) value(id string) (string, error) {
 		return "", err
 	}
 	if err != nil {
-		return "", &expandError{msg: "has no value: " + err.Error(), hint: fmt.Sprintf("set %s", InputEnv(id))}
+		return "", &expandError{msg: "has no value: " + err.Error(), hint: fmt.Sprintf("set %s", InputEnv(id)), cause: err}
 	}
 	in.values[id] = v
 	return v, nil
