@@ -39,10 +39,11 @@ func runDown(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	client.OnConfigError = nil // the session's config is of no matter now
 	st, err := client.Shutdown(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
 		if !env.noteStale(sess, "there is nothing to stop") {
-			env.note("no session is running for %s", env.configShown())
+			env.note("no session is running for %s", env.sessionShown())
 		}
 		return nil
 	}

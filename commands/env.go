@@ -118,6 +118,19 @@ func (env *Env) configShown() string {
 	return strings.Join(paths, ", ")
 }
 
+// sessionShown names what a command looked for a session of: the session
+// named by --session or $MCPCTL_SESSION, else the config files.
+func (env *Env) sessionShown() string {
+	name := env.sessionFlag
+	if name == "" {
+		name = env.getenv("MCPCTL_SESSION")
+	}
+	if name != "" {
+		return "session " + name
+	}
+	return env.configShown()
+}
+
 // loadConfig reads and checks the config files. Inputs without a
 // $MCPCTL_INPUT_<ID> are asked for when stdin and stderr are a terminal.
 func (env *Env) loadConfig() (*config.Config, error) { return env.loadConfigAsking(env.canAsk()) }
@@ -286,6 +299,6 @@ func (env *Env) noteStale(sess *engine.Session, goingOn string) (noted bool) {
 // runs. A socket a dead session left is removed, and said so, first.
 func (env *Env) noSession(sess *engine.Session, what, hint string) error {
 	env.noteStale(sess, what)
-	return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.configShown(),
+	return &engine.Error{Kind: engine.KindNoSession, Message: "no session is running for " + env.sessionShown(),
 		Hint: []string{"start one with: mcpctl up (" + hint + ")"}}
 }

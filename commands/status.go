@@ -75,9 +75,22 @@ func runStatus(ctx context.Context, env *Env) error {
 	return p.Print(st, func(w io.Writer) error { return statusTable(w, st) })
 }
 
+// stateLabel is a server's state with how it starts when that is not with
+// the session: "stopped (lazy)".
+func stateLabel(s engine.ServerStatus) string {
+	if s.Activation != "" {
+		return string(s.State) + " (" + s.Activation + ")"
+	}
+	return string(s.State)
+}
+
 func statusTable(w io.Writer, st *engine.Status) error {
 	if st.Session != nil {
-		fmt.Fprintf(w, "session %s (pid %d, mcpctl %s)\n\n", st.Session.Name, st.Session.PID, st.Session.Version)
+		stopping := ""
+		if st.Session.Stopping {
+			stopping = ", stopping"
+		}
+		fmt.Fprintf(w, "session %s (pid %d, mcpctl %s%s)\n\n", st.Session.Name, st.Session.PID, st.Session.Version, stopping)
 	}
 	rows := make([][]string, len(st.Servers))
 	for i, s := range st.Servers {
@@ -88,10 +101,7 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		if !s.Since.IsZero() && st.Session != nil {
 			since = time.Since(s.Since).Round(time.Second).String()
 		}
-		state := string(s.State)
-		if s.Activation != "" {
-			state += " (" + s.Activation + ")"
-		}
+		state := stateLabel(s)
 		if s.RestartAt != nil {
 			state += fmt.Sprintf(", restart %d in %s", s.Restarts, time.Until(*s.RestartAt).Round(time.Second/10))
 		}

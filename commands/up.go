@@ -256,7 +256,7 @@ func printUp(p *output.Printer, st *engine.Status) error {
 			if s.State == engine.StateReady || s.State == engine.StateDegraded {
 				started = fmt.Sprintf("%.2fs", s.StartupSeconds)
 			}
-			rows[i] = []string{s.Name, string(s.State), strconv.Itoa(s.Tools), started}
+			rows[i] = []string{s.Name, stateLabel(s), strconv.Itoa(s.Tools), started}
 		}
 		return output.Table(w, []string{"server", "state", "tools", "started in"}, rows)
 	})

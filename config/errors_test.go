@@ -68,6 +68,10 @@ hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
 		{"only a byte order mark", [][2]string{{"mcp.json", "\uFEFF\n"}}, nil, `mcp.json: the file is empty
 hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
+		{"only comments", [][2]string{{"mcp.json", "// servers to come\n/* later */\n"}}, nil, `mcp.json: the file is empty
+hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
+		{"only comments, TOML", [][2]string{{"mcp.toml", "# servers to come\n"}}, nil, `mcp.toml: the file is empty
+hint: a config names its servers: [servers.NAME] with command = "..."`},
 		{"empty TOML file", [][2]string{{"mcp.toml", ""}}, nil, `mcp.toml: the file is empty
 hint: a config names its servers: [servers.NAME] with command = "..."`},
 		{"byte order mark", [][2]string{{"mcp.json", "\uFEFF{\"servers\": {\"a\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:36: servers.a.agrs: unknown field

@@ -550,11 +550,11 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	}
 	if v, p, ok := r.get("maxRestarts"); ok {
 		r.note("maxRestarts", p)
-		s.MaxRestarts = r.whole(p, v)
+		s.MaxRestarts = r.whole(p, v, 0)
 	}
 	if v, p, ok := r.get("failureThreshold"); ok {
 		r.note("failureThreshold", p)
-		s.FailureThreshold = r.whole(p, v)
+		s.FailureThreshold = r.whole(p, v, 1)
 	}
 	if v, p, ok := r.get("healthCheck"); ok {
 		r.note("healthCheck", p)
@@ -707,25 +707,25 @@ func (r *fieldReader) limits() {
 		}
 	}
 	if e, ok := m["openFiles"]; ok {
-		r.s.Limits.OpenFiles = r.whole(at("openFiles"), e)
+		r.s.Limits.OpenFiles = r.whole(at("openFiles"), e, 1)
 	}
 	if e, ok := m["processes"]; ok {
-		r.s.Limits.Processes = r.whole(at("processes"), e)
+		r.s.Limits.Processes = r.whole(at("processes"), e, 1)
 	}
 }
 
 // whole reads a number the schema types as an integer, which JSON Schema
 // lets be written 5.0 or 1e1; one with a fraction, or too large to count
 // anything, is an error at path.
-func (r *fieldReader) whole(path []string, v any) int {
+func (r *fieldReader) whole(path []string, v any, least int) int {
 	n, _ := v.(json.Number)
-	if i, err := n.Int64(); err == nil && i >= 0 && i <= math.MaxInt32 {
+	if i, err := n.Int64(); err == nil && i >= int64(least) && i <= math.MaxInt32 {
 		return int(i)
 	}
-	if f, err := n.Float64(); err == nil && f == math.Trunc(f) && f >= 0 && f <= math.MaxInt32 {
+	if f, err := n.Float64(); err == nil && f == math.Trunc(f) && f >= float64(least) && f <= math.MaxInt32 {
 		return int(f)
 	}
-	r.d.errorAt(path, false, fmt.Sprintf("expected a whole number from 0 to %d, got %s", math.MaxInt32, n), "")
+	r.d.errorAt(path, false, fmt.Sprintf("expected a whole number from %d to %d, got %s", least, math.MaxInt32, n), "")
 	return 0
 }
 

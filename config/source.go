@@ -77,7 +77,7 @@ func readDocument(file string, data []byte) (*document, error) {
 		// count it in columns either.
 		data = data[3:]
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if onlyComments(data) {
 		hint := `a config names its servers: {"servers": {"NAME": {"command": "..."}}}`
 		if strings.EqualFold(filepath.Ext(file), ".toml") {
 			hint = `a config names its servers: [servers.NAME] with command = "..."`
@@ -88,6 +88,33 @@ func readDocument(file string, data []byte) (*document, error) {
 		return readTOML(file, data)
 	}
 	return readJSON(file, data)
+}
+
+// onlyComments reports whether data holds nothing but blanks and the
+// comments of JSON with comments (// to the end of the line, /* */) or TOML
+// (# to the end of the line).
+func onlyComments(data []byte) bool {
+	for i := 0; i < len(data); {
+		switch rest := data[i:]; {
+		case rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r':
+			i++
+		case bytes.HasPrefix(rest, []byte("//")) || rest[0] == '#':
+			end := bytes.IndexByte(rest, '\n')
+			if end < 0 {
+				return true
+			}
+			i += end + 1
+		case bytes.HasPrefix(rest, []byte("/*")):
+			end := bytes.Index(rest[2:], []byte("*/"))
+			if end < 0 {
+				return false // not closed: the parser says so
+			}
+			i += 2 + end + 2
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
