@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,11 +171,11 @@ func (d *Daemon) Handler() http.Handler {
 		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,
-		"POST /v1/reload":          d.serveReload,
-		"POST /v1/servers/start":   post(d.byHand("start", func(ctx context.Context, names []string) error { return e.Start(ctx, names...) })),
-		"POST /v1/servers/stop":    post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) })),
-		"POST /v1/servers/restart": post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) })),
-		"POST /v1/shutdown":        d.serveShutdown,
+		"POST /v1/reload":          d.unlessGone(d.serveReload),
+		"POST /v1/servers/start":   d.unlessGone(post(d.byHand("start", func(ctx context.Context, names []string) error { return e.Start(ctx, names...) }))),
+		"POST /v1/servers/stop":    d.unlessGone(post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) }))),
+		"POST /v1/servers/restart": d.unlessGone(post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) }))),
+		"POST /v1/shutdown":        d.unlessGone(d.serveShutdown),
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.inflight.Add(1)
@@ -413,6 +414,33 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 	server, _, _ := SplitName(req.Name)
 	d.audit.Record(AuditEntry{Event: "call", UID: peerUID(r.Context()), RequestID: RequestID(r.Context()),
 		Server: server, Name: req.Name, Args: argNames(&req), DurationMs: &ms, Outcome: outcome})
+}
+
+// goneGrace is how long an act waits to learn that its client hung up.
+const goneGrace = 20 * time.Millisecond
+
+// unlessGone runs h, an act (stop, restart, shutdown, reload), only if its
+// client is still there: one that gave up on a stopped session (SIGSTOP)
+// closed its connection, and was told the act failed; when the session
+// resumes and reads the request, it must not be done for nobody.
+func (d *Daemon) unlessGone(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		// Read to its end, the body lets the server watch the connection,
+		// and cancel the request's context when the client has hung up.
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(goneGrace):
+			}
+		}
+		if r.Context().Err() != nil {
+			d.log.Warn("not done: its client hung up before the session read it", "path", r.URL.Path)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h(w, r)
+	}
 }
 
 func (d *Daemon) serveShutdown(w http.ResponseWriter, r *http.Request) {
