@@ -30,49 +30,39 @@ func TestHealingListener(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-heals:
+	// removed removes what remove does, and checks that the listener
+	// makes its socket again and takes connections on it.
+	removed := func(what string, remove func(string) error) {
+		t.Helper()
+		if err := remove(path); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-heals:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(3 * healEvery):
+			t.Fatalf("the socket was not made again after removing %s", what)
+		}
+		c, err := net.Dial("unix", path)
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(3 * healEvery):
-		t.Fatal("the socket was not made again")
+		defer c.Close()
+		select {
+		case a := <-accepted:
+			a.Close()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the connection to the new socket was not accepted (%s removed)", what)
+		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("the new socket: %v, %v", st, err)
+		}
 	}
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	select {
-	case a := <-accepted:
-		a.Close()
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection to the new socket was not accepted")
-	}
-	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("the new socket: %v, %v", st, err)
-	}
+	removed("the socket", os.Remove)
 	// The directory too, as a cleaner of /tmp may take it.
-	if err := os.RemoveAll(filepath.Dir(path)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-heals:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * healEvery):
-		t.Fatal("the socket and its directory were not made again")
-	}
-	c2, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	<-accepted
+	removed("its directory", func(p string) error { return os.RemoveAll(filepath.Dir(p)) })
 	l.Close()
 	if _, ok := <-accepted; ok {
 		t.Error("Accept went on after Close")
