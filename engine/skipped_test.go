@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/testutil"
 )
 
@@ -18,6 +19,7 @@ func TestSkippedLinesLimited(t *testing.T) {
 	t.Cleanup(func() { skippedLinesWindow = old })
 	var logs testutil.Buffer
 	s := &server{log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	s.conf.Store(&config.Server{Name: "noisy"})
 	skip := s.skippedLineLogger()
 	for range 25 {
 		skip([]byte("banner"), "not JSON-RPC")
