@@ -164,12 +164,12 @@ func TestRootsAsURIsAndHome(t *testing.T) {
 	if err != nil {
 		t.Skip("no home directory:", err)
 	}
-	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "cwd": "~", "roots": ["file:///srv/data", "file://localhost/var", "~", "~/x", "rel"]}}}`), dir, vars)
+	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "cwd": "~", "roots": ["file:///srv/data", "file://localhost/var", "~", "~/x", "rel", "file:/etc", "file:rel2"]}}}`), dir, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := cfg.Server("a")
-	want := []string{"/srv/data", "/var", home, filepath.Join(home, "x"), filepath.Join(dir, "rel")}
+	want := []string{"/srv/data", "/var", home, filepath.Join(home, "x"), filepath.Join(dir, "rel"), "/etc", filepath.Join(dir, "rel2")}
 	if !slices.Equal(a.Roots, want) || a.Cwd != home {
 		t.Errorf("roots %q, cwd %q; want %q, %s", a.Roots, a.Cwd, want, home)
 	}

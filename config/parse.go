@@ -569,15 +569,16 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if _, rp, ok := r.get("roots"); ok {
 		s.Roots = []string{}
 		for i, root := range r.strings("roots") {
-			if strings.Contains(root, "://") {
-				// The URI a root is sent as, written instead of its path.
+			if strings.Contains(root, "://") || hasPrefixFold(root, "file:") {
+				// The URI a root is sent as, written instead of its path
+				// (file:///srv, or RFC 8089's file:/srv).
 				u, err := url.Parse(root)
-				if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+				if err != nil || !strings.EqualFold(u.Scheme, "file") || (u.Host != "" && u.Host != "localhost") {
 					r.d.errorAt(append(append([]string(nil), rp...), strconv.Itoa(i)), false,
 						fmt.Sprintf("%q is not a directory of this machine", root), "write a path, or a file:/// URI")
 					continue
 				}
-				root = u.Path
+				root = cmp.Or(u.Path, u.Opaque)
 			}
 			s.Roots = append(s.Roots, r.path(root))
 		}
