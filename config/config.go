@@ -267,6 +267,8 @@ type NotFoundError struct {
 	// Why is what is wrong with Path: "" for "does not exist", else "is a
 	// directory" or why it cannot be reached.
 	Why string
+
+	inside string // the config discovery finds in the directory Path
 }
 
 func (e *NotFoundError) Error() string {
@@ -284,6 +286,8 @@ func (e *NotFoundError) Error() string {
 // Hints implements the hint convention of mcpctl's error printer.
 func (e *NotFoundError) Hints() []string {
 	switch {
+	case e.Why == "is a directory" && e.inside != "":
+		return []string{fmt.Sprintf("name the file in it: %s", filepath.Join(e.Path, e.inside))}
 	case e.Why == "is a directory":
 		return []string{fmt.Sprintf("name the file in it, e.g. %s", filepath.Join(e.Path, "mcp.json"))}
 	case e.Path != "":
@@ -294,13 +298,21 @@ func (e *NotFoundError) Hints() []string {
 	return []string{"create mcp.json, or pass --config FILE, or set MCPCTL_CONFIG"}
 }
 
-// notFound is the error for a named config file path that cannot be read
-// as a file: err is from os.Stat, or nil when it is a directory.
-func notFound(path string, err error) *NotFoundError {
+// notFound is the error for a named config file path (abs, as given)
+// that cannot be read as a file: err is from os.Stat, or nil when it is a
+// directory.
+func notFound(path, abs string, err error) *NotFoundError {
 	var pe *fs.PathError
 	switch {
 	case err == nil:
-		return &NotFoundError{Path: path, Why: "is a directory"}
+		e := &NotFoundError{Path: path, Why: "is a directory"}
+		for _, c := range Candidates {
+			if st, err := os.Stat(filepath.Join(abs, c)); err == nil && !st.IsDir() {
+				e.inside = c
+				break
+			}
+		}
+		return e
 	case errors.Is(err, fs.ErrNotExist):
 		return &NotFoundError{Path: path}
 	case errors.As(err, &pe):
@@ -355,7 +367,7 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 				p = filepath.Join(dir, p)
 			}
 			if st, err := os.Stat(p); err != nil || st.IsDir() {
-				return d, notFound(n, err)
+				return d, notFound(n, p, err)
 			}
 			if slices.ContainsFunc(d.Files, func(f string) bool { return sameFile(f, p) }) {
 				continue // named twice: read once
@@ -461,7 +473,7 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		data, err := os.ReadFile(abs)
 		if err != nil {
 			if st, serr := os.Stat(abs); errors.Is(err, os.ErrNotExist) || serr != nil || st.IsDir() {
-				return nil, notFound(shown, serr)
+				return nil, notFound(shown, abs, serr)
 			}
 			return nil, &Error{File: shown, Msg: err.Error()}
 		}
