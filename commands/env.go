@@ -142,8 +142,14 @@ func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
 		return nil, err
 	}
 	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir}
-	if ask {
+	switch {
+	case ask:
 		opts.Ask = env.askInput
+	case env.canAsk():
+		// On a terminal, but a command that only looks (status).
+		opts.NoAskHint = func(name string) string {
+			return fmt.Sprintf("set %s, or run a command that starts the servers (mcpctl up), which asks for it", name)
+		}
 	}
 	cfg, err := config.LoadFiles(paths, opts)
 	if err != nil {
