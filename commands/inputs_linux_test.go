@@ -127,3 +127,35 @@ func TestInputsAskedOnTerminal(t *testing.T) {
 		t.Errorf("terminal shows:\n%s", shown)
 	}
 }
+
+// Commands that only look (status, config show as written) ask for no
+// input on a terminal; status says which command would.
+func TestLookingCommandsAskNothing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{
+  "inputs": [{"id": "api-key", "type": "promptString", "password": true}],
+  "servers": {"s": {"command": "sh", "env": {"TOKEN": "${input:api-key}"}}}
+}`), 0o644)
+	t.Setenv("MCPCTL_RUNTIME_DIR", filepath.Join(dir, "run"))
+	t.Setenv("MCPCTL_STATE_DIR", filepath.Join(dir, "state"))
+	for _, args := range [][]string{{"config", "show"}, {"status"}} {
+		master, tty := openPTY(t)
+		scr := newScreen(t, master)
+		var stdout bytes.Buffer
+		code := make(chan int, 1)
+		go func() {
+			code <- Main(context.Background(), append([]string{"mcpctl", "-c", filepath.Join(dir, "mcp.json")}, args...), tty, &stdout, tty)
+		}()
+		select {
+		case c := <-code:
+			if c != 0 {
+				t.Fatalf("%s: exit %d; terminal:\n%s", args, c, scr.buf.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not finish (did it ask?); terminal:\n%s", args, scr.buf.String())
+		}
+		if args[0] == "status" && !strings.Contains(stdout.String(), "run a command that starts the servers (mcpctl up), which asks for it") {
+			t.Errorf("status: %s", stdout.String())
+		}
+	}
+}
