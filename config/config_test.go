@@ -137,11 +137,16 @@ func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 		t.Errorf("Redact = %s", got)
 	}
 	// Written as Go would not write it back: not parsed, so not re-encoded.
-	for _, pass := range []string{"Hunter2!", "%41bc%2fdef", "p@ss(w)'rd*", "p@SS"} {
+	for _, pass := range []string{"Hunter2!", "%41bc%2fdef", "p@ss(w)'rd*", "p@SS", "pa/ss1234"} {
 		for _, u := range []string{"http://user:" + pass + "@h.example/mcp", "http://user:" + pass + "@${QA_HOST}/mcp"} {
 			cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "`+u+`"}}}`, map[string]string{"QA_HOST": "h.example"})
 			if err != nil {
-				t.Fatal(err)
+				// One that does not parse (an unencoded /) is an error
+				// that does not show it either.
+				if strings.Contains(err.Error(), pass) || !strings.Contains(err.Error(), "not a URL with a host") {
+					t.Errorf("%s: %v", u, err)
+				}
+				continue
 			}
 			var out strings.Builder
 			enc := json.NewEncoder(&out)
@@ -191,7 +196,7 @@ func TestURLUserTokenHidden(t *testing.T) {
 		t.Errorf("the token is shown: %s", doc)
 	}
 	_, err = loadFile(t, "mcp.json", `{"servers": {"r": {"url": "http://u:PW#frag@h.example/mcp"}}}`, nil)
-	if err == nil || strings.Contains(err.Error(), "PW#frag") || !strings.Contains(err.Error(), `"http://u:<redacted>@h.example/mcp" is not a URL with a host`) {
+	if err == nil || strings.Contains(err.Error(), "PW#frag") || !strings.Contains(err.Error(), `servers.r.url: not a URL with a host`) {
 		t.Errorf("err = %v", err)
 	}
 }

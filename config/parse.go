@@ -678,7 +678,8 @@ func (r *fieldReader) checkTransport() {
 			case err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme)):
 				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), "")
 			case err != nil || u.Host == "":
-				d.errorAt(p, false, fmt.Sprintf("%q is not a URL with a host", s.Redact(s.URL)),
+				// Not shown: what fails to parse may hide its password.
+				d.errorAt(p, false, "not a URL with a host",
 					"in a user or password, write @ : / ? # as %40 %3A %2F %3F %23")
 			}
 		}

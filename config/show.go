@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -201,31 +202,38 @@ func (c *Config) Document(showSecrets bool) map[string]any {
 	return doc
 }
 
-// urlPassword finds the password of a URL's userinfo (scheme://user:PASS@host)
-// as written, without decoding or parsing it: a URL with ${...} in it does
-// not parse, and a parsed one re-encodes what it gives back.
+// urlPassword finds the password of a URL's userinfo (scheme://user:PASS@host),
+// or a user alone (scheme://TOKEN@host), as written: it is not decoded,
+// as a parsed URL re-encodes what it gives back. A URL that parses is
+// taken as it parses; one that does not (a ${...} in it, a character that
+// should have been encoded) is searched to its last @ before a ? or #.
 func urlPassword(text string) (start, end int, ok bool) {
 	i := strings.Index(text, "://")
 	if i < 0 {
 		return 0, 0, false
 	}
 	auth := i + 3
-	// The authority ends at the path; a password may hold a ? or # that
-	// should have been encoded, and an @ (the last one ends it).
 	stop := len(text)
-	if j := strings.IndexByte(text[auth:], '/'); j >= 0 {
+	if u, err := url.Parse(text); err == nil && u.Host != "" {
+		if u.User == nil {
+			return 0, 0, false
+		}
+		if j := strings.IndexByte(text[auth:], '/'); j >= 0 {
+			stop = auth + j
+		}
+	} else if j := strings.IndexAny(text[auth:], "?#"); j >= 0 {
 		stop = auth + j
 	}
 	at := strings.LastIndexByte(text[auth:stop], '@')
-	if at < 0 {
+	if at <= 0 {
 		return 0, 0, false
 	}
 	colon := strings.IndexByte(text[auth:auth+at], ':')
-	if colon < 0 {
-		// A user alone (https://TOKEN@host) is as secret as a password.
-		return auth, auth + at, at > 0
-	}
-	if colon+1 == at {
+	switch {
+	case colon < 0 && !strings.Contains(text[auth:auth+at], "/"):
+		// A user alone is a token, unless too short to be one.
+		return auth, auth + at, at >= 8
+	case colon < 0 || colon+1 == at || strings.Contains(text[auth:auth+colon], "/"):
 		return 0, 0, false
 	}
 	return auth + colon + 1, auth + at, true
