@@ -55,8 +55,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		notify(readyMsg{Error: err.(*engine.Error)})
 		return err
 	}
-	defer release()
-	defer os.Remove(sess.Socket)
+	defer release() // the socket too, if still this session's
 
 	obs, err := openSessionLogs(env, cfg, sess, notifyFD > 0, logLevel)
 	if err != nil {

@@ -226,6 +226,12 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		pl.onRefuse = d.refused
 		if hl, ok := pl.Listener.(*healingListener); ok {
 			hl.onHeal = func(err error) {
+				if errors.Is(err, ErrSessionRunning) {
+					// Unreachable for good: end, servers and all.
+					d.log.Error("the session's runtime directory was removed and another session took its place; ending", "socket", hl.path)
+					d.stopOnce.Do(func() { close(d.stopped) })
+					return
+				}
 				if err != nil {
 					d.log.Warn("the session's socket was removed, and cannot be made again", "socket", hl.path, "error", err.Error())
 					return

@@ -32,11 +32,23 @@ type healingListener struct {
 	stop   chan struct{}
 	mu     sync.Mutex
 	cur    net.Listener
+	file   os.FileInfo // the socket file cur listens at
 	closed bool
 }
 
 func newHealingListener(path string, l net.Listener) *healingListener {
-	return &healingListener{path: path, cur: l, stop: make(chan struct{})}
+	st, _ := os.Lstat(path)
+	return &healingListener{path: path, cur: l, file: st, stop: make(chan struct{})}
+}
+
+// removeOwnSocket removes the socket file if it is still the one this
+// listener made.
+func (l *healingListener) removeOwnSocket() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st, err := os.Lstat(l.path); err == nil && l.file != nil && os.SameFile(st, l.file) {
+		os.Remove(l.path)
+	}
 }
 
 func (l *healingListener) Accept() (net.Conn, error) {
@@ -117,6 +129,7 @@ func (l *healingListener) watch() {
 		}
 		old := l.cur
 		l.cur = nl
+		l.file, _ = os.Lstat(l.path)
 		l.mu.Unlock()
 		old.Close() // its Accept returns, and takes the new one
 	}

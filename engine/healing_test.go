@@ -73,3 +73,52 @@ func TestHealingListener(t *testing.T) {
 		t.Error("a closed listener made its socket again")
 	}
 }
+
+// A session whose runtime directory is removed, lock and all, holds its
+// lock again with its new socket; at its end it removes its socket, but
+// not a file another made at the path.
+func TestSessionRelocksAndRemovesOnlyItsSocket(t *testing.T) {
+	rt := filepath.Join(t.TempDir(), "rt")
+	s := testSession(t, rt)
+	ln, release, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if err := os.RemoveAll(rt); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * healEvery)
+	for _, err := os.Stat(s.Socket); err != nil; _, err = os.Stat(s.Socket) {
+		if time.Now().After(deadline) {
+			t.Fatal("the socket was not made again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !s.Running() {
+		t.Error("the session does not hold its lock again")
+	}
+	// Another's socket at the path is left alone at the end.
+	ln.Close()
+	os.Remove(s.Socket)
+	other, err := listenSocket(s.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	release()
+	if _, err := os.Lstat(s.Socket); err != nil {
+		t.Errorf("the other socket was removed: %v", err)
+	}
+	if s.Running() {
+		t.Error("the lock is still held after release")
+	}
+}

@@ -177,19 +177,27 @@ func (s *Session) Listen() (ln net.Listener, release func(), err error) {
 	var mu sync.Mutex
 	locks := []*os.File{lock}
 	hl.relock = func() error {
-		if _, err := os.Lstat(s.Lock); err == nil {
-			return nil
+		mu.Lock()
+		defer mu.Unlock()
+		if st, err := os.Stat(s.Lock); err == nil {
+			for _, f := range locks {
+				if held, err := f.Stat(); err == nil && os.SameFile(st, held) {
+					return nil // the file it holds is still there
+				}
+			}
 		}
 		f, err := lockFile(s.Lock)
 		if err != nil {
 			return err
 		}
-		mu.Lock()
 		locks = append(locks, f)
-		mu.Unlock()
 		return nil
 	}
+	// The socket goes before the lock, and only if it is still the one
+	// this session made: after a handover (see healingListener) the file
+	// at the path is another session's.
 	release = func() {
+		hl.removeOwnSocket()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, f := range locks {
