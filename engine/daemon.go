@@ -422,7 +422,8 @@ func (d *Daemon) serveCall(w http.ResponseWriter, r *http.Request) {
 		Server: server, Name: req.Name, Args: argNames(&req), DurationMs: &ms, Outcome: outcome})
 }
 
-// goneGrace is how long an act waits to learn that its client hung up.
+// goneGrace is how long an act waits to learn that its client hung up,
+// where hungUp cannot tell at once.
 const goneGrace = 20 * time.Millisecond
 
 // unlessGone runs h, an act (stop, restart, shutdown, reload), only if its
@@ -434,13 +435,14 @@ func (d *Daemon) unlessGone(h http.HandlerFunc) http.HandlerFunc {
 		// Read to its end, the body lets the server watch the connection,
 		// and cancel the request's context when the client has hung up.
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err == nil {
+		gone, known := hungUp(r.Context())
+		if err == nil && !known {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(goneGrace):
 			}
 		}
-		if r.Context().Err() != nil {
+		if gone || r.Context().Err() != nil {
 			d.log.Warn("not done: its client hung up before the session read it", "path", r.URL.Path)
 			return
 		}
