@@ -121,14 +121,19 @@ func (env *Env) configShown() string {
 // sessionShown names what a command looked for a session of: the session
 // named by --session or $MCPCTL_SESSION, else the config files.
 func (env *Env) sessionShown() string {
-	name := env.sessionFlag
-	if name == "" {
-		name = env.getenv("MCPCTL_SESSION")
-	}
-	if name != "" {
+	if name := env.sessionName(); name != "" {
 		return "session " + name
 	}
 	return env.configShown()
+}
+
+// sessionName is the session named by --session, else $MCPCTL_SESSION,
+// else "" (the session of the config files).
+func (env *Env) sessionName() string {
+	if env.sessionFlag != "" {
+		return env.sessionFlag
+	}
+	return env.getenv("MCPCTL_SESSION")
 }
 
 // loadConfig reads and checks the config files. Inputs without a
@@ -178,10 +183,7 @@ func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
 
 // session names the session of the config files (or --session).
 func (env *Env) session() (*engine.Session, error) {
-	name := env.sessionFlag
-	if name == "" {
-		name = env.getenv("MCPCTL_SESSION")
-	}
+	name := env.sessionName()
 	paths, err := env.configPaths()
 	// A session named needs no config to be found: status, down and the
 	// rest reach it from anywhere.

@@ -370,6 +370,7 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 		// the next command does not reach it on its way out.
 		select {
 		case <-exited:
+		case <-ctx.Done():
 		case <-time.After(15 * time.Second):
 		}
 		return nil, msg.Error

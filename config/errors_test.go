@@ -70,6 +70,7 @@ hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
 hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
 		{"only comments", [][2]string{{"mcp.json", "// servers to come\n/* later */\n"}}, nil, `mcp.json: the file is empty
 hint: a config names its servers: {"servers": {"NAME": {"command": "..."}}}`},
+		{"a TOML comment in JSON is not a comment", [][2]string{{"mcp.json", "# servers\n"}}, nil, `mcp.json:1:1: invalid JSON: invalid character '#' at start of value`},
 		{"only comments, TOML", [][2]string{{"mcp.toml", "# servers to come\n"}}, nil, `mcp.toml: the file is empty
 hint: a config names its servers: [servers.NAME] with command = "..."`},
 		{"empty TOML file", [][2]string{{"mcp.toml", ""}}, nil, `mcp.toml: the file is empty

@@ -263,16 +263,22 @@ func (r *fieldReader) note(field string, path []string) {
 	r.s.where[field] = r.d.where(path)
 }
 
+// markUnexpanded notes that field is empty for a ${...} without a value,
+// not missing.
+func (r *fieldReader) markUnexpanded(field string) {
+	if r.unexpanded == nil {
+		r.unexpanded = map[string]bool{}
+	}
+	r.unexpanded[field] = true
+}
+
 func (r *fieldReader) str(field string, path []string, v any) string {
 	out, shown, secrets, err := expand(v.(string), r.vars)
 	if err != nil && (r.vars.unresolved || errors.Is(err, errValueUnknown)) {
 		var ee *expandError
 		if errors.As(err, &ee) {
 			// Left empty, and not checked: the file as written is wanted.
-			if r.unexpanded == nil {
-				r.unexpanded = map[string]bool{}
-			}
-			r.unexpanded[field] = true
+			r.markUnexpanded(field)
 			return ""
 		}
 	}
@@ -283,10 +289,7 @@ func (r *fieldReader) str(field string, path []string, v any) string {
 		} else {
 			r.d.errorAt(path, false, err.Error(), "")
 		}
-		if r.unexpanded == nil {
-			r.unexpanded = map[string]bool{}
-		}
-		r.unexpanded[field] = true
+		r.markUnexpanded(field)
 		return ""
 	}
 	r.s.secrets = append(r.s.secrets, secrets...)

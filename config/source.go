@@ -77,7 +77,7 @@ func readDocument(file string, data []byte) (*document, error) {
 		// count it in columns either.
 		data = data[3:]
 	}
-	if onlyComments(data) {
+	if onlyComments(data, strings.EqualFold(filepath.Ext(file), ".toml")) {
 		hint := `a config names its servers: {"servers": {"NAME": {"command": "..."}}}`
 		if strings.EqualFold(filepath.Ext(file), ".toml") {
 			hint = `a config names its servers: [servers.NAME] with command = "..."`
@@ -91,20 +91,20 @@ func readDocument(file string, data []byte) (*document, error) {
 }
 
 // onlyComments reports whether data holds nothing but blanks and the
-// comments of JSON with comments (// to the end of the line, /* */) or TOML
-// (# to the end of the line).
-func onlyComments(data []byte) bool {
+// comments of JSON with comments (// to the end of the line, /* */) or, if
+// toml, of TOML (# to the end of the line).
+func onlyComments(data []byte, toml bool) bool {
 	for i := 0; i < len(data); {
 		switch rest := data[i:]; {
 		case rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r':
 			i++
-		case bytes.HasPrefix(rest, []byte("//")) || rest[0] == '#':
+		case toml && rest[0] == '#' || !toml && bytes.HasPrefix(rest, []byte("//")):
 			end := bytes.IndexByte(rest, '\n')
 			if end < 0 {
 				return true
 			}
 			i += end + 1
-		case bytes.HasPrefix(rest, []byte("/*")):
+		case !toml && bytes.HasPrefix(rest, []byte("/*")):
 			end := bytes.Index(rest[2:], []byte("*/"))
 			if end < 0 {
 				return false // not closed: the parser says so

@@ -589,7 +589,9 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 		var msgs []jsonrpc.Message
 		if t := bytes.TrimSpace(raw); cut {
 			j.skipped.Add(1)
-			j.skip(t[:min(len(t), 200)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
+			// More than is shown, so that a secret across the cut is
+			// still found and hidden before the line is cut.
+			j.skip(t[:min(len(t), 4096)], fmt.Sprintf("longer than %d MiB", maxMessage>>20))
 			// The request it answers would otherwise wait out its timeout,
 			// and say the server did not answer.
 			if id := cutResponseID(t, tail); id != nil {
