@@ -402,6 +402,36 @@ func TestReloadKeepsHeldServerStopped(t *testing.T) {
 	}
 }
 
+// A reload that restarts a server whose dependency was stopped by hand
+// does not start it without that dependency: it fails, naming it.
+func TestReloadRestartNeedsItsDependency(t *testing.T) {
+	dir := t.TempDir()
+	b := fakeServer(t, "b", fakemcp.Spec{PIDFile: filepath.Join(dir, "b.pid")})
+	a := fakeServer(t, "a", fakemcp.Spec{PIDFile: filepath.Join(dir, "a.pid")})
+	a.DependsOn = []string{"b"}
+	e := newEngine(t, b, a)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("b"); err != nil {
+		t.Fatal(err)
+	}
+	a2 := *a
+	a2.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{b, &a2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 || !strings.Contains(res.Failed[0].Error(), "server a depends on b, which is not running: server b was stopped with mcpctl stop") {
+		t.Errorf("failed = %v", res.Failed)
+	}
+	for _, st := range e.Status() {
+		if st.Name == "a" && st.State == StateReady {
+			t.Errorf("a runs without its dependency")
+		}
+	}
+}
+
 func TestReloadFailureKeepsOthers(t *testing.T) {
 	ok := fakeServer(t, "ok", fakemcp.Spec{})
 	e := newEngine(t, ok)

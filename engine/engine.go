@@ -352,6 +352,11 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 		}
 		ch, starting := done[dep]
 		if !starting {
+			// Not started with s (a reload restarting s alone): it must be
+			// running, or start on use, as for a request.
+			if err := s.startDependency(ctx, dep); err != nil {
+				return err
+			}
 			continue
 		}
 		select {

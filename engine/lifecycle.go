@@ -183,17 +183,26 @@ func (s *server) startDependencies(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		h, err := d.acquire(ctx)
-		if err != nil && ctx.Err() != nil {
-			// The caller gave up; the dependency's start goes on.
-			return deadlineError(ctx.Err(), name, fmt.Sprintf("the start of server %s (which %s depends on)", name, s.cfg().Name))
+		if err := s.startDependency(ctx, d); err != nil {
+			return err
 		}
-		if err != nil {
-			return errorf(KindUnavailable, s.cfg().Name, "server %s depends on %s, which is not running: %s", s.cfg().Name, name, asError(err).Message).
-				hint("start it with: mcpctl start %s", name).wrap(err)
-		}
-		h.release()
 	}
+	return nil
+}
+
+// startDependency makes sure dependency d runs: it is, or it starts on use.
+func (s *server) startDependency(ctx context.Context, d *server) error {
+	name := d.cfg().Name
+	h, err := d.acquire(ctx)
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up; the dependency's start goes on.
+		return deadlineError(ctx.Err(), name, fmt.Sprintf("the start of server %s (which %s depends on)", name, s.cfg().Name))
+	}
+	if err != nil {
+		return errorf(KindUnavailable, s.cfg().Name, "server %s depends on %s, which is not running: %s", s.cfg().Name, name, asError(err).Message).
+			hint("start it with: mcpctl start %s", name).wrap(err)
+	}
+	h.release()
 	return nil
 }
 
