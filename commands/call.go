@@ -186,11 +186,7 @@ func firstText(result json.RawMessage) string {
 	json.Unmarshal(result, &r)
 	for _, c := range r.Content {
 		if c.Type == "text" && c.Text != "" {
-			text := strings.Join(strings.Fields(c.Text), " ")
-			if r := []rune(text); len(r) > 200 {
-				text = string(r[:200]) + "…"
-			}
-			return text
+			return firstLine(strings.Join(strings.Fields(c.Text), " "), 200)
 		}
 	}
 	return ""

@@ -814,10 +814,8 @@ func readEnvFile(path string) ([][2]string, error) {
 }
 
 // checkDependencies reports unknown names, disabled dependencies and
-// cycles in dependsOn.
-// checkDependencies checks the dependsOn graph of servers; known names
-// every server defined, including those that could not be read, which are
-// not checked further.
+// every cycle in dependsOn. known names every server defined, including
+// those that could not be read, which are not checked further.
 func checkDependencies(servers []*Server, known map[string]bool) Errors {
 	byName := map[string]*Server{}
 	var names []string

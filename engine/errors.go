@@ -128,8 +128,6 @@ func callerGaveUp(err error) bool {
 	return KindOf(err) == "" && errors.Is(err, context.Canceled)
 }
 
-// nilRequest is the error of a method called with a nil request: what to
-// do cannot be read from nothing.
 // open refuses a request to an engine that was closed.
 func (e *Engine) open() error {
 	if e.closed.Load() {
@@ -138,6 +136,8 @@ func (e *Engine) open() error {
 	return nil
 }
 
+// nilRequest is the error of a method called with a nil request: what to
+// do cannot be read from nothing.
 func nilRequest(method, typ string) *Error {
 	return errorf(KindUsage, "", "%s was called with a nil *%s", method, typ).
 		hint("pass a *engine.%s that says what to do", typ)
