@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -109,7 +108,7 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err := sess.CheckSocket(); err != nil {
 		return err
 	}
-	if err := env.sessionDirs(sess); err != nil {
+	if err := sess.MakeDirs(); err != nil {
 		return err
 	}
 	// A session found running may be ending (a down under way), or one
@@ -125,32 +124,6 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 				Hint: []string{"something else stops it (another mcpctl down?); see its log with: mcpctl logs"}}
 		}
 	}
-}
-
-// sessionDirs makes the session's runtime and state directories, or says
-// which variable names one that cannot be made.
-func (env *Env) sessionDirs(sess *engine.Session) error {
-	for _, d := range []struct{ dir, what, mine, xdg, base string }{
-		{sess.Dir, "runtime", "MCPCTL_RUNTIME_DIR", "XDG_RUNTIME_DIR", "TMPDIR"},
-		{sess.StateDir, "state", "MCPCTL_STATE_DIR", "XDG_STATE_HOME", "HOME"},
-	} {
-		err := os.MkdirAll(d.dir, 0o700)
-		if err == nil {
-			continue
-		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		msg := fmt.Sprintf("cannot make the session's %s directory %s: %v", d.what, d.dir, err)
-		for _, v := range []string{d.mine, d.xdg, d.base} {
-			if env.getenv(v) != "" {
-				return usagef(msg, fmt.Sprintf("it comes from $%s; point it at a directory you may write", v))
-			}
-		}
-		return &engine.Error{Kind: engine.KindInternal, Message: msg, Hint: []string{fmt.Sprintf("set $%s to a directory you may write", d.mine)}}
-	}
-	return nil
 }
 
 // errSessionGone: the session alreadyUp waited for ended.

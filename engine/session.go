@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,6 +27,8 @@ type Session struct {
 	Lock   string
 	// StateDir holds the session's log and its servers' stderr logs.
 	StateDir string
+
+	dirFrom, stateFrom string // the variables that set Dir and StateDir
 }
 
 // maxSocketPath is the portable limit of a unix socket path (sun_path is 108
@@ -64,15 +67,43 @@ func SessionFor(configPaths []string, name string, getenv func(string) string) (
 		return nil, errorf(KindUsage, "", "invalid session name %q", name).
 			hint("use letters, digits, '.', '_' and '-'")
 	}
-	dir := runtimeDir(getenv)
+	dir, dirFrom := runtimeDir(getenv)
+	state, stateFrom := stateDir(getenv)
 	s := &Session{
-		Name:     name,
-		Dir:      dir,
-		Socket:   filepath.Join(dir, name+".sock"),
-		Lock:     filepath.Join(dir, name+".lock"),
-		StateDir: filepath.Join(stateDir(getenv), name),
+		Name:      name,
+		Dir:       dir,
+		Socket:    filepath.Join(dir, name+".sock"),
+		Lock:      filepath.Join(dir, name+".lock"),
+		StateDir:  filepath.Join(state, name),
+		dirFrom:   dirFrom,
+		stateFrom: stateFrom,
 	}
 	return s, nil
+}
+
+// MakeDirs makes the session's runtime and state directories. One that
+// cannot be made is a usage error naming the variable it comes from.
+func (s *Session) MakeDirs() error {
+	for _, d := range []struct{ dir, what, from, own string }{
+		{s.Dir, "runtime", s.dirFrom, "MCPCTL_RUNTIME_DIR"},
+		{s.StateDir, "state", s.stateFrom, "MCPCTL_STATE_DIR"},
+	} {
+		err := os.MkdirAll(d.dir, 0o700)
+		if err == nil {
+			continue
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		e := errorf(KindUsage, "", "cannot make the session's %s directory %s: %v", d.what, d.dir, err)
+		if d.from == "" {
+			e.Kind = KindInternal
+			return e.hint("set $%s to a directory you may write", d.own)
+		}
+		return e.hint("it comes from $%s; point it at a directory you may write", d.from)
+	}
+	return nil
 }
 
 // CheckSocket says whether the session's socket path is short enough to
@@ -86,27 +117,39 @@ func (s *Session) CheckSocket() error {
 	return nil
 }
 
-func runtimeDir(getenv func(string) string) string {
+// runtimeDir is where sessions' sockets are, and the variable that says so
+// ("" when none does).
+func runtimeDir(getenv func(string) string) (dir, from string) {
 	if d := getenv("MCPCTL_RUNTIME_DIR"); d != "" {
-		return d
+		return d, "MCPCTL_RUNTIME_DIR"
 	}
 	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "mcpctl")
+		return filepath.Join(d, "mcpctl"), "XDG_RUNTIME_DIR"
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d", os.Getuid()))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d", os.Getuid())), envSet("TMPDIR")
 }
 
-func stateDir(getenv func(string) string) string {
+// stateDir is where sessions' logs are, and the variable that says so.
+func stateDir(getenv func(string) string) (dir, from string) {
 	if d := getenv("MCPCTL_STATE_DIR"); d != "" {
-		return d
+		return d, "MCPCTL_STATE_DIR"
 	}
 	if d := getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "mcpctl")
+		return filepath.Join(d, "mcpctl"), "XDG_STATE_HOME"
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "mcpctl")
+		return filepath.Join(home, ".local", "state", "mcpctl"), envSet("HOME")
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d-state", os.Getuid()))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpctl-%d-state", os.Getuid())), envSet("TMPDIR")
+}
+
+// envSet is name when the process's environment sets it: os.TempDir and
+// os.UserHomeDir read it there.
+func envSet(name string) string {
+	if os.Getenv(name) != "" {
+		return name
+	}
+	return ""
 }
 
 // LogFile is the session process's own log.
