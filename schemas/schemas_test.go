@@ -12,3 +12,12 @@ func TestEmbeddedSchemasValid(t *testing.T) {
 		t.Fatal("Compile took a schema its metaschema refuses")
 	}
 }
+
+// BenchmarkCompileConfig is what every command that reads a config without
+// a session pays first (docs/performance.md).
+func BenchmarkCompileConfig(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		MustCompile(ConfigJSON)
+	}
+}

@@ -167,18 +167,12 @@ func (rr *roots) _collectResources(r *root, sch any, base url, schPtr jsonPointe
 	// process subschemas
 	subschemas := map[jsonPointer]any{}
 	for _, sp := range draft.subschemas {
-		ss := sp.collect(obj, schPtr)
-		for k, v := range ss {
-			subschemas[k] = v
-		}
+		sp.collect(obj, schPtr, subschemas)
 	}
 	for _, vocab := range baseRes.dialect.activeVocabs(true, rr.vocabularies) {
 		if v := rr.vocabularies[vocab]; v != nil {
 			for _, sp := range v.Subschemas {
-				ss := sp.collect(obj, schPtr)
-				for k, v := range ss {
-					subschemas[k] = v
-				}
+				sp.collect(obj, schPtr, subschemas)
 			}
 		}
 	}
