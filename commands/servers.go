@@ -30,7 +30,8 @@ func newServerActCmd(env *Env, act, usage, description string) *cli.Command {
 func newStartCmd(env *Env) *cli.Command {
 	return newServerActCmd(env, "start", "Start servers of the session by hand", `Starts the named servers in the running session, with the servers they
 depend on: servers with activation "manual", servers stopped with
-"mcpctl stop", and servers that gave up after their restarts. Exit 3 when
+"mcpctl stop", and servers that gave up after their restarts. Prints the
+status of the named servers and of those it started with them. Exit 3 when
 one does not start (all named ones are then stopped again).
 
   mcpctl start db

@@ -321,6 +321,12 @@ func (d *Daemon) byHand(action string, act func(context.Context, []string) error
 		if len(req.Servers) == 0 {
 			return nil, errorf(KindUsage, "", "name at least one server")
 		}
+		shown := slices.Clone(req.Servers)
+		if action != "stop" {
+			// A start brings up what the named servers depend on: those
+			// it wakes are shown too, or they would start unseen.
+			shown = append(shown, d.engine.dependenciesDown(req.Servers)...)
+		}
 		err := act(ctx, req.Servers)
 		for _, name := range req.Servers {
 			d.audit.Record(AuditEntry{Event: "by-hand", UID: peerUID(ctx), RequestID: RequestID(ctx), Server: name, Detail: action, Outcome: outcomeOf(err, false)})
@@ -330,7 +336,7 @@ func (d *Daemon) byHand(action string, act func(context.Context, []string) error
 		}
 		var out []ServerStatus
 		for _, st := range d.engine.Status() {
-			if slices.Contains(req.Servers, st.Name) {
+			if slices.Contains(shown, st.Name) {
 				out = append(out, st)
 			}
 		}

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -372,6 +373,24 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 		}
 	}
 	return nil
+}
+
+// dependenciesDown names the servers that the named ones depend on, at any
+// depth, and that are not running: those a start of the named ones brings
+// up as well.
+func (e *Engine) dependenciesDown(names []string) []string {
+	targets, err := e.targets(names)
+	if err != nil {
+		return nil // the start fails the same way, and says why
+	}
+	var out []string
+	for _, s := range targets {
+		name := s.cfg().Name
+		if st := s.currentState(); !slices.Contains(names, name) && st != StateReady && st != StateDegraded {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // targets are the servers to start for names, with what they depend on,
