@@ -37,6 +37,10 @@ hint: remove one of these dependencies`},
 hint: quote it to make it text`},
 		{"TOML date in Codex's own part, left alone", [][2]string{{"config.toml", "seen = 2024-01-01\n[mcp_servers.a]\ncommand = \"x\"\nargs = [07:32:00]\n"}}, nil, `config.toml:4:9: mcp_servers.a.args[0]: a TOML date or time, where text is expected
 hint: quote it to make it text`},
+		{"input declared twice, ids one variable sets", [][2]string{{"mcp.json", "{\"inputs\": [\n  {\"type\": \"promptString\", \"id\": \"token\"},\n  {\"type\": \"promptString\", \"id\": \"api-key\"},\n  {\"type\": \"promptString\", \"id\": \"token\"},\n  {\"type\": \"promptString\", \"id\": \"API_KEY\"}],\n \"servers\": {\"a\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:4:34: inputs[2].id: duplicate input id "token" (first declared at 2:34)
+mcp.json:5:34: inputs[3].id: input id "API_KEY" is set by MCPCTL_INPUT_API_KEY, as "api-key" is (declared at 3:34)
+hint: remove one, or give it another id
+hint: give one an id that differs in more than case and punctuation`},
 		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
 hint: remove one of these dependencies`},
 		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"
@@ -158,6 +162,31 @@ hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
 				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// Files are read as their clients read them, each on its own: two files
+// may each declare the input they use, with one id, and one value serves
+// both.
+func TestInputIDInTwoFiles(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range []string{"a.json", "b.json"} {
+		p := filepath.Join(dir, name)
+		body := `{"inputs": [{"type": "promptString", "id": "token"}], "servers": {"` + name[:1] + `": {"command": "x", "env": {"T": "${input:token}"}}}}`
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	cfg, err := LoadFiles(paths, Options{LookupEnv: env(map[string]string{"MCPCTL_INPUT_TOKEN": "t0"}), WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Servers {
+		if s.Env["T"] != "t0" {
+			t.Errorf("server %s: T=%q, want t0", s.Name, s.Env["T"])
+		}
 	}
 }
 

@@ -109,6 +109,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 				d.unusable = true
 			}
 		}
+		d.checkInputIDs()
 		docs = append(docs, d)
 	}
 	for _, d := range docs {
@@ -919,6 +920,37 @@ type inputs struct {
 	// interrupted is set when the user gave up answering (Ctrl-C); no
 	// further input is asked for and the load ends with it.
 	interrupted error
+}
+
+// checkInputIDs finds inputs of one file that share an id, or whose ids
+// are set by one variable (api-key, api_key): ${input:ID} would take
+// whichever was declared first, and the variable would set both.
+func (d *document) checkInputIDs() {
+	list, _ := d.root["inputs"].([]any)
+	first := map[string]int{} // InputEnv(id) → index of the first input with it
+	for i, item := range list {
+		obj, _ := item.(map[string]any)
+		id, _ := obj["id"].(string)
+		if id == "" {
+			continue
+		}
+		env := InputEnv(id)
+		j, seen := first[env]
+		if !seen {
+			first[env] = i
+			continue
+		}
+		other, _ := list[j].(map[string]any)["id"].(string)
+		path := []string{"inputs", strconv.Itoa(i), "id"}
+		line, col := d.at([]string{"inputs", strconv.Itoa(j), "id"}, false)
+		if other == id {
+			d.errorAt(path, false, fmt.Sprintf("duplicate input id %q (first declared at %d:%d)", id, line, col),
+				"remove one, or give it another id")
+			continue
+		}
+		d.errorAt(path, false, fmt.Sprintf("input id %q is set by %s, as %q is (declared at %d:%d)", id, env, other, line, col),
+			"give one an id that differs in more than case and punctuation")
+	}
 }
 
 func newInputs(docs []*document, opts Options) *inputs {
