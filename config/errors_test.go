@@ -41,6 +41,11 @@ hint: quote it to make it text`},
 mcp.json:5:34: inputs[3].id: input id "API_KEY" is set by MCPCTL_INPUT_API_KEY, as "api-key" is (declared at 3:34)
 hint: remove one, or give it another id
 hint: give one an id that differs in more than case and punctuation`},
+		{"pickString without options, default not an option", [][2]string{{"mcp.json", "{\"inputs\": [\n  {\"type\": \"pickString\", \"id\": \"a\"},\n  {\"type\": \"pickString\", \"id\": \"b\", \"options\": []},\n  {\"type\": \"pickString\", \"id\": \"c\", \"options\": [\"s\", \"m\"], \"default\": \"l\"}],\n \"servers\": {\"a\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:2:3: inputs[0]: a pickString input needs options to pick from
+mcp.json:3:48: inputs[1].options: a pickString input needs options to pick from
+mcp.json:4:71: inputs[2].default: default "l" is not one of the options
+hint: list them, e.g. "options": ["small", "large"], or make it a promptString
+hint: add it to the options, or choose one of them`},
 		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
 hint: remove one of these dependencies`},
 		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"

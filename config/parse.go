@@ -109,7 +109,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 				d.unusable = true
 			}
 		}
-		d.checkInputIDs()
+		d.checkInputs()
 		docs = append(docs, d)
 	}
 	for _, d := range docs {
@@ -922,14 +922,32 @@ type inputs struct {
 	interrupted error
 }
 
-// checkInputIDs finds inputs of one file that share an id, or whose ids
-// are set by one variable (api-key, api_key): ${input:ID} would take
-// whichever was declared first, and the variable would set both.
-func (d *document) checkInputIDs() {
+// checkInputs finds inputs of one file that share an id, or whose ids are
+// set by one variable (api-key, api_key): ${input:ID} would take whichever
+// was declared first, and the variable would set both. And a pickString
+// needs options to pick from, its default among them.
+func (d *document) checkInputs() {
 	list, _ := d.root["inputs"].([]any)
 	first := map[string]int{} // InputEnv(id) → index of the first input with it
 	for i, item := range list {
 		obj, _ := item.(map[string]any)
+		if obj["type"] == "pickString" {
+			options, _ := obj["options"].([]any)
+			def, hasDefault := obj["default"].(string)
+			switch {
+			case len(options) == 0:
+				_, written := obj["options"]
+				path := []string{"inputs", strconv.Itoa(i)}
+				if written {
+					path = append(path, "options")
+				}
+				d.errorAt(path, false, "a pickString input needs options to pick from",
+					`list them, e.g. "options": ["small", "large"], or make it a promptString`)
+			case hasDefault && def != "" && !slices.Contains(options, any(def)):
+				d.errorAt([]string{"inputs", strconv.Itoa(i), "default"}, false, fmt.Sprintf("default %q is not one of the options", def),
+					"add it to the options, or choose one of them")
+			}
+		}
 		id, _ := obj["id"].(string)
 		if id == "" {
 			continue
