@@ -46,6 +46,14 @@ mcp.json:3:48: inputs[1].options: a pickString input needs options to pick from
 mcp.json:4:71: inputs[2].default: default "l" is not one of the options
 hint: list them, e.g. "options": ["small", "large"], or make it a promptString
 hint: add it to the options, or choose one of them`},
+		{"remote fields on a stdio server, stdio fields on a remote one", [][2]string{{"mcp.json", "{\"defaults\": {\"env\": {\"A\": \"b\"}, \"headers\": {\"X\": \"y\"}},\n \"servers\": {\n  \"a\": {\"command\": \"x\", \"headers\": {\"A\": \"b\"}, \"caFile\": \"c.pem\"},\n  \"r\": {\"url\": \"http://h/mcp\", \"env\": {\"A\": \"b\"}, \"args\": [\"x\"]}}}"}}, nil, `mcp.json:3:25: servers.a.headers: headers is for http, sse and ws servers
+mcp.json:3:48: servers.a.caFile: caFile is for http, sse and ws servers
+mcp.json:4:32: servers.r.env: env is for stdio servers
+mcp.json:4:51: servers.r.args: args is for stdio servers
+hint: remove it: a stdio server is run, not reached
+hint: remove it: mcpctl does not run a remote server`},
+		{"Codex's remote field on a stdio server, by its name", [][2]string{{"config.toml", "[mcp_servers.s]\ncommand = \"x\"\nhttp_headers = {A = \"b\"}\n"}}, nil, `config.toml:3:1: mcp_servers.s.http_headers: http_headers is for http, sse and ws servers
+hint: remove it: a stdio server is run, not reached`},
 		{"self dependency", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"dependencies\": [\"a\"]}}}"}}, nil, `mcp.json:1:53: servers.a.dependsOn[0]: dependency cycle: a → a
 hint: remove one of these dependencies`},
 		{"unknown dependency", [][2]string{{"mcp.json", "{\"servers\": {\n  \"database\": {\"command\": \"x\"},\n  \"api\": {\"command\": \"x\", \"dependsOn\": [\"databse\"]}}}"}}, nil, `mcp.json:3:41: servers.api.dependsOn[0]: unknown server "databse"

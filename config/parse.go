@@ -637,6 +637,13 @@ func (r *fieldReader) durationAlias(name, other string) (time.Duration, bool) {
 }
 
 // checkTransport settles the type and checks that the fields fit it.
+// The fields of one kind of server only, when written on a server of the
+// other kind (defaults give them to every server, and are not checked).
+var (
+	remoteOnly = []string{"headers", "caFile", "clientCert", "clientKey"}
+	stdioOnly  = []string{"args", "env", "envFile", "cwd", "limits"} // and inheritEnv, read on its own
+)
+
 func (r *fieldReader) checkTransport() {
 	s, d := r.s, r.d
 	if s.Type == "" {
@@ -665,7 +672,19 @@ func (r *fieldReader) checkTransport() {
 			}
 			d.errorAt(p, true, "url is for http, sse and ws servers", hint)
 		}
+		for _, f := range remoteOnly {
+			if _, ok := r.obj[f]; ok {
+				p := append(append([]string(nil), r.server...), f)
+				d.errorAt(p, true, d.writtenName(p)+" is for http, sse and ws servers", `remove it: a stdio server is run, not reached`)
+			}
+		}
 	default:
+		for _, f := range stdioOnly {
+			if _, ok := r.obj[f]; ok {
+				p := append(append([]string(nil), r.server...), f)
+				d.errorAt(p, true, d.writtenName(p)+" is for stdio servers", "remove it: mcpctl does not run a remote server")
+			}
+		}
 		if s.URL == "" {
 			if _, _, ok := r.get("url"); !ok {
 				d.errorAt(append(append([]string(nil), r.server...), "url"), false, "required, but missing", "servers of type "+s.Type+" are reached at \"url\"")

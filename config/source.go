@@ -64,6 +64,13 @@ func (d *document) errorAt(path []string, key bool, msg, hint string) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(written), Msg: msg, Hint: hint})
 }
 
+// writtenName is the name of the field at path as the file writes it
+// (Codex's http_headers for headers).
+func (d *document) writtenName(path []string) string {
+	w := d.writtenPath(path)
+	return w[len(w)-1]
+}
+
 func (d *document) where(path []string) string {
 	line, col := d.at(path, true)
 	return fmt.Sprintf("%s:%d:%d", d.file, line, col)
