@@ -42,10 +42,19 @@ func newHealingListener(path string, l net.Listener) *healingListener {
 }
 
 // removeOwnSocket removes the socket file if it is still the one this
-// listener made.
+// listener made. Only an open listener can tell: its socket holds the
+// file's inode, which, once the socket is closed and the file removed, a
+// file made next at the path may be given.
 func (l *healingListener) removeOwnSocket() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.closed {
+		l.removeIfOwn()
+	}
+}
+
+// removeIfOwn is removeOwnSocket with l.mu held and the listener open.
+func (l *healingListener) removeIfOwn() {
 	if st, err := os.Lstat(l.path); err == nil && l.file != nil && os.SameFile(st, l.file) {
 		os.Remove(l.path)
 	}
@@ -70,10 +79,13 @@ func (l *healingListener) Accept() (net.Conn, error) {
 	}
 }
 
+// Close stops listening and removes the socket file, if it is still the
+// one this listener made.
 func (l *healingListener) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
+		l.removeIfOwn()
 		l.closed = true
 		close(l.stop)
 	}
