@@ -11,7 +11,7 @@ type ExitCode struct {
 var ExitCodes = []ExitCode{
 	{exitOK, "success"},
 	{exitToolError, "the tool answered with an error (`isError`; the result is still printed), or mcpctl failed unexpectedly"},
-	{exitUsage, "usage or config error: bad flags, unknown server or tool, arguments that break the tool's schema, a bad `--jq` filter, a request the server does not do (Method not found)"},
+	{exitUsage, "usage or config error: bad flags, unknown server or tool, arguments that break the tool's schema, a bad `--jq` filter, a request the server does not do (Method not found), a server's command not found or its `cwd` missing as it starts"},
 	{exitUnavailable, "a server is unavailable or failed to start"},
 	{exitTimeout, "timeout: a server did not answer in time (it was told to cancel)"},
 	{exitProtocol, "protocol error: a server answered with a JSON-RPC error"},

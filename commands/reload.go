@@ -27,7 +27,8 @@ are down (they failed or exited) are started again. A server stopped with
 "mcpctl stop" takes any change and stays stopped, as "updated". A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
-reported in "failed" (exit 3); the others are applied. A new "logLevel"
+reported in "failed" (exit 3; 2 when every failure is its config's, such as a
+command not found); the others are applied. A new "logLevel"
 applies to the session's log at once, unless "up --log-level" set it.
 
 A session cannot ask for an input (${input:ID}) that a changed config
@@ -90,10 +91,14 @@ func runReload(ctx context.Context, env *Env) error {
 	}
 	if len(res.Failed) > 0 {
 		msgs := make([]string, len(res.Failed))
+		kind := engine.KindConfig // when every failure is the config's
 		for i, f := range res.Failed {
 			msgs[i] = f.Message
+			if f.Kind != engine.KindConfig {
+				kind = engine.KindUnavailable
+			}
 		}
-		return &engine.Error{Kind: engine.KindUnavailable, Message: strings.Join(msgs, "\n"),
+		return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"),
 			Hint: []string{"fix the config and it reloads by itself; see mcpctl status, and the log: " + sess.LogFile()}}
 	}
 	return nil

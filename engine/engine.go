@@ -460,16 +460,20 @@ func precheck(targets []*server) error {
 	return nil
 }
 
-// combine reports several start failures as one error, one line each.
+// combine reports several start failures as one error, one line each: a
+// config error if every one is.
 func combine(failed []*Error) error {
 	if len(failed) == 1 {
 		return failed[0]
 	}
 	msgs := make([]string, len(failed))
-	combined := &Error{Kind: KindUnavailable, Server: failed[0].Server}
+	combined := &Error{Kind: KindConfig, Server: failed[0].Server}
 	for i, f := range failed {
 		msgs[i] = f.Error()
 		combined.Hint = append(combined.Hint, f.Hint...)
+		if f.Kind != KindConfig {
+			combined.Kind = KindUnavailable
+		}
 	}
 	combined.Message = strings.Join(msgs, "\n")
 	return combined

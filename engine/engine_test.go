@@ -323,7 +323,7 @@ func TestStartChecksCommandsFirst(t *testing.T) {
 	e := newEngine(t, good, missing)
 	err := e.Start(ctx(t))
 	var ee *Error
-	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Server != "gone" ||
+	if !errors.As(err, &ee) || ee.Kind != KindConfig || ee.Server != "gone" ||
 		ee.Message != "command not found: mcpctl-no-such-command (server gone, mcp.json:9:5)" {
 		t.Fatalf("err = %#v", err)
 	}

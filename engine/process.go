@@ -383,8 +383,9 @@ func checkError(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	// The message is the config's own, which names server and place.
-	e := errorf(KindUnavailable, ce.Server, "%s", ce.Error())
+	// The message is the config's own, which names server and place; a
+	// config error, as config validate reports it, though found at start.
+	e := errorf(KindConfig, ce.Server, "%s", ce.Error())
 	if ce.Hint != "" {
 		e.hint("%s", ce.Hint)
 	}
