@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,6 +192,7 @@ func (d *Daemon) Handler() http.Handler {
 			d.inflight.Add(-1)
 			d.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "ms", time.Since(t0).Milliseconds())
 		}()
+		defer recoverRequest(d.log, w, r)
 		w.Header().Set(VersionHeader, Version())
 		w.Header().Set(RequestIDHeader, id)
 		if ce := d.engine.ConfigError(); ce != nil {
@@ -204,6 +206,22 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+// recoverRequest, deferred by a handler, makes a bug met by one request
+// that request's error, told to its client and logged with its stack,
+// instead of a dropped connection.
+func recoverRequest(log *slog.Logger, w http.ResponseWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	log.ErrorContext(r.Context(), "request failed: a bug in mcpctl", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	writeError(w, errorf(KindInternal, "", "the session failed on %s %s: a bug in mcpctl (%v)", r.Method, r.URL.Path, v).
+		hint("please report it, with the session's log (mcpctl logs)"))
 }
 
 // headerLine makes text one line a header may carry.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -577,5 +578,34 @@ func TestErrorStatusOfEveryKind(t *testing.T) {
 		if want := statusOfKind[k]; want == 0 || rec.Code != want || (k != KindInternal && rec.Code == http.StatusInternalServerError) {
 			t.Errorf("kind %s: status %d", k, rec.Code)
 		}
+	}
+}
+
+// A handler's panic is its request's error: the client gets an internal
+// error it can show, the log the stack.
+func TestRequestPanicAnswered(t *testing.T) {
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer recoverRequest(log, w, r)
+		var m map[string]int
+		m["x"] = 1 // a nil map: a bug
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/v1/tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Error *Error }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusInternalServerError || body.Error == nil || body.Error.Kind != KindInternal ||
+		!strings.HasPrefix(body.Error.Message, "the session failed on GET /v1/tools: a bug in mcpctl (assignment to entry in nil map)") {
+		t.Errorf("%d %+v", resp.StatusCode, body.Error)
+	}
+	if !strings.Contains(logged.String(), "request failed: a bug in mcpctl") || !strings.Contains(logged.String(), "daemon_test.go") {
+		t.Errorf("log: %s", logged.String())
 	}
 }

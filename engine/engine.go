@@ -539,11 +539,25 @@ func (e *Engine) progress(server string, token any, p Progress) {
 }
 
 // SplitName splits server.tool at the first dot (server names have none).
-func SplitName(name string) (server, tool string, err error) {
-	server, tool, ok := strings.Cut(name, ".")
-	if !ok || server == "" || tool == "" {
-		return "", "", errorf(KindUsage, "", "%q is not a server.tool name", name).
-			hint("name a tool as server.tool, e.g. everything.echo; list them with: mcpctl tools")
+func SplitName(name string) (server, tool string, err error) { return splitName(name, "tool") }
+
+// splitName is SplitName for a tool or a prompt.
+func splitName(name, what string) (server, item string, err error) {
+	server, item, ok := strings.Cut(name, ".")
+	if !ok || server == "" || item == "" {
+		example := map[string]string{"tool": "everything.echo", "prompt": "everything.simple-prompt"}[what]
+		return "", "", errorf(KindUsage, "", "%q is not a server.%s name", name, what).
+			hint("name a %s as server.%s, e.g. %s; list them with: mcpctl %ss", what, what, example, what)
 	}
-	return server, tool, nil
+	return server, item, nil
+}
+
+// splitFilter reads a listing's filter: "" (every server), a server, or
+// server.item.
+func splitFilter(filter, what string) (server, item string, one bool, err error) {
+	if !strings.Contains(filter, ".") {
+		return filter, "", false, nil
+	}
+	server, item, err = splitName(filter, what)
+	return server, item, true, err
 }

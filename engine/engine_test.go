@@ -221,6 +221,30 @@ func TestUnknownNames(t *testing.T) {
 	}
 }
 
+// A listing's filter with a dot and nothing before or after it is a usage
+// error naming the kind of item; it used to panic (an empty server name
+// read as every server).
+func TestListFiltersWithoutServer(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, filter := range []string{".", ".x", "..", "srv."} {
+		if _, err := e.Tools(filter); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "is not a server.tool name") {
+			t.Errorf("Tools(%q): %v", filter, err)
+		}
+		if _, err := e.Prompts(filter); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "is not a server.prompt name") {
+			t.Errorf("Prompts(%q): %v", filter, err)
+		}
+	}
+	if _, err := e.GetPrompt(ctx(t), &PromptRequest{Name: ".p"}); err == nil || err.Error() != `".p" is not a server.prompt name` {
+		t.Errorf("GetPrompt: %v", err)
+	}
+	if tools, err := e.Tools("srv.echo"); err != nil || len(tools) != 1 {
+		t.Errorf("Tools(srv.echo) = %v, %v", tools, err)
+	}
+}
+
 func TestResultsKeptAsSent(t *testing.T) {
 	raw := `{"content":[{"type":"video","uri":"x.mp4"},{"type":"text","text":"hi","annotations":{"audience":["user"]}}],"structuredContent":{"n":12345678901234567890},"_meta":{"k":"v"},"extraField":true}`
 	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{

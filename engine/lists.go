@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -484,9 +483,12 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 // tools, or server.tool for one tool. The tools of an unavailable server
 // are its last known ones, marked stale.
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
-	srvName, toolName, oneTool := strings.Cut(filter, ".")
+	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
+	if err != nil {
+		return nil, err
+	}
 	out := []*Tool{}
-	err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	err = e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
 		tools := sn.tools
 		if oneTool {
 			tools = nil
@@ -509,9 +511,12 @@ func (e *Engine) Tools(filter string) ([]*Tool, error) {
 
 // Prompts lists prompts: filter is "", a server, or server.prompt.
 func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
-	srvName, promptName, onePrompt := strings.Cut(filter, ".")
+	srvName, promptName, onePrompt, err := splitFilter(filter, "prompt")
+	if err != nil {
+		return nil, err
+	}
 	out := []*Prompt{}
-	err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	err = e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
 		prompts := sn.prompts
 		if onePrompt {
 			prompts = nil

@@ -404,7 +404,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	if err := badRequest("GetPrompt", "PromptRequest", req.TimeoutMs, 0); err != nil {
 		return nil, err
 	}
-	srvName, promptName, err := SplitName(req.Name)
+	srvName, promptName, err := splitName(req.Name, "prompt")
 	if err != nil {
 		return nil, err
 	}
@@ -693,7 +693,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			}
 		}
 	} else {
-		srvName, promptName, err := SplitName(req.Ref)
+		srvName, promptName, err := splitName(req.Ref, "prompt")
 		if err != nil {
 			return nil, errorf(KindUsage, "", "%q is neither server.prompt nor a resource template", req.Ref).
 				hint("complete a prompt argument: mcpctl complete SERVER.PROMPT ARG PREFIX; or a template's: mcpctl complete 'file:///{path}' path PREFIX")
