@@ -194,6 +194,9 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any) e
 // do makes one request and returns the response when its status is 200;
 // any other status becomes the error the session sent.
 func (c *Client) do(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
+	if c == nil {
+		return nil, errorf(KindUsage, "", "a method of a nil *engine.Client was called").hint("make one with &engine.Client{Socket: session.Socket}")
+	}
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)

@@ -77,6 +77,9 @@ func (c *Client) Reload(ctx context.Context, req *ReloadRequest) (*ReloadResult,
 
 // Watch follows the session's events as [Engine.Watch] does. Stable.
 func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	if fn == nil {
+		return errorf(KindUsage, "", "Watch was called with a nil func(Event) error").hint("pass the function each event is handed to")
+	}
 	if req == nil {
 		req = &WatchRequest{}
 	}

@@ -66,7 +66,12 @@ type Error struct {
 	unreachable bool
 }
 
+// Error, Unwrap, Hints and Is work on a nil *Error too, which an error
+// variable holds when given a nil *Error (as from [Engine.ConfigError]).
 func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if len(e.Stderr) == 0 {
 		return e.Message
 	}
@@ -83,10 +88,20 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the underlying cause, if any.
-func (e *Error) Unwrap() error { return e.err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.err
+}
 
 // Hints implements the hint convention of mcpctl's error printer.
-func (e *Error) Hints() []string { return e.Hint }
+func (e *Error) Hints() []string {
+	if e == nil {
+		return nil
+	}
+	return e.Hint
+}
 
 // ErrNoSession is returned by a [Client] when no session answers on its
 // socket. Check with errors.Is.
@@ -95,7 +110,7 @@ var ErrNoSession = &Error{Kind: KindNoSession, Message: "no session is running"}
 // Is makes errors.Is(err, ErrNoSession) match any no-session error.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t == ErrNoSession && e.Kind == KindNoSession
+	return ok && e != nil && t == ErrNoSession && e.Kind == KindNoSession
 }
 
 func errorf(kind Kind, server, format string, args ...any) *Error {
@@ -112,10 +127,11 @@ func (e *Error) wrap(err error) *Error {
 	return e
 }
 
-// KindOf returns the kind of err, or "" when err is not an engine error.
+// KindOf returns the kind of err, or "" when err is not an engine error
+// (or is a nil *Error).
 func KindOf(err error) Kind {
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e != nil {
 		return e.Kind
 	}
 	return ""

@@ -162,16 +162,25 @@ func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
 // ReloadFailed records that the config could not be loaded again: the
 // engine keeps running the config it has, and [Engine.ConfigError] and a
 // config event report why until a reload succeeds. It returns err as the
-// engine's error (kind config), hints kept.
+// engine's error (kind config), hints kept, err its cause; a nil err is
+// no failure, and changes nothing.
 func (e *Engine) ReloadFailed(err error) *Error {
-	ee, ok := err.(*Error)
-	if !ok {
+	if err == nil {
+		return nil
+	}
+	var ee *Error
+	if given, ok := err.(*Error); ok && given != nil {
+		c := *given
+		ee = &c
+		ee.Kind = KindConfig
+	} else {
 		ee = errorf(KindConfig, "", "%s", err.Error())
 		var h interface{ Hints() []string }
 		if errors.As(err, &h) {
 			ee.Hint = h.Hints()
 		}
 	}
+	ee.err = err
 	e.mu.Lock()
 	e.configErr = ee
 	e.mu.Unlock()
