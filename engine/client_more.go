@@ -203,6 +203,9 @@ func (c *Client) stream(ctx context.Context, method, path string, body any, onLi
 // Servers starts, stops or restarts servers of the session by hand: act is
 // "start", "stop" or "restart". It returns their status after.
 func (c *Client) Servers(ctx context.Context, act string, names ...string) ([]ServerStatus, error) {
+	if act != "start" && act != "stop" && act != "restart" {
+		return nil, errorf(KindUsage, "", "Servers was called with act %q", act).hint(`act is "start", "stop" or "restart"`)
+	}
 	var out []ServerStatus
 	return out, c.send(ctx, http.MethodPost, "/"+APIVersion+"/servers/"+act, &ServersRequest{Servers: names}, &out)
 }

@@ -30,7 +30,9 @@
 //
 // Results are the JSON the server sent ([CallResult.Result] and friends), so
 // nothing the server said is lost; errors are [*Error], whose [Kind] says
-// what to do about them.
+// what to do about them, but for the caller's own giving up: a request
+// whose context ends before an answer returns ctx's error (with errors.Is,
+// [context.Canceled] or [context.DeadlineExceeded]).
 package engine
 
 import (
@@ -220,7 +222,10 @@ func (e *Engine) lookup(name string) (*server, error) {
 // parallel, each dependent once its dependencies are ready. It is all or
 // nothing: when one fails, the others are stopped and the error names
 // every server that failed and why. Problems found before starting (a
-// command not on PATH, a missing cwd) fail the start before anything runs.
+// command not on PATH, a missing cwd) fail the start before anything runs,
+// as config errors. A start that fails, or whose ctx ends, returns once
+// what it started is stopped again, which a server slow to stop can make
+// last up to its shutdownTimeout longer.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if e.noConfig.Load() {
 		return errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").

@@ -95,7 +95,8 @@ type EventFilter struct {
 	Servers []string `json:"servers,omitempty"`
 	Types   []string `json:"types,omitempty"`
 	// Stderr asks for the servers' stderr lines, which are not sent
-	// otherwise; naming EventStderr in Types does too.
+	// otherwise; naming EventStderr in Types does too. With Types, it
+	// needs EventStderr among them: Types says which events are sent.
 	Stderr bool `json:"stderr,omitempty"`
 }
 

@@ -638,8 +638,9 @@ func (s *server) isHeld() bool {
 
 // Stop stops the named servers by hand: they stay stopped, whatever their
 // activation and restart policy, until [Engine.Start] or [Engine.Restart]
-// names them. Servers that depend on them keep running, and fail their
-// requests that need them.
+// names them or a server that depends on them (which it starts them with).
+// Servers that depend on them keep running, and fail their requests that
+// need them.
 func (e *Engine) Stop(names ...string) error {
 	if err := e.open(); err != nil {
 		return err
