@@ -58,5 +58,8 @@ func TestClientMisuse(t *testing.T) {
 	if err := c.Watch(context.Background(), nil, nil); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "nil func(Event) error") {
 		t.Errorf("nil func: %v", err)
 	}
+	if _, err := c.Servers(context.Background(), "explode", "a"); KindOf(err) != KindUsage || !strings.Contains(err.Error(), `act "explode"`) {
+		t.Errorf("unknown act: %v", err)
+	}
 	time.Sleep(stoppedAfter + 100*time.Millisecond) // a stray watch would panic here
 }
