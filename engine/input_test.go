@@ -274,6 +274,34 @@ func TestRestartCutShort(t *testing.T) {
 	waitState(t, e, "slow", StateReady)
 }
 
+// A request made while a server is restarted waits for the restart, as for
+// a server starting; it used to fail, as if the server were stopped by hand,
+// when it looked between the stop and the start.
+func TestRequestDuringRestartWaits(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}, IgnoreStdinEOF: true}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		restarted := make(chan error, 1)
+		go func() { restarted <- e.Restart(ctx(t), "srv") }()
+		waitState(t, e, "srv", StateStopping)
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+			t.Fatalf("call during the restart: %v", err)
+		}
+		if err := <-restarted; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Stopped by hand, it stays refused.
+	if err := e.Stop("srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err == nil || !strings.Contains(err.Error(), "was stopped") {
+		t.Errorf("call after Stop: %v", err)
+	}
+}
+
 // cutAfter is a context that ends after d, for a request to be cut short.
 func cutAfter(t *testing.T, d time.Duration) context.Context {
 	c, cancel := context.WithTimeout(ctx(t), d)

@@ -38,6 +38,10 @@ type lifecycle struct {
 	held bool
 	// stopDone is closed when the stop under way is over.
 	stopDone chan struct{}
+	// byHandRestart is closed when the Restart under way, which stops the
+	// server and starts it again, is over: a request meanwhile waits for
+	// it, as for a server starting.
+	byHandRestart chan struct{}
 
 	failures int // consecutive failed requests
 	// streamLost: a remote server's event stream broke and is not open
@@ -110,6 +114,13 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				return nil, err
 			}
 		case StateStopped:
+			if ch := s.lc.byHandRestart; ch != nil {
+				s.mu.Unlock()
+				if err := waitFor(ctx, ch); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if !s.startsOnUseLocked() {
 				err := s.unavailableLocked()
 				s.mu.Unlock()
@@ -675,14 +686,51 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return errorf(KindUsage, "", "name the servers to restart")
 	}
+	// Requests meanwhile wait for the restart, not fail as if the
+	// servers were stopped by hand.
+	var marked []func()
+	for _, n := range names {
+		if s, err := e.lookup(n); err == nil {
+			marked = append(marked, s.markRestarting())
+		}
+	}
+	restarted := func() {
+		for _, done := range marked {
+			done()
+		}
+	}
 	if err := e.Stop(names...); err != nil {
+		restarted()
 		return err
 	}
-	err := outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) }, nil)
+	err := outlive(ctx, func(ctx context.Context) error {
+		defer restarted()
+		return e.Start(ctx, names...)
+	}, nil)
 	if cerr := ctx.Err(); cerr != nil && err == cerr {
 		return deadlineError(ctx.Err(), names[0], "the restart of "+strings.Join(names, ", ")+" (its start goes on)")
 	}
 	return err
+}
+
+// markRestarting marks s as being restarted by hand until the returned
+// func is called; a Restart already under way keeps its own mark.
+func (s *server) markRestarting() (done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lc.byHandRestart != nil {
+		return func() {}
+	}
+	ch := make(chan struct{})
+	s.lc.byHandRestart = ch
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.lc.byHandRestart == ch {
+			s.lc.byHandRestart = nil
+		}
+		close(ch)
+	}
 }
 
 // renew connects afresh to a remote server that no longer knows the
