@@ -262,6 +262,22 @@ func TestWholeNumbersWrittenAsFloats(t *testing.T) {
 	}
 }
 
+// "0" is a duration, as Go reads it: cacheTTL "0" turns the cache off as
+// 0 does; where zero is not allowed it says so, not that "0" is no duration.
+func TestZeroDurationString(t *testing.T) {
+	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "cacheTTL": "0"}}}`), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := cfg.Server("a").CacheTTL; ttl != 0 {
+		t.Errorf("cacheTTL %v", ttl)
+	}
+	_, err = Parse("inline", []byte(`{"servers": {"a": {"command": "x", "requestTimeout": "0"}}}`), t.TempDir(), nil)
+	if err == nil || !strings.HasSuffix(err.Error(), "servers.a.requestTimeout: expected a duration above zero") {
+		t.Errorf("requestTimeout 0: %v", err)
+	}
+}
+
 // A ws:// or wss:// url without a type is a WebSocket server.
 func TestWebSocketTypeFromURL(t *testing.T) {
 	cfg, err := Parse("inline", []byte(`{"servers": {"w": {"url": "wss://h/mcp"}, "W": {"url": "WSS://h/mcp"}, "h": {"url": "https://h/mcp"}}}`), t.TempDir(), nil)

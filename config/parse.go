@@ -27,7 +27,7 @@ var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCo
 
 // patternWords says in words what the schema's patterns want.
 var patternWords = map[string]string{
-	`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`:         `a duration such as "30s" or "1m30s", or a number of seconds`,
+	`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`:     `a duration such as "30s" or "1m30s", or a number of seconds`,
 	`^[0-9]+(\.[0-9]+)?\s*([kKmMgGtT](i?[bB])?|[bB])?$`: `a size such as "512MiB" or "1G", or a number of bytes`,
 }
 
