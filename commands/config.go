@@ -145,7 +145,8 @@ func newConfigShowCmd(env *Env) *cli.Command {
 		Usage: "Print the config as mcpctl reads it",
 		Description: `Prints the servers of the config files, merged, as JSON. With --resolved,
 each server as it will run: defaults applied, field names normalised,
-${...} expanded, paths absolute, durations as "30s"; equivalent JSON, TOML
+${...} expanded, paths absolute, durations as Go writes them ("30s",
+"1m0s"); equivalent JSON, TOML
 and Codex files give the same output. Env and header values, and whatever
 came from the environment or an input, are shown as "<redacted>" unless
 --show-secrets.
