@@ -35,6 +35,7 @@ const (
 	toolNames                    // server.tool
 	promptNames                  // server.prompt
 	resourceURIs                 // resource URIs
+	templateURIs                 // resource templates' URIs
 )
 
 // argCompletions says what the arguments of each command name: the kinds
@@ -51,8 +52,10 @@ var argCompletions = map[string]struct {
 	"prompt":      {kinds: []nameKind{promptNames}},
 	"resources":   {kinds: []nameKind{servers}},
 	"resource":    {kinds: []nameKind{resourceURIs}},
-	"complete":    {kinds: []nameKind{promptNames}},
+	"complete":    {kinds: []nameKind{promptNames, templateURIs}},
 	"inspect":     {kinds: []nameKind{servers}},
+	"logs":        {kinds: []nameKind{servers}},
+	"metrics":     {kinds: []nameKind{servers}},
 	"start":       {kinds: []nameKind{servers}, all: true},
 	"stop":        {kinds: []nameKind{servers}, all: true},
 	"restart":     {kinds: []nameKind{servers}, all: true},
@@ -381,8 +384,20 @@ func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *en
 				out = append(out, candidate(r.URI, ""))
 			}
 		}
+	case templateURIs:
+		if res, _ := client.Resources(ctx, ""); res != nil {
+			for _, t := range res.Templates {
+				out = append(out, candidate(t.URITemplate, ""))
+			}
+		}
 	}
-	return out
+	// A URI two servers offer is one word to complete.
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(c string) bool {
+		dup := seen[c]
+		seen[c] = true
+		return dup
+	})
 }
 
 // candidate is one line of completion output: the name with its colons
