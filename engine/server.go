@@ -162,7 +162,8 @@ func (s *server) start(ctx context.Context) error {
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
 	s.lc.idled, s.lc.failures = false, 0
-	s.starting = make(chan struct{})
+	starting := make(chan struct{})
+	s.starting = starting
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancelStart = cancel
 	s.mu.Unlock()
@@ -181,7 +182,15 @@ func (s *server) start(ctx context.Context) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer close(s.starting)
+	defer close(starting)
+	if s.starting != starting {
+		// The server died as it became ready, and another start began
+		// since (a restart by hand): the state is that start's.
+		if err == nil {
+			err = context.Canceled
+		}
+		return errorf(KindUnavailable, s.cfg().Name, "server %s was started again during its startup", s.cfg().Name).wrap(err)
+	}
 	s.cancelStart = nil
 	if err != nil {
 		var e *Error
@@ -511,10 +520,13 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		s.lc.idleTimer.Stop()
 		s.lc.idleTimer = nil
 	}
-	if s.cancelStart != nil {
-		s.cancelStart()
-	}
-	if s.state == StateStarting {
+	// A start under way is cut short and waited for; so is one that
+	// began meanwhile (another restart's), which this stop would
+	// otherwise mark stopped as it ran.
+	for s.state == StateStarting {
+		if s.cancelStart != nil {
+			s.cancelStart()
+		}
 		ch := s.starting
 		s.mu.Unlock()
 		<-ch
