@@ -827,9 +827,18 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 			sub.mu.Lock()
 			defer sub.mu.Unlock()
 			if s.leave(sub) && sub.on != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+				if !newProtocol(sub.on) {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+				}
+				// A 2026-07-28 subscription is a subscriptions/listen
+				// request held open. It stays open for the connection's
+				// life: a go-sdk v1.8 server, when any listen of a session
+				// ends, drops that session's list_changed subscription
+				// too, and the session would follow no more list changes.
+				// The SDK subscribes a URI once, so a later subscribe
+				// to it costs nothing.
 				sub.on = nil
 			}
 			s.drop(uri, sub)
@@ -914,11 +923,18 @@ func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captu
 	}
 }
 
+// newProtocol says whether cs speaks 2026-07-28 or later: stateless
+// requests, notifications over subscriptions/listen.
+func newProtocol(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= "2026-07-28"
+}
+
 // setLevelOn sets the log level of a connection: a server of 2026-07-28 or
 // later takes it with each request (conn adds it), an older one is told
 // with logging/setLevel, which send makes.
 func setLevelOn(cs *mcp.ClientSession, conn *captureConn, level string, send func() error) error {
-	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= "2026-07-28" {
+	if newProtocol(cs) {
 		conn.logLevel.Store(level)
 		return nil
 	}

@@ -711,7 +711,14 @@ func (s *server) newClient() *mcp.Client {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.listChanged(listResources) },
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			s.e.cache.invalidateURI(name, req.Params.URI)
-			s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
+			// Only while someone follows it: a 2026-07-28 subscription
+			// stays open after its last release (SubscribeResource).
+			s.subsMu.Lock()
+			_, followed := s.subs[req.Params.URI]
+			s.subsMu.Unlock()
+			if followed {
+				s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
+			}
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			data, _ := marshalVerbatim(redactValue(s.cfg().Redact, req.Params.Data))
