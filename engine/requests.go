@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,7 +103,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		// The server answered. The SDK may still have failed to decode the
 		// answer (a content type it does not know): the raw bytes win.
 		if raw.err != nil {
-			err = protocolError(h.s.cfg().Name, method, raw.err)
+			err = protocolError(h.s.cfg(), method, raw.err)
 		} else {
 			result = raw.result
 		}
@@ -199,9 +200,9 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		e.unreachable = true
 		return e
 	case errors.As(err, &werr):
-		return protocolError(name, method, werr)
+		return protocolError(h.s.cfg(), method, werr)
 	}
-	return errorf(KindProtocol, name, "server %s: %s failed: %v", name, method, err).wrap(err)
+	return errorf(KindProtocol, name, "server %s: %s failed: %s", name, method, h.s.cfg().Redact(err.Error())).wrap(err)
 }
 
 // connBroken reports a connection that broke under a request (reset,
@@ -228,7 +229,10 @@ func dialFailed(err error) error {
 	return nil
 }
 
-func protocolError(server, method string, err error) *Error {
+// protocolError explains a server's error answer; what it says is
+// redacted, as it may repeat a secret the server was given.
+func protocolError(cfg *config.Server, method string, err error) *Error {
+	server := cfg.Name
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && string(werr.Data) == strconv.Quote(droppedMarker) {
 		return errorf(KindProtocol, server, "server %s answered %s with one message longer than %d MiB, the most mcpctl reads; the answer was dropped", server, method, maxMessage>>20).
@@ -237,13 +241,13 @@ func protocolError(server, method string, err error) *Error {
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
 		// Asked of a server that does not do it (a read of one that
 		// offers no resources): the asker's mistake, not the server's.
-		return errorf(KindUsage, server, "server %s does not answer %s (it says: %s)", server, method, werr.Message).
+		return errorf(KindUsage, server, "server %s does not answer %s (it says: %s)", server, method, cfg.Redact(werr.Message)).
 			hint("see what it offers with: mcpctl inspect %s", server).wrap(err)
 	}
 	if errors.As(err, &werr) {
-		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, werr.Message).wrap(err)
+		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, cfg.Redact(werr.Message)).wrap(err)
 	}
-	return errorf(KindProtocol, server, "server %s answered %s with an error: %v", server, method, err).wrap(err)
+	return errorf(KindProtocol, server, "server %s answered %s with an error: %s", server, method, cfg.Redact(err.Error())).wrap(err)
 }
 
 // CallTool calls server.tool. Arguments are built from req, validated
