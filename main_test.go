@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,12 +373,31 @@ func procParent(pid int) int {
 // browse FILE plays the user's browser: it GETs the first http URL in
 // FILE, following redirects (to mcpctl's loopback listener, say).
 func cmdBrowse(ts *testscript.TestScript, neg bool, args []string) {
+	deny := len(args) == 2 && args[0] == "-deny"
+	if deny {
+		args = args[1:]
+	}
 	if len(args) != 1 || neg {
-		ts.Fatalf("usage: browse FILE")
+		ts.Fatalf("usage: browse [-deny] FILE")
 	}
 	url := regexp.MustCompile(`http://\S+`).FindString(ts.ReadFile(args[0]))
 	if url == "" {
 		ts.Fatalf("no URL in %s", args[0])
+	}
+	if deny {
+		// The user says no: the authorization server redirects back
+		// with an error instead of a code.
+		u, err := neturl.Parse(url)
+		ts.Check(err)
+		q := u.Query()
+		back := q.Get("redirect_uri") + "?" + neturl.Values{"error": {"access_denied"}, "error_description": {"the user said no"}, "state": {q.Get("state")}}.Encode()
+		resp, err := http.Get(back)
+		ts.Check(err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			ts.Fatalf("the redirect with an error got %s", resp.Status)
+		}
+		return
 	}
 	resp, err := http.Get(url)
 	ts.Check(err)

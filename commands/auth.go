@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -97,12 +96,13 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 			Hint: []string{"to log in with OAuth instead, take Authorization out of its headers"}}
 	}
 	dir := engine.TokenDir(env.getenv)
-	// A login always asks anew; the old token goes once the new one is saved.
-	os.Remove(engine.TokenPath(dir, s.URL))
+	// A login always asks anew; the old token stays until the new one
+	// replaces it.
+	before, _ := engine.LoadToken(dir, s.URL)
 	// The user needs time in the browser.
 	s.StartupTimeout = max(s.StartupTimeout, 5*time.Minute)
 	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}
-	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Browse: func(ctx context.Context, server, url string) error {
+	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Fresh: true, Browse: func(ctx context.Context, server, url string) error {
 		fmt.Fprintf(env.ErrOut, "Open this URL to authorize mcpctl with server %s:\n\n  %s\n\n", server, url)
 		if !noBrowser {
 			openBrowser(url)
@@ -115,7 +115,7 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 		return err
 	}
 	path := engine.TokenPath(dir, s.URL)
-	if _, err := os.Stat(path); err != nil {
+	if after, _ := engine.LoadToken(dir, s.URL); after == nil || (before != nil && after.Saved.Equal(before.Saved)) {
 		env.note("server %s did not ask for authorization: it needs no login, and no token was saved", name)
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ type AuthOptions struct {
 	// beforehand.
 	ClientIDMetadataURL string
 	Client              *oauthex.ClientCredentials
+	// Fresh asks anew (a login): a saved token is not used, and is
+	// replaced only once a new one is saved.
+	Fresh bool
 }
 
 // A SavedToken is what a token file holds: the token and what refreshing
@@ -310,6 +314,7 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 	cleanup := func() {}
 	redirect := "http://127.0.0.1/callback"
 	var codes chan *auth.AuthorizationResult
+	var refusals chan error
 	if opts.Fetch != nil {
 		redirect = opts.RedirectURL
 	} else {
@@ -319,24 +324,43 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 		}
 		redirect = fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
 		codes = make(chan *auth.AuthorizationResult, 1)
+		refusals = make(chan error, 1)
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
 			if q.Get("code") == "" {
-				http.Error(w, "mcpctl: no authorization code in this redirect: "+q.Get("error")+" "+q.Get("error_description"), http.StatusBadRequest)
+				why := strings.TrimSpace(q.Get("error") + " " + q.Get("error_description"))
+				http.Error(w, "mcpctl: no authorization code in this redirect: "+why, http.StatusBadRequest)
+				if q.Get("error") != "" {
+					// Refused in the browser: the login ends, saying why.
+					select {
+					case refusals <- fmt.Errorf("the authorization was refused: %s", why):
+					default:
+					}
+				}
 				return
 			}
 			select {
 			case codes <- &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}:
 			default:
 			}
-			fmt.Fprintln(w, "mcpctl: authorized; you can close this window.")
+			fmt.Fprintln(w, "mcpctl: got the authorization; you can close this window, mcpctl says in the terminal whether it worked.")
 		}), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		cleanup = func() { srv.Close() }
 	}
+	// refused: the user refused in the browser. A start tried again
+	// fails with it at once, not with another URL to open.
+	var refusedMu sync.Mutex
+	var refused error
 	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 		if opts.Fetch != nil {
 			return opts.Fetch(ctx, args)
+		}
+		refusedMu.Lock()
+		err := refused
+		refusedMu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 		if err := opts.Browse(ctx, cfg.Name, args.URL); err != nil {
 			return nil, err
@@ -344,6 +368,11 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 		select {
 		case res := <-codes:
 			return res, nil
+		case err := <-refusals:
+			refusedMu.Lock()
+			refused = err
+			refusedMu.Unlock()
+			return nil, err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -371,7 +400,7 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientIDMetadataURL}
 	}
 	hc.PreregisteredClient = opts.Client
-	if saved, err := store.load(); err == nil && saved != nil {
+	if saved, err := store.load(); err == nil && saved != nil && !opts.Fresh {
 		hc.InitialTokenSource = &storedSource{store: store, server: cfg.Name}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)
