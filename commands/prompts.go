@@ -113,7 +113,7 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := engine.SplitName(opts.name); err != nil {
+	if _, _, err := engine.SplitPromptName(opts.name); err != nil {
 		return err
 	}
 	timeout := opts.timeout.millis()

@@ -281,7 +281,13 @@ type gate struct {
 
 func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
 
-func (g *gate) Authorize(context.Context, *http.Request, *http.Response) error {
+func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	if resp != nil && resp.StatusCode == http.StatusForbidden && !strings.Contains(resp.Header.Get("WWW-Authenticate"), "insufficient_scope") {
+		// Not a login to run: the server does not let this client in
+		// (the SDK hands a 403 over as it does a 401).
+		return errorf(KindUnavailable, g.server, "server %s answered 403 Forbidden: it does not let mcpctl in", g.server).
+			hint("check the server's access rules, and the headers mcpctl sends it (mcpctl config show)")
+	}
 	if g.header != "" {
 		return errorf(KindAuth, g.server, "server %s refused the Authorization header it is sent (%s): it answered 401", g.server, g.header).
 			hint("check the token in it, and the variable or input it comes from; mcpctl auth login is for servers that use OAuth, not a fixed header")

@@ -291,3 +291,18 @@ func TestRefusedGrant(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers 403 (with no insufficient_scope challenge) does not
+// let mcpctl in: that is said, not a login to run (the SDK hands a 403 to
+// the OAuth handler as it does a 401).
+func TestForbiddenIsNoLogin(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Forbidden", http.StatusForbidden)
+	}))
+	defer ts.Close()
+	e := authEngine(t, ts.URL+"/mcp", t.TempDir(), nil)
+	err := e.Start(ctx(t))
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server secure answered 403 Forbidden: it does not let mcpctl in") {
+		t.Errorf("err = %v (kind %s)", err, KindOf(err))
+	}
+}
