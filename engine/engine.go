@@ -547,7 +547,9 @@ func (e *Engine) progress(server string, token any, p Progress) {
 func SplitName(name string) (server, tool string, err error) { return splitName(name, "tool") }
 
 // SplitPromptName is SplitName for server.prompt.
-func SplitPromptName(name string) (server, prompt string, err error) { return splitName(name, "prompt") }
+func SplitPromptName(name string) (server, prompt string, err error) {
+	return splitName(name, "prompt")
+}
 
 // splitName is SplitName for a tool or a prompt.
 func splitName(name, what string) (server, item string, err error) {
