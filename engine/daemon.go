@@ -199,6 +199,13 @@ func (d *Daemon) Handler() http.Handler {
 			w.Header().Set(ConfigErrorHeader, headerLine(ce.Message))
 		}
 		h := routes[r.Method+" "+r.URL.Path]
+		if h != nil && d.engine.closed.Load() && r.URL.Path != "/"+APIVersion+"/status" {
+			// Ending (mcpctl down): said as the session's state, not as
+			// the Go API's closed engine.
+			writeError(w, errorf(KindUnavailable, "", "the session is stopping (mcpctl down)").
+				hint("run the command again once it has stopped: without a session it starts the servers it needs; or start a new session with: mcpctl up"))
+			return
+		}
 		if h == nil {
 			writeError(w, errorf(KindUsage, "", "the session (mcpctl %s) has no endpoint %s %s", Version(), r.Method, r.URL.Path).
 				hint("restart the session with the same mcpctl: mcpctl down && mcpctl up"))

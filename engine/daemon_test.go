@@ -609,3 +609,24 @@ func TestRequestPanicAnswered(t *testing.T) {
 		t.Errorf("log: %s", logged.String())
 	}
 }
+
+// Requests to a session that is ending are told so; its status still
+// answers, saying it is stopping.
+func TestDaemonStoppingAnswers(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	h := NewDaemon(e, SessionInfo{}, nil).Handler()
+	e.Close()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/tools", nil))
+	if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), `"message":"the session is stopping (mcpctl down)"`) {
+		t.Errorf("tools: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"stopping":true`) {
+		t.Errorf("status: %d %s", rec.Code, rec.Body)
+	}
+}
