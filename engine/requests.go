@@ -573,13 +573,13 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		return e.lookup(name)
 	}
 	offers := e.offers(ctx)
-	listed, listedGone := offers.matching(func(sn *snapshot) bool {
+	listed := offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.resources, func(r *Resource) bool { return r.URI == uri })
 	})
-	templated, templatedGone := offers.matching(func(sn *snapshot) bool {
+	templated := offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) })
 	})
-	candidates := firstOf(listed, templated, listedGone, templatedGone)
+	candidates := firstOf(listed, templated)
 	switch len(candidates) {
 	case 1:
 		return candidates[0], nil
@@ -632,21 +632,19 @@ func (e *Engine) offers(ctx context.Context) offerList {
 	return out
 }
 
-// matching returns the servers whose lists match: live, those that can
-// answer; gone, those that cannot. A request is routed to a gone server
-// only when no live one matches, so that it fails with that server's own
-// error (and its hint), not with "no server offers it".
-func (l offerList) matching(match func(*snapshot) bool) (live, gone []*server) {
+// matching returns the servers whose lists match, in the config's order.
+// One that cannot answer counts as its last lists say: which server a
+// request goes to, or whether it is ambiguous, does not change with the
+// servers' health; routed to one that cannot answer, a request fails with
+// that server's own error and hint, not with "no server offers it".
+func (l offerList) matching(match func(*snapshot) bool) []*server {
+	var out []*server
 	for _, o := range l.offers {
-		switch {
-		case !match(o.sn):
-		case o.stale:
-			gone = append(gone, o.s)
-		default:
-			live = append(live, o.s)
+		if match(o.sn) {
+			out = append(out, o.s)
 		}
 	}
-	return live, gone
+	return out
 }
 
 // firstOf returns the first of lists that is not empty.
@@ -764,9 +762,9 @@ func (e *Engine) templateServer(ctx context.Context, tmpl, name string) (*server
 		return e.lookup(name)
 	}
 	offers := e.offers(ctx)
-	found := firstOf(offers.matching(func(sn *snapshot) bool {
+	found := offers.matching(func(sn *snapshot) bool {
 		return slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.URITemplate == tmpl })
-	}))
+	})
 	switch len(found) {
 	case 1:
 		return found[0], nil

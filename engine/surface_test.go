@@ -613,6 +613,30 @@ func TestStaleListsWhenUnavailable(t *testing.T) {
 	}
 }
 
+// A URI two servers offer stays ambiguous when one of them dies: where a
+// request goes does not change with the servers' health. It went to the
+// live one, silently.
+func TestRoutingIgnoresHealth(t *testing.T) {
+	seven := 7
+	shared := []fakemcp.Resource{{URI: "file:///shared.txt", Name: "s", Text: "from a"}}
+	e := newEngine(t,
+		fakeServer(t, "a", fakemcp.Spec{Resources: shared, Tools: []fakemcp.Tool{{Name: "crash", Crash: &seven}}}),
+		fakeServer(t, "b", fakemcp.Spec{Resources: []fakemcp.Resource{{URI: "file:///shared.txt", Name: "s", Text: "from b"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "a.crash"})
+	waitState(t, e, "a", StateUnavailable)
+	_, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///shared.txt"})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || strings.Join(ee.Candidates, ",") != "a,b" {
+		t.Errorf("read with one of two servers dead: %v", err)
+	}
+	if res, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///shared.txt", Server: "b"}); err != nil || text(t, res.Result, "contents", "0", "text") != "from b" {
+		t.Errorf("read named: %v", err)
+	}
+}
+
 // The fake is an SDK server, which sends sampling requests only on
 // protocols before 2026-07-28 (after, a server asks with input requests in a
 // result, which the SDK's client answers through the same handler).
