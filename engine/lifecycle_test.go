@@ -303,6 +303,35 @@ func TestTransientActivation(t *testing.T) {
 	}
 }
 
+// A transient server's tools stay listed while it starts for a request and
+// stops after it: they dropped out of tools/list for that while.
+func TestTransientListedWhileItRuns(t *testing.T) {
+	srv := fakeServer(t, "tr", fakemcp.Spec{StartDelay: "300ms", IgnoreStdinEOF: true, Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation = "transient"
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if tools, _ := e.Tools(""); len(tools) != 1 { // started to be listed
+		t.Fatalf("tools of a transient server: %v", tools)
+	}
+	waitState(t, e, "tr", StateStopped)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "tr.echo"})
+		done <- err
+	}()
+	for _, st := range []State{StateStarting, StateStopping} {
+		waitState(t, e, "tr", st)
+		if tools, err := e.Tools(""); err != nil || len(tools) != 1 || tools[0].Stale {
+			t.Errorf("tools while %s: %v %+v", st, err, tools)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Progress extends a request's deadline.
 func TestProgressExtendsTimeout(t *testing.T) {
 	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{

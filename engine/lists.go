@@ -361,6 +361,13 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	case s.snap != nil && s.lc.idled:
 		// Stopped for want of use: what it offered is what it offers.
 		return s.snap, false, nil
+	case s.cfg().Activation == "transient" && !s.lc.held && (s.state == StateStarting || s.state == StateStopping) && (s.snap != nil || s.offered != nil):
+		// Started for one request, or stopping after it: what it
+		// offered is still what it offers, not a gap in the lists.
+		if s.snap != nil {
+			return s.snap, false, nil
+		}
+		return s.offered, false, nil
 	}
 	return nil, false, s.unavailableLocked()
 }
