@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/mcpctl/mcpctl/internal/lineio"
@@ -94,6 +95,31 @@ func incomplete(line []byte) bool {
 	return errors.Is(json.NewDecoder(bytes.NewReader(t)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
+// messageProblem is what makes a message the SDK decodes unusable, or "":
+// an id it would read as another (7.5 as 7; past int64, as the least
+// int64), which the answer would then carry; or an id with neither a
+// method nor a result or error, which it would drop unanswered.
+func messageProblem(msg []byte) string {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(msg, &head) != nil || len(head.ID) == 0 || string(head.ID) == "null" {
+		return ""
+	}
+	if c := head.ID[0]; c == '-' || c >= '0' && c <= '9' {
+		if _, err := strconv.ParseInt(string(head.ID), 10, 64); err != nil {
+			return fmt.Sprintf("the id %s is not a string or an integer of 64 bits", head.ID)
+		}
+	}
+	if head.Method == nil && head.Result == nil && head.Error == nil {
+		return "a message with an id needs a method (a request), or a result or an error (an answer)"
+	}
+	return ""
+}
+
 // badLineReply is the error answering line when the SDK would not take it
 // as JSON-RPC, or nil.
 func badLineReply(line []byte, tooLong bool) []byte {
@@ -116,6 +142,10 @@ func badLineReply(line []byte, tooLong bool) []byte {
 				code, why = jsonrpc.CodeInvalidRequest, err.Error()
 				continue
 			}
+			if p := messageProblem(m); p != "" {
+				code, why = jsonrpc.CodeInvalidRequest, p
+				continue
+			}
 			// The SDK ends the connection over a batch that uses an id twice.
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 				if ids[req.ID] {
@@ -127,6 +157,8 @@ func badLineReply(line []byte, tooLong bool) []byte {
 	default:
 		if _, err := jsonrpc.DecodeMessage(line); err != nil {
 			code, why = jsonrpc.CodeInvalidRequest, err.Error()
+		} else if p := messageProblem(line); p != "" {
+			code, why = jsonrpc.CodeInvalidRequest, p
 		}
 	}
 	if code == 0 {

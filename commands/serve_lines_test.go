@@ -66,3 +66,30 @@ func TestFilterLinesAsTheSDKTakesThem(t *testing.T) {
 		t.Errorf("answered %q", out.String())
 	}
 }
+
+// An id the SDK would read as another (a fraction, past int64), and an id
+// with neither a method nor a result or error (which the SDK drops), are
+// answered -32600 with the id as sent; the line after goes through.
+func TestFilterLinesIDs(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":7.5,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":42}` + "\n" +
+		`[{"jsonrpc":"2.0","id":1e3,"method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":-9,"method":"ping"}` + "\n"
+	var out bytes.Buffer
+	passed, err := io.ReadAll(filterLines(io.NopCloser(strings.NewReader(in)), &out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":-9,"method":"ping"}` + "\n"; string(passed) != want {
+		t.Errorf("passed on %q, want %q", passed, want)
+	}
+	want := `{"jsonrpc":"2.0","id":7.5,"error":{"code":-32600,"message":"Invalid Request: the id 7.5 is not a string or an integer of 64 bits"}}
+{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":-32600,"message":"Invalid Request: the id 12345678901234567890 is not a string or an integer of 64 bits"}}
+{"jsonrpc":"2.0","id":42,"error":{"code":-32600,"message":"Invalid Request: a message with an id needs a method (a request), or a result or an error (an answer)"}}
+{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id 1e3 is not a string or an integer of 64 bits"}}
+`
+	if out.String() != want {
+		t.Errorf("answered\n%s\nwant\n%s", out.String(), want)
+	}
+}
