@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -140,6 +141,7 @@ func runResource(ctx context.Context, env *Env, opts resourceOptions) error {
 func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file string) error {
 	var rr struct {
 		Contents []struct {
+			URI      string  `json:"uri"`
 			MIMEType string  `json:"mimeType"`
 			Text     *string `json:"text"`
 			Blob     *string `json:"blob"`
@@ -147,6 +149,19 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 	}
 	if err := json.Unmarshal(res.Result, &rr); err != nil {
 		return err
+	}
+	var uris []string
+	for _, c := range rr.Contents {
+		if !slices.Contains(uris, c.URI) {
+			uris = append(uris, c.URI)
+		}
+	}
+	if len(uris) > 1 {
+		// One file holds one resource: parts of several, run together,
+		// would be none of them.
+		return &engine.Error{Kind: engine.KindUsage, Server: res.Server,
+			Message: fmt.Sprintf("server %s answered the read of %s with %d resources (%s); --output-file writes one", res.Server, res.URI, len(uris), strings.Join(uris, ", ")),
+			Hint:    []string{"read it without --output-file to get each as JSON, e.g. --jq '.contents[] | select(.uri == \"URI\") | .text' -r"}}
 	}
 	var data []byte
 	mime := ""
@@ -161,7 +176,9 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 		case c.Text != nil:
 			data = append(data, *c.Text...)
 		}
-		mime = c.MIMEType
+		if mime == "" {
+			mime = c.MIMEType
+		}
 	}
 	if file == "-" {
 		// The content itself, raw, as tools that take -o - do.
