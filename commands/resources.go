@@ -9,8 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 
