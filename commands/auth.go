@@ -2,11 +2,13 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -99,10 +101,20 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	// A login always asks anew; the old token stays until the new one
 	// replaces it.
 	before, _ := engine.LoadToken(dir, s.URL)
-	// The user needs time in the browser.
+	// The user needs time in the browser; the steps before it (the
+	// server's 401, its metadata, the registration) get the server's own
+	// startupTimeout, so that one that does not answer is said at once.
+	before2browser := s.StartupTimeout
 	s.StartupTimeout = max(s.StartupTimeout, 5*time.Minute)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var browsed sync.Once
+	noURL := fmt.Errorf("server %s gave no authorization URL within %s (its startupTimeout): its authorization metadata or registration did not answer", name, before2browser)
+	stall := time.AfterFunc(before2browser, func() { cancel(noURL) })
+	defer stall.Stop()
 	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}
 	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Fresh: true, Browse: func(ctx context.Context, server, url string) error {
+		browsed.Do(func() { stall.Stop() })
 		fmt.Fprintf(env.ErrOut, "Open this URL to authorize mcpctl with server %s:\n\n  %s\n\n", server, url)
 		if !noBrowser {
 			openBrowser(url)
@@ -112,6 +124,10 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	}}})
 	defer e.Close()
 	if err := e.Start(ctx, name); err != nil {
+		if errors.Is(context.Cause(ctx), noURL) {
+			return &engine.Error{Kind: engine.KindUnavailable, Server: name, Message: noURL.Error(),
+				Hint: []string{fmt.Sprintf("check that the server and its authorization server answer, or raise startupTimeout of server %s (%s)", name, s.Source)}}
+		}
 		return err
 	}
 	path := engine.TokenPath(dir, s.URL)
