@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -299,6 +300,41 @@ func TestRequestDuringRestartWaits(t *testing.T) {
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err == nil || !strings.Contains(err.Error(), "was stopped") {
 		t.Errorf("call after Stop: %v", err)
+	}
+}
+
+// Restarts of one server that overlap take turns: each succeeds, a request
+// made meanwhile waits for the restart under way, and the server ends ready. Overlapping,
+// one's stop cut another's start short ("stopped during startup"), and a
+// request in a gap failed as if the server were stopped by hand.
+func TestOverlappingRestarts(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "f", fakemcp.Spec{StartDelay: "300ms", Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+				errs[i] = e.Restart(ctx(t), "f")
+			})
+		}
+		time.Sleep(150 * time.Millisecond)
+		_, reqErr := e.CallTool(ctx(t), &CallRequest{Name: "f.echo"})
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("restarts: %v", err)
+		}
+		// The next restart may stop it mid-call, as a restart does; it
+		// must not find the server stopped by hand, or still starting.
+		if reqErr != nil && !strings.Contains(reqErr.Error(), "was stopped during the call") {
+			t.Fatalf("request: %v", reqErr)
+		}
+		if st := e.Status()[0]; st.State != StateReady {
+			t.Fatalf("after the restarts: %+v", st)
+		}
 	}
 }
 

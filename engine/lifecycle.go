@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -686,18 +687,46 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return errorf(KindUsage, "", "name the servers to restart")
 	}
+	var servers []*server
+	for _, n := range names {
+		s, err := e.lookup(n)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(servers, s) {
+			servers = append(servers, s)
+		}
+	}
+	// Restarts of a server take turns (in name order, so that two of
+	// several servers cannot wait on each other): overlapping, one's stop
+	// cut the other's start short.
+	slices.SortFunc(servers, func(a, b *server) int { return strings.Compare(a.cfg().Name, b.cfg().Name) })
+	var turns []*server
+	endTurns := func() {
+		for _, s := range turns {
+			<-s.restartTurn
+		}
+	}
+	for _, s := range servers {
+		select {
+		case s.restartTurn <- struct{}{}:
+			turns = append(turns, s)
+		case <-ctx.Done():
+			endTurns()
+			return deadlineError(ctx.Err(), names[0], "waiting for another restart of "+strings.Join(names, ", "))
+		}
+	}
 	// Requests meanwhile wait for the restart, not fail as if the
 	// servers were stopped by hand.
 	var marked []func()
-	for _, n := range names {
-		if s, err := e.lookup(n); err == nil {
-			marked = append(marked, s.markRestarting())
-		}
+	for _, s := range servers {
+		marked = append(marked, s.markRestarting())
 	}
 	restarted := func() {
 		for _, done := range marked {
 			done()
 		}
+		endTurns()
 	}
 	if err := e.Stop(names...); err != nil {
 		restarted()
@@ -714,13 +743,10 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 }
 
 // markRestarting marks s as being restarted by hand until the returned
-// func is called; a Restart already under way keeps its own mark.
+// func is called (restarts take turns: one mark at a time).
 func (s *server) markRestarting() (done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lc.byHandRestart != nil {
-		return func() {}
-	}
 	ch := make(chan struct{})
 	s.lc.byHandRestart = ch
 	return func() {

@@ -50,6 +50,9 @@ type server struct {
 	// starting is closed when the current start attempt is over.
 	starting    chan struct{}
 	cancelStart context.CancelFunc
+	// restartTurn is held by the Restart under way: restarts of one
+	// server by hand take turns, each stop and start whole.
+	restartTurn chan struct{}
 
 	refreshMu sync.Mutex // one list refresh at a time
 	rawItems  map[string]map[string]json.RawMessage
@@ -76,12 +79,13 @@ type server struct {
 
 func newServer(e *Engine, cfg *config.Server) *server {
 	s := &server{
-		e:        e,
-		log:      e.log.With("server", cfg.Name),
-		state:    StateStopped,
-		since:    time.Now(),
-		rawItems: map[string]map[string]json.RawMessage{},
-		subs:     map[string]*subscription{},
+		e:           e,
+		log:         e.log.With("server", cfg.Name),
+		state:       StateStopped,
+		since:       time.Now(),
+		rawItems:    map[string]map[string]json.RawMessage{},
+		subs:        map[string]*subscription{},
+		restartTurn: make(chan struct{}, 1),
 	}
 	s.conf.Store(cfg)
 	return s
