@@ -45,6 +45,10 @@ func TestReloadFailedKeepsCause(t *testing.T) {
 	if got := e.ReloadFailed(nil); got != nil || e.ConfigError() == nil {
 		t.Errorf("ReloadFailed(nil) = %v; ConfigError %v", got, e.ConfigError())
 	}
+	var typedNil *Error
+	if got := e.ReloadFailed(typedNil); got != nil || e.ConfigError() == nil || e.ConfigError().Message == "<nil>" {
+		t.Errorf("ReloadFailed of a nil *Error = %v; ConfigError %v", got, e.ConfigError())
+	}
 }
 
 // A nil *Client, and a Watch without its func, are usage errors, with no

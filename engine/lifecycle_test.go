@@ -332,6 +332,31 @@ func TestTransientListedWhileItRuns(t *testing.T) {
 	}
 }
 
+// A lazy server stopped for idleness keeps its tools listed while it starts
+// again on use.
+func TestIdleServerListedWhileStarting(t *testing.T) {
+	srv := fakeServer(t, "lz", fakemcp.Spec{StartDelay: "300ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.Activation = "lazy"
+	srv.IdleTimeout = 200 * time.Millisecond
+	e := newEngine(t, srv)
+	if tools, _ := e.Tools(""); len(tools) != 1 {
+		t.Fatalf("tools: %v", tools)
+	}
+	waitState(t, e, "lz", StateStopped)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "lz.echo"})
+		done <- err
+	}()
+	waitState(t, e, "lz", StateStarting)
+	if tools, err := e.Tools("lz"); err != nil || len(tools) != 1 {
+		t.Errorf("tools while it starts again: %v %v", err, tools)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Progress extends a request's deadline.
 func TestProgressExtendsTimeout(t *testing.T) {
 	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{

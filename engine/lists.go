@@ -361,9 +361,10 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 	case s.snap != nil && s.lc.idled:
 		// Stopped for want of use: what it offered is what it offers.
 		return s.snap, false, nil
-	case s.cfg().Activation == "transient" && !s.lc.held && (s.state == StateStarting || s.state == StateStopping) && (s.snap != nil || s.offered != nil):
-		// Started for one request, or stopping after it: what it
-		// offered is still what it offers, not a gap in the lists.
+	case !s.lc.held && (s.state == StateStarting || s.state == StateStopping) && (s.snap != nil || s.offered != nil):
+		// Starting again (for a request, after an idle stop, by hand) or
+		// stopping not by hand: what it offered is still what it offers,
+		// not a gap in the lists.
 		if s.snap != nil {
 			return s.snap, false, nil
 		}

@@ -165,7 +165,7 @@ func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
 // engine's error (kind config), hints kept, err its cause; a nil err is
 // no failure, and changes nothing.
 func (e *Engine) ReloadFailed(err error) *Error {
-	if err == nil {
+	if given, ok := err.(*Error); err == nil || ok && given == nil {
 		return nil
 	}
 	var ee *Error

@@ -141,6 +141,11 @@ func (s *server) start(ctx context.Context) error {
 			return ctx.Err()
 		}
 		s.mu.Lock()
+		if s.state == StateStarting && s.starting != ch {
+			// Another start took over (a restart by hand): wait for it.
+			s.mu.Unlock()
+			return s.start(ctx)
+		}
 		defer s.mu.Unlock()
 		if s.state == StateReady || s.state == StateDegraded {
 			return nil
