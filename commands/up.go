@@ -127,6 +127,12 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	}
 }
 
+// droppedConn reports whether err is a connection the session closed
+// mid-answer, as one that is ending does.
+func droppedConn(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // errSessionGone: the session alreadyUp waited for ended.
 var errSessionGone = errors.New("the session ended")
 
@@ -187,6 +193,12 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			// longer.
 		case errors.Is(err, engine.ErrNoSession) && !sess.Running():
 			return errSessionGone
+		case err != nil && droppedConn(err) && time.Now().Before(stopDeadline):
+			// It hung up mid-answer: a session ending drops its
+			// connections as it goes. Gone once its lock is free.
+			if !sess.Running() {
+				return errSessionGone
+			}
 		case err != nil:
 			return err
 		case st.Session.Stopping && time.Now().Before(stopDeadline):

@@ -199,10 +199,10 @@ func (d *Daemon) Handler() http.Handler {
 			w.Header().Set(ConfigErrorHeader, headerLine(ce.Message))
 		}
 		h := routes[r.Method+" "+r.URL.Path]
-		if h != nil && d.engine.closed.Load() && r.URL.Path != "/"+APIVersion+"/status" {
-			// Ending (mcpctl down): said as the session's state, not as
-			// the Go API's closed engine.
-			writeError(w, errorf(KindUnavailable, "", "the session is stopping (mcpctl down)").
+		if h != nil && d.engine.closed.Load() && !answeredWhileStopping[r.URL.Path] {
+			// Ending (mcpctl down, a signal, its ttl): said as the
+			// session's state, not as the Go API's closed engine.
+			writeError(w, errorf(KindUnavailable, "", "the session is stopping").
 				hint("run the command again once it has stopped: without a session it starts the servers it needs; or start a new session with: mcpctl up"))
 			return
 		}
@@ -213,6 +213,15 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		h(w, r)
 	})
+}
+
+// answeredWhileStopping are the requests a session that is ending still
+// answers: its status (stopping), another shutdown (which waits for the
+// end, as the first does), and a watch of its last events.
+var answeredWhileStopping = map[string]bool{
+	"/" + APIVersion + "/status":   true,
+	"/" + APIVersion + "/shutdown": true,
+	"/" + APIVersion + "/events":   true,
 }
 
 // recoverRequest, deferred by a handler, makes a bug met by one request

@@ -621,8 +621,14 @@ func TestDaemonStoppingAnswers(t *testing.T) {
 	e.Close()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/tools", nil))
-	if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), `"message":"the session is stopping (mcpctl down)"`) {
+	if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), `"message":"the session is stopping"`) {
 		t.Errorf("tools: %d %s", rec.Code, rec.Body)
+	}
+	// A second down is answered as the first.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/shutdown", strings.NewReader("{}")))
+	if rec.Code != http.StatusOK {
+		t.Errorf("shutdown while stopping: %d %s", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
