@@ -109,7 +109,7 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var browsed sync.Once
-	noURL := fmt.Errorf("server %s gave no authorization URL within %s (its startupTimeout): its authorization metadata or registration did not answer", name, before2browser)
+	noURL := fmt.Errorf("server %s neither finished starting nor gave an authorization URL within %s (its startupTimeout): it, its authorization metadata or its registration did not answer", name, before2browser)
 	stall := time.AfterFunc(before2browser, func() { cancel(noURL) })
 	defer stall.Stop()
 	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}

@@ -39,7 +39,7 @@ func TestLoginMetadataStalls(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	t0 := time.Now()
 	code := Main(context.Background(), []string{"mcpctl", "-c", cfg, "auth", "login", "h", "--no-browser"}, strings.NewReader(""), &stdout, &stderr)
-	if code != exitUnavailable || !strings.Contains(stderr.String(), "server h gave no authorization URL within 1s (its startupTimeout)") || time.Since(t0) > 30*time.Second {
+	if code != exitUnavailable || !strings.Contains(stderr.String(), "server h neither finished starting nor gave an authorization URL within 1s (its startupTimeout)") || time.Since(t0) > 30*time.Second {
 		t.Errorf("exit %d after %v: %s", code, time.Since(t0).Round(time.Millisecond), stderr.String())
 	}
 }

@@ -152,7 +152,7 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 	}
 	var uris []string
 	for _, c := range rr.Contents {
-		if !slices.Contains(uris, c.URI) {
+		if c.URI != "" && !slices.Contains(uris, c.URI) { // one without is no other resource
 			uris = append(uris, c.URI)
 		}
 	}
