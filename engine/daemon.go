@@ -192,7 +192,9 @@ func (d *Daemon) Handler() http.Handler {
 			d.inflight.Add(-1)
 			d.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "ms", time.Since(t0).Milliseconds())
 		}()
-		defer recoverRequest(d.log, w, r)
+		tw := &answerWriter{ResponseWriter: w}
+		w = tw
+		defer recoverRequest(d.log, tw, r)
 		w.Header().Set(VersionHeader, Version())
 		w.Header().Set(RequestIDHeader, id)
 		if ce := d.engine.ConfigError(); ce != nil {
@@ -227,7 +229,7 @@ var answeredWhileStopping = map[string]bool{
 // recoverRequest, deferred by a handler, makes a bug met by one request
 // that request's error, told to its client and logged with its stack,
 // instead of a dropped connection.
-func recoverRequest(log *slog.Logger, w http.ResponseWriter, r *http.Request) {
+func recoverRequest(log *slog.Logger, w *answerWriter, r *http.Request) {
 	v := recover()
 	if v == nil {
 		return
@@ -236,9 +238,39 @@ func recoverRequest(log *slog.Logger, w http.ResponseWriter, r *http.Request) {
 		panic(v)
 	}
 	log.ErrorContext(r.Context(), "request failed: a bug in mcpctl", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	if w.began {
+		// Part of an answer (a stream) is out: an error after it would
+		// read as more of it. The connection ends instead.
+		panic(http.ErrAbortHandler)
+	}
 	writeError(w, errorf(KindInternal, "", "the session failed on %s %s: a bug in mcpctl (%v)", r.Method, r.URL.Path, v).
 		hint("please report it, with the session's log (mcpctl logs)"))
 }
+
+// An answerWriter notes whether an answer has begun.
+type answerWriter struct {
+	http.ResponseWriter
+	began bool
+}
+
+func (w *answerWriter) WriteHeader(code int) {
+	w.began = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *answerWriter) Write(p []byte) (int, error) {
+	w.began = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush and Unwrap keep what streams need of the writer underneath.
+func (w *answerWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // headerLine makes text one line a header may carry.
 func headerLine(text string) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -587,7 +588,12 @@ func TestRequestPanicAnswered(t *testing.T) {
 	var logged bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer recoverRequest(log, w, r)
+		aw := &answerWriter{ResponseWriter: w}
+		defer recoverRequest(log, aw, r)
+		if r.URL.Path == "/v1/events" {
+			aw.Write([]byte(`{"type":"ready"}` + "\n"))
+			aw.Flush()
+		}
 		var m map[string]int
 		m["x"] = 1 // a nil map: a bug
 	}))
@@ -607,6 +613,16 @@ func TestRequestPanicAnswered(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "request failed: a bug in mcpctl") || !strings.Contains(logged.String(), "daemon_test.go") {
 		t.Errorf("log: %s", logged.String())
+	}
+	// Begun (a stream): no error line after what was sent; it ends.
+	resp, err = http.Get(srv.URL + "/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(raw) != `{"type":"ready"}`+"\n" {
+		t.Errorf("stream after the panic: %q", raw)
 	}
 }
 
