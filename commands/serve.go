@@ -444,12 +444,31 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if dropped {
 			return nil
 		}
+		msg = withErrorCode(resp)
 	}
 	err := c.Connection.Write(ctx, msg)
 	if ok {
 		c.answered(resp.ID)
 	}
 	return err
+}
+
+// withErrorCode gives an error answer a JSON-RPC code: the SDK sends an
+// error of its own that is not a JSON-RPC one (a duplicate initialize, a
+// request before it, a cancelled call) with code 0, which JSON-RPC does not
+// define. A request at the wrong moment is -32600, the rest -32603.
+func withErrorCode(resp *jsonrpc.Response) *jsonrpc.Response {
+	var we *jsonrpc.Error
+	if resp.Error == nil || errors.As(resp.Error, &we) {
+		return resp
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	if strings.Contains(resp.Error.Error(), "initializ") {
+		code = jsonrpc.CodeInvalidRequest
+	}
+	fixed := *resp
+	fixed.Error = &jsonrpc.Error{Code: code, Message: resp.Error.Error()}
+	return &fixed
 }
 
 func (c *drainingConn) answered(id jsonrpc.ID) {

@@ -93,3 +93,26 @@ func TestFilterLinesIDs(t *testing.T) {
 		t.Errorf("answered\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// An error the SDK answers with that is not a JSON-RPC one goes out with a
+// JSON-RPC code, not 0; a JSON-RPC error keeps its own.
+func TestServeErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int64
+	}{
+		{fmt.Errorf(`method "tools/list" is invalid during session initialization`), jsonrpc.CodeInvalidRequest},
+		{fmt.Errorf(`duplicate "initialize" received`), jsonrpc.CodeInvalidRequest},
+		{context.Canceled, jsonrpc.CodeInternalError},
+		{&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "nope"}, jsonrpc.CodeMethodNotFound},
+	} {
+		resp := withErrorCode(&jsonrpc.Response{Error: tc.err})
+		data, err := jsonrpc.EncodeMessage(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`"code":%d,"message":%q`, tc.code, tc.err.Error()); !strings.Contains(string(data), want) {
+			t.Errorf("%v: %s, want %s", tc.err, data, want)
+		}
+	}
+}
