@@ -76,6 +76,13 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, io.EOF
 	case in := <-c.incoming:
 		if in.err != nil {
+			select {
+			case <-c.closed:
+				// Closed here: the read loop's error is the close's
+				// doing (a closed pipe), and the end is EOF.
+				return nil, io.EOF
+			default:
+			}
 			return nil, in.err
 		}
 		c.queue = in.msgs[1:]
