@@ -375,18 +375,18 @@ func (s *server) offer() (sn *snapshot, stale bool, err error) {
 
 // lastOffer is offer for routing a request: when the server cannot
 // answer (unavailable, stopped by hand), it returns what it offered last,
-// marked stale, so that a request for it meets the server's own error
-// rather than "no server offers it".
-func (s *server) lastOffer() (sn *snapshot, stale bool) {
-	if sn, isStale, err := s.offer(); err == nil {
-		return sn, isStale
+// so that a request for it meets the server's own error rather than "no
+// server offers it".
+func (s *server) lastOffer() *snapshot {
+	if sn, _, err := s.offer(); err == nil {
+		return sn
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snap != nil {
-		return s.snap, true
+		return s.snap
 	}
-	return s.offered, true
+	return s.offered
 }
 
 // unknown reports whether a server that starts on use has never been

@@ -592,9 +592,8 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 
 // An offered is what a server offers for routing, read once per request.
 type offered struct {
-	s     *server
-	sn    *snapshot
-	stale bool
+	s  *server
+	sn *snapshot
 }
 
 // An offerList is what the servers offer, and why those that start on use
@@ -616,7 +615,7 @@ func (l offerList) notFound(err *Error) *Error {
 
 // offers reads what every server offers for routing a request: what it
 // lists now, or for one that cannot answer (unavailable, stopped by hand)
-// what it listed last, marked stale. A server that starts on use and was
+// what it listed last. A server that starts on use and was
 // never listed is started to list it first (until ctx ends), as resources
 // does, so that a lazy or transient server is found, and a URI two
 // servers offer is found ambiguous, whether or not something listed them
@@ -625,8 +624,8 @@ func (e *Engine) offers(ctx context.Context) offerList {
 	servers := e.all()
 	out := offerList{failed: knowAll(ctx, servers)}
 	for _, s := range servers {
-		if sn, isStale := s.lastOffer(); sn != nil {
-			out.offers = append(out.offers, offered{s, sn, isStale})
+		if sn := s.lastOffer(); sn != nil {
+			out.offers = append(out.offers, offered{s, sn})
 		}
 	}
 	return out
