@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -108,13 +107,12 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	s.StartupTimeout = max(s.StartupTimeout, 5*time.Minute)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var browsed sync.Once
 	noURL := fmt.Errorf("server %s neither finished starting nor gave an authorization URL within %s (its startupTimeout): it, its authorization metadata or its registration did not answer", name, before2browser)
 	stall := time.AfterFunc(before2browser, func() { cancel(noURL) })
 	defer stall.Stop()
 	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}
 	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Fresh: true, Browse: func(ctx context.Context, server, url string) error {
-		browsed.Do(func() { stall.Stop() })
+		stall.Stop() // the browser's turn: the 5 minutes hold
 		fmt.Fprintf(env.ErrOut, "Open this URL to authorize mcpctl with server %s:\n\n  %s\n\n", server, url)
 		if !noBrowser {
 			openBrowser(url)
