@@ -487,9 +487,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	for k, v := range r.stringMap("env") {
 		s.Env[k] = v
 	}
-	if v, p, ok := r.get("inheritEnv"); ok && !s.IsStdio() && p[0] != "defaults" {
-		d.errorAt(p, true, "inheritEnv is for stdio servers", "a remote server gets no environment: remove it")
-	} else if ok && s.IsStdio() {
+	if v, p, ok := r.get("inheritEnv"); ok && s.IsStdio() { // on a remote one: checkTransport
 		switch v := v.(type) {
 		case bool:
 			r.note("inheritEnv", p)
@@ -641,8 +639,19 @@ func (r *fieldReader) durationAlias(name, other string) (time.Duration, bool) {
 // other kind (defaults give them to every server, and are not checked).
 var (
 	remoteOnly = []string{"headers", "caFile", "clientCert", "clientKey"}
-	stdioOnly  = []string{"args", "env", "envFile", "cwd", "limits"} // and inheritEnv, read on its own
+	stdioOnly  = []string{"args", "env", "envFile", "cwd", "limits", "inheritEnv"}
 )
+
+// foreign refuses the fields of the other kind of server that the server
+// itself writes.
+func (r *fieldReader) foreign(fields []string, kind, hint string) {
+	for _, f := range fields {
+		if _, ok := r.obj[f]; ok {
+			p := append(append([]string(nil), r.server...), f)
+			r.d.errorAt(p, true, r.d.writtenName(p)+" is for "+kind, hint)
+		}
+	}
+}
 
 func (r *fieldReader) checkTransport() {
 	s, d := r.s, r.d
@@ -672,19 +681,9 @@ func (r *fieldReader) checkTransport() {
 			}
 			d.errorAt(p, true, "url is for http, sse and ws servers", hint)
 		}
-		for _, f := range remoteOnly {
-			if _, ok := r.obj[f]; ok {
-				p := append(append([]string(nil), r.server...), f)
-				d.errorAt(p, true, d.writtenName(p)+" is for http, sse and ws servers", `remove it: a stdio server is run, not reached`)
-			}
-		}
+		r.foreign(remoteOnly, "http, sse and ws servers", "remove it: a stdio server is run, not reached")
 	default:
-		for _, f := range stdioOnly {
-			if _, ok := r.obj[f]; ok {
-				p := append(append([]string(nil), r.server...), f)
-				d.errorAt(p, true, d.writtenName(p)+" is for stdio servers", "remove it: mcpctl does not run a remote server")
-			}
-		}
+		r.foreign(stdioOnly, "stdio servers", "remove it: mcpctl does not run a remote server")
 		if s.URL == "" {
 			if _, _, ok := r.get("url"); !ok {
 				d.errorAt(append(append([]string(nil), r.server...), "url"), false, "required, but missing", "servers of type "+s.Type+" are reached at \"url\"")
