@@ -458,6 +458,10 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 	}
 	var files []file
 	for _, path := range paths {
+		if path == "" {
+			// filepath.Abs would make it the working directory.
+			return nil, &NotFoundError{}
+		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, err

@@ -258,3 +258,25 @@ func TestDependsOnManual(t *testing.T) {
 		}
 	}
 }
+
+// An empty path is refused as one; filepath.Abs made it the working
+// directory, "config file . is a directory".
+func TestLoadEmptyPath(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{"servers":{}}`), 0o644)
+	_, err := Load("", Options{WorkDir: dir})
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || nf.Path != "" || err.Error() != "--config is given an empty path" {
+		t.Errorf("Load(\"\"): %v", err)
+	}
+}
+
+// Offsets outside the data are clamped; a negative one panicked.
+func TestLineColOutside(t *testing.T) {
+	data := []byte("ab\ncd")
+	for _, c := range []struct{ off, line, col int }{{-1, 1, 1}, {0, 1, 1}, {4, 2, 2}, {99, 2, 3}} {
+		if l, col := LineCol(data, c.off); l != c.line || col != c.col {
+			t.Errorf("LineCol(%d) = %d:%d, want %d:%d", c.off, l, col, c.line, c.col)
+		}
+	}
+}

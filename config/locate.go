@@ -173,9 +173,7 @@ func (ix *index) at(path []string, key bool) int {
 // LineCol turns a byte offset into a 1-based line and column (columns count
 // characters, as editors do).
 func LineCol(data []byte, off int) (line, col int) {
-	if off > len(data) {
-		off = len(data)
-	}
+	off = min(max(off, 0), len(data))
 	line = 1
 	last := 0
 	for i := 0; i < off; i++ {

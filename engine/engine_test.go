@@ -219,6 +219,12 @@ func TestUnknownNames(t *testing.T) {
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "echo"}); KindOf(err) != KindUsage {
 		t.Errorf("name without server: %v", err)
 	}
+	// An empty name is shown as one, not as nothing after "server ".
+	for _, err := range []error{e.Start(ctx(t), ""), e.Stop(""), e.Restart(ctx(t), "")} {
+		if KindOf(err) != KindUsage || err.Error() != `unknown server ""` {
+			t.Errorf("empty server name: %v", err)
+		}
+	}
 }
 
 // A listing's filter with a dot and nothing before or after it is a usage

@@ -190,7 +190,11 @@ func deadlineError(err error, server, what string) error {
 // unknownName builds the error for a server or tool name that does not
 // exist, with did-you-mean candidates.
 func unknownName(what, name, server string, known []string) *Error {
-	e := errorf(KindUsage, server, "unknown %s %s", what, name)
+	shown := name
+	if name == "" {
+		shown = `""`
+	}
+	e := errorf(KindUsage, server, "unknown %s %s", what, shown)
 	e.Candidates = schemas.Closest(name, known)
 	switch {
 	case len(e.Candidates) == 1:
