@@ -162,6 +162,8 @@ type authStatus struct {
 	Expired     bool       `json:"expired,omitempty"`
 	Refreshable bool       `json:"refreshable,omitempty"`
 	TokenFile   string     `json:"tokenFile,omitempty"`
+	// TokenError: the token file is there but cannot be read or used.
+	TokenError string `json:"tokenError,omitempty"`
 	// Header: the config sends its own Authorization header, a token
 	// that only the server can judge.
 	Header bool `json:"header,omitempty"`
@@ -188,7 +190,10 @@ func runAuthStatus(env *Env) error {
 			out = append(out, st)
 			continue
 		}
-		if saved, err := engine.LoadToken(dir, s.URL); err == nil && saved != nil {
+		saved, err := engine.LoadToken(dir, s.URL)
+		if err != nil {
+			st.TokenFile, st.TokenError = engine.TokenPath(dir, s.URL), err.Error()
+		} else if saved != nil {
 			st.TokenFile = engine.TokenPath(dir, s.URL)
 			st.Refreshable = saved.Token.RefreshToken != ""
 			if !saved.Token.Expiry.IsZero() {
@@ -207,6 +212,8 @@ func runAuthStatus(env *Env) error {
 			case st.Header:
 				state = "Authorization header of the config"
 			case st.TokenFile == "":
+			case st.TokenError != "":
+				state = "damaged: log in again"
 			case st.Expired && !st.Refreshable:
 				state = "expired: log in again"
 			case st.Expired:

@@ -135,7 +135,7 @@ func (s *tokenStore) load() (*SavedToken, error) {
 	}
 	var t SavedToken
 	if err := json.Unmarshal(data, &t); err != nil || t.Token == nil {
-		return nil, fmt.Errorf("token file %s is damaged; run: mcpctl auth login", s.path)
+		return nil, fmt.Errorf("token file %s is damaged", s.path)
 	}
 	return &t, nil
 }
@@ -277,6 +277,7 @@ type gate struct {
 	server string
 	source oauth2.TokenSource // nil: no token saved
 	header string             // where the config sets the Authorization header it sends, if it does
+	damage error              // why the token file could not be read, if it could not
 }
 
 func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
@@ -291,6 +292,9 @@ func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response
 	if g.header != "" {
 		return errorf(KindAuth, g.server, "server %s refused the Authorization header it is sent (%s): it answered 401", g.server, g.header).
 			hint("check the token in it, and the variable or input it comes from; mcpctl auth login is for servers that use OAuth, not a fixed header")
+	}
+	if g.damage != nil {
+		return authNeeded(g.server, "it answered 401 and the saved token cannot be used: "+g.damage.Error())
 	}
 	if g.source == nil {
 		return authNeeded(g.server, "it answered 401 and no token is saved").
@@ -312,7 +316,9 @@ func (s *server) oauthHandler(client *http.Client) (auth.OAuthHandler, func(), e
 	store := newTokenStore(opts.Dir, cfg.URL, client)
 	if opts.Browse == nil && opts.Fetch == nil {
 		g := &gate{server: cfg.Name}
-		if saved, err := store.load(); err == nil && saved != nil {
+		if saved, err := store.load(); err != nil {
+			g.damage = err
+		} else if saved != nil {
 			g.source = &storedSource{store: store, server: cfg.Name}
 		}
 		return g, func() {}, nil
