@@ -194,7 +194,7 @@ func (d *Daemon) Handler() http.Handler {
 		}()
 		tw := &answerWriter{ResponseWriter: w}
 		w = tw
-		defer recoverRequest(d.log, tw, r)
+		defer recoverRequest(d.log, d.engine.redactAll, tw, r)
 		w.Header().Set(VersionHeader, Version())
 		w.Header().Set(RequestIDHeader, id)
 		if ce := d.engine.ConfigError(); ce != nil {
@@ -229,7 +229,7 @@ var answeredWhileStopping = map[string]bool{
 // recoverRequest, deferred by a handler, makes a bug met by one request
 // that request's error, told to its client and logged with its stack,
 // instead of a dropped connection.
-func recoverRequest(log *slog.Logger, w *answerWriter, r *http.Request) {
+func recoverRequest(log *slog.Logger, redact func(string) string, w *answerWriter, r *http.Request) {
 	v := recover()
 	if v == nil {
 		return
@@ -237,13 +237,15 @@ func recoverRequest(log *slog.Logger, w *answerWriter, r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	log.ErrorContext(r.Context(), "request failed: a bug in mcpctl", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	// The value may hold anything the handler had, a server's secret too.
+	what := redact(fmt.Sprint(v))
+	log.ErrorContext(r.Context(), "request failed: a bug in mcpctl", "method", r.Method, "path", r.URL.Path, "panic", what, "stack", string(debug.Stack()))
 	if w.began {
 		// Part of an answer (a stream) is out: an error after it would
 		// read as more of it. The connection ends instead.
 		panic(http.ErrAbortHandler)
 	}
-	writeError(w, errorf(KindInternal, "", "the session failed on %s %s: a bug in mcpctl (%v)", r.Method, r.URL.Path, v).
+	writeError(w, errorf(KindInternal, "", "the session failed on %s %s: a bug in mcpctl (%s)", r.Method, r.URL.Path, what).
 		hint("please report it, with the session's log (mcpctl logs)"))
 }
 

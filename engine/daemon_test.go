@@ -589,10 +589,14 @@ func TestRequestPanicAnswered(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		aw := &answerWriter{ResponseWriter: w}
-		defer recoverRequest(log, aw, r)
+		redact := func(s string) string { return strings.ReplaceAll(s, "s3cret", "***") }
+		defer recoverRequest(log, redact, aw, r)
 		if r.URL.Path == "/v1/events" {
 			aw.Write([]byte(`{"type":"ready"}` + "\n"))
 			aw.Flush()
+		}
+		if r.URL.Path == "/v1/status" {
+			panic("token s3cret")
 		}
 		var m map[string]int
 		m["x"] = 1 // a nil map: a bug
@@ -623,6 +627,16 @@ func TestRequestPanicAnswered(t *testing.T) {
 	resp.Body.Close()
 	if string(raw) != `{"type":"ready"}`+"\n" {
 		t.Errorf("stream after the panic: %q", raw)
+	}
+	// The panic's value is redacted in the answer and in the log.
+	resp, err = http.Get(srv.URL + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(raw), "a bug in mcpctl (token ***)") || strings.Contains(string(raw)+logged.String(), "s3cret") {
+		t.Errorf("secret in the panic: %s\nlog: %s", raw, logged.String())
 	}
 }
 

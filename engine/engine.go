@@ -203,6 +203,15 @@ func (e *Engine) all() []*server {
 	return e.order
 }
 
+// redactAll hides every server's secrets in text, for text that may hold
+// any of them.
+func (e *Engine) redactAll(text string) string {
+	for _, s := range e.all() {
+		text = s.cfg().Redact(text)
+	}
+	return text
+}
+
 func (e *Engine) nextToken() string {
 	return fmt.Sprintf("mcpctl-%d-%d", os.Getpid(), e.tokens.Add(1))
 }
