@@ -76,7 +76,7 @@ timeout stops while they are answered.
   mcpctl call everything.get-sum a:=2 b:=3
   echo '{"message": "hi"}' | mcpctl call everything.echo --args -`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "args", Usage: "arguments as a `JSON` object, @FILE or - (stdin)", Destination: &opts.args, OnlyOnce: true},
+			&cli.StringFlag{Name: "args", Usage: "arguments as a `JSON` object, @FILE or - (stdin)", Destination: &opts.args},
 			timeoutFlag(&opts.timeout),
 			&cli.BoolFlag{Name: "progress", Usage: "print progress as JSON lines on stderr", Destination: &opts.progress},
 			&cli.BoolFlag{Name: "task", Usage: "run a tool that may run as a task (taskSupport optional) as one", Destination: &opts.task},

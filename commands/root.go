@@ -164,10 +164,21 @@ func flagMistake(msg string) string {
 }
 
 // setUsageErrors makes a flag mistake anywhere in the tree a usage error
-// (exit 2) with a pointer to --help, instead of help text on stdout.
+// (exit 2) with a pointer to --help, instead of help text on stdout. A flag
+// that takes one value refuses a second: the last one silently won.
 func setUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
 		return usagef(flagMistake(err.Error()), fmt.Sprintf("see the flags with: %s --help", c.FullName()))
+	}
+	for _, f := range cmd.Flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.OnlyOnce = true
+		case *cli.IntFlag:
+			f.OnlyOnce = true
+		case *cli.DurationFlag:
+			f.OnlyOnce = true
+		}
 	}
 	for _, sub := range cmd.Commands {
 		setUsageErrors(sub)
