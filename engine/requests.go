@@ -506,11 +506,15 @@ func mergePromptArgs(server string, req *PromptRequest) (map[string]string, erro
 	for k, v := range req.Arguments {
 		args[k] = v
 	}
+	seen := map[string]bool{}
 	for _, pair := range req.Pairs {
 		k, v, isJSON, ok := splitPair(pair)
 		if !ok || isJSON {
 			return nil, errorf(KindUsage, server, "argument %q is not key=value", pair).
 				hint("prompt arguments are text: write key=value")
+		}
+		if err := givenOnce(server, seen, k); err != nil {
+			return nil, err
 		}
 		args[k] = v
 	}

@@ -345,11 +345,15 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)
 		}
 	}
+	seen := map[string]bool{}
 	for _, p := range pairs {
 		key, val, isJSON, ok := splitPair(p)
 		if !ok {
 			return nil, errorf(KindUsage, t.Server, "argument %q is not key=value or key:=json", p).
 				hint("write key=value for text typed by the tool's schema, key:=json for raw JSON")
+		}
+		if err := givenOnce(t.Server, seen, key); err != nil {
+			return nil, err.hint("for a list, write %s:='[…]'", key)
 		}
 		if err := t.knownArgument(key); err != nil {
 			return nil, err
@@ -385,6 +389,16 @@ func (t *Tool) knownArgument(key string) error {
 	if err := knownArgument("tool", t.Name(), t.Server, names, key); err != nil {
 		return err.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
 	}
+	return nil
+}
+
+// givenOnce refuses a key given twice among the pairs: the last one won,
+// silently. (A pair may replace a key of --args: that is what it is for.)
+func givenOnce(server string, seen map[string]bool, key string) *Error {
+	if seen[key] {
+		return errorf(KindUsage, server, "argument %s is given more than once", key).hint("give each argument once")
+	}
+	seen[key] = true
 	return nil
 }
 
