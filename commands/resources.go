@@ -110,6 +110,11 @@ resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
 				return usagef("resource needs one URI: mcpctl resource URI", "list the resources with: mcpctl resources")
 			}
 			opts.uri = cmd.Args().First()
+			if opts.outFile == "-" && env.format.JQ != "" {
+				// It would be ignored: what goes out is the content, not JSON.
+				return usagef("--jq filters JSON, and --output-file - prints the content itself",
+					"leave out --output-file - to filter the read's JSON, e.g. --jq '.contents[0].text' -r")
+			}
 			return runResource(ctx, env, opts)
 		},
 	}
