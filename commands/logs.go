@@ -197,7 +197,8 @@ func logEmitter(env *Env) (func([]byte) error, error) {
 	}
 	return func(line []byte) error {
 		if json.Valid(line) {
-			return p.Line(json.RawMessage(line))
+			_, err := p.Line(json.RawMessage(line))
+			return err
 		}
 		v := stderrLine{Text: string(line)}
 		if first, rest, ok := bytes.Cut(line, []byte(" ")); ok {
@@ -205,7 +206,8 @@ func logEmitter(env *Env) (func([]byte) error, error) {
 				v = stderrLine{Time: string(first), Text: string(rest)}
 			}
 		}
-		return p.Line(v)
+		_, err := p.Line(v)
+		return err
 	}, nil
 }
 

@@ -62,7 +62,7 @@ own duration.
 			&cli.StringSliceFlag{Name: "subscribe", Usage: "subscribe to updates of the resource `URI` while watching (repeatable)", Destination: &opts.subscribe},
 			&cli.StringFlag{Name: "log-level", Usage: "set the servers' log level to `LEVEL` (debug, info, notice, warning, error, ...)", Destination: &opts.logLevel},
 			&cli.BoolFlag{Name: "stderr", Usage: "include the servers' stderr lines", Destination: &opts.stderr},
-			&cli.IntFlag{Name: "count", Usage: "stop after `N` events", Destination: &opts.count},
+			&cli.IntFlag{Name: "count", Usage: "stop after `N` events (those --jq lets through)", Destination: &opts.count},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop after `DURATION` (default: never)", Destination: &opts.timeout, HideDefault: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -109,10 +109,12 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true}, func(h host) error {
 		return h.Watch(wctx, req, func(ev engine.Event) error {
-			if err := p.Line(ev); err != nil {
+			wrote, err := p.Line(ev)
+			if err != nil {
 				return err
 			}
-			if ev.Type == engine.EventReady {
+			// --count counts the events shown: one --jq drops is not.
+			if ev.Type == engine.EventReady || !wrote {
 				return nil
 			}
 			if seen++; opts.count > 0 && seen >= opts.count {

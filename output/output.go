@@ -71,7 +71,8 @@ func (p *Printer) Print(v any, human func(io.Writer) error) error {
 		return err
 	}
 	if p.jq != nil {
-		return p.runJQ(data, p.f.TTY)
+		_, err := p.runJQ(data, p.f.TTY)
+		return err
 	}
 	if p.f.TTY {
 		var b bytes.Buffer
@@ -86,17 +87,19 @@ func (p *Printer) Print(v any, human func(io.Writer) error) error {
 }
 
 // Line writes v as one compact JSON line (through the jq filter, if any),
-// whatever the terminal: the form of streams such as watch.
-func (p *Printer) Line(v any) error {
+// whatever the terminal: the form of streams such as watch. It reports
+// whether anything was written: a filter may drop v.
+func (p *Printer) Line(v any) (wrote bool, err error) {
 	data, err := marshal(v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if p.jq != nil {
-		return p.runJQ(data, false)
+		n, err := p.runJQ(data, false)
+		return n > 0, err
 	}
 	_, err = p.out.Write(append(data, '\n'))
-	return err
+	return err == nil, err
 }
 
 // marshal encodes without HTML escaping: results are read by people and jq,
@@ -111,16 +114,17 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-func (p *Printer) runJQ(data []byte, indent bool) error {
+// runJQ writes what the filter makes of data, and says how many values.
+func (p *Printer) runJQ(data []byte, indent bool) (n int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // numbers stay exact through the filter
 	var in any
 	if err := dec.Decode(&in); err != nil {
-		return err
+		return 0, err
 	}
 	iter := p.jq.Run(in)
 	var b bytes.Buffer
-	for {
+	for ; ; n++ {
 		v, ok := iter.Next()
 		if !ok {
 			break
@@ -130,7 +134,7 @@ func (p *Printer) runJQ(data []byte, indent bool) error {
 				break
 			}
 			p.out.Write(b.Bytes())
-			return &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err),
+			return n, &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err),
 				Caret: []string{"the command itself ran; only the filter failed on its result"}}
 		}
 		if s, isStr := v.(string); isStr && p.f.Raw {
@@ -140,7 +144,7 @@ func (p *Printer) runJQ(data []byte, indent bool) error {
 		}
 		enc, err := gojq.Marshal(v)
 		if err != nil {
-			return err
+			return n, err
 		}
 		if indent {
 			var ib bytes.Buffer
@@ -151,8 +155,8 @@ func (p *Printer) runJQ(data []byte, indent bool) error {
 		b.Write(enc)
 		b.WriteByte('\n')
 	}
-	_, err := p.out.Write(b.Bytes())
-	return err
+	_, err = p.out.Write(b.Bytes())
+	return n, err
 }
 
 // A JQError is a --jq filter that does not parse or fails on the data. It is
