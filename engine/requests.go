@@ -532,6 +532,9 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	if err := badRequest("ReadResource", "ResourceRequest", req.TimeoutMs, 0); err != nil {
 		return nil, err
 	}
+	if req.URI == "" {
+		return nil, errorf(KindUsage, req.Server, "the resource URI is empty").hint("see the resources with: mcpctl resources")
+	}
 	s, err := e.route(ctx, req.URI, req.Server)
 	if err != nil {
 		return nil, err
@@ -588,10 +591,34 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 	case 1:
 		return candidates[0], nil
 	case 0:
-		return nil, offers.notFound(errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri).
-			hint("see the resources with: mcpctl resources; or name the server: --server SERVER"))
+		err := errorf(KindUsage, "", "no server lists resource %s or has a template that matches it", uri)
+		var uris []string
+		for _, o := range offers.offers {
+			for _, r := range o.sn.resources {
+				uris = append(uris, r.URI)
+			}
+			for _, t := range o.sn.templates {
+				if t.URITemplate == uri {
+					err.hint("it is a template of server %s: fill in %s", o.s.cfg().Name, braced(t.variables()))
+				}
+			}
+		}
+		if near := schemas.Closest(uri, uris); len(near) > 0 {
+			err.Candidates = near
+			err.hint("did you mean %s?", strings.Join(near, " or "))
+		}
+		return nil, offers.notFound(err.hint("see the resources with: mcpctl resources; or name the server: --server SERVER"))
 	}
 	return nil, ambiguous(candidates, "resource %s is offered by several servers", uri)
+}
+
+// braced is a template's variables as written in it: {a}, {b}.
+func braced(vars []string) string {
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = "{" + v + "}"
+	}
+	return strings.Join(out, ", ")
 }
 
 // An offered is what a server offers for routing, read once per request.
