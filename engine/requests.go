@@ -719,7 +719,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		}
 		if sn, _, err := s.offer(); err == nil {
 			if i := slices.IndexFunc(sn.templates, func(t *Template) bool { return t.URITemplate == req.Ref }); i >= 0 {
-				if err := knownArgument("resource template", req.Ref, s.cfg().Name, sn.templates[i].variables(), req.Argument); err != nil {
+				if err := knownArguments("resource template", req.Ref, s.cfg().Name, sn.templates[i].variables(), req); err != nil {
 					return nil, err
 				}
 			}
@@ -739,7 +739,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 			if p == nil {
 				return nil, unknownName("prompt", req.Ref, srvName, sn.names(listPrompts))
 			}
-			if err := knownArgument("prompt", req.Ref, srvName, argumentNames(p.Arguments()), req.Argument); err != nil {
+			if err := knownArguments("prompt", req.Ref, srvName, argumentNames(p.Arguments()), req); err != nil {
 				return nil, err
 			}
 		}
@@ -765,6 +765,20 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		return nil, deadlineError(err, s.cfg().Name, what)
 	}
 	return &CompleteResult{Server: s.cfg().Name, Result: raw}, nil
+}
+
+// knownArguments refuses a completion's argument, or a key of its context,
+// that the prompt or template does not have.
+func knownArguments(what, ref, server string, names []string, req *CompleteRequest) *Error {
+	if err := knownArgument(what, ref, server, names, req.Argument); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.Context)) {
+		if err := knownArgument(what, ref, server, names, k); err != nil {
+			return err.hint("--context takes the %s's other arguments", what)
+		}
+	}
+	return nil
 }
 
 // knownArgument refuses an argument that what (a tool, a prompt, a
