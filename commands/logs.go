@@ -188,12 +188,12 @@ type stderrLine struct {
 // logEmitter prints a log line: as it is, or with --jq or --json as a JSON
 // value through the printer, one per line as watch prints events.
 func logEmitter(env *Env) (func([]byte) error, error) {
-	if env.format.JQ == "" && !env.format.JSON {
-		return plainLines(env.Out), nil
-	}
 	p, err := env.Printer()
 	if err != nil {
 		return nil, err
+	}
+	if env.format.JQ == "" && !env.format.JSON {
+		return plainLines(p.Plain()), nil
 	}
 	return func(line []byte) error {
 		if json.Valid(line) {

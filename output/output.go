@@ -64,7 +64,7 @@ func (p *Printer) TTY() bool { return p.f.TTY }
 // calls human otherwise. A nil human always prints JSON.
 func (p *Printer) Print(v any, human func(io.Writer) error) error {
 	if human != nil && !p.JSONMode() {
-		return human(p.out)
+		return human(p.Plain())
 	}
 	data, err := marshal(v)
 	if err != nil {
@@ -84,6 +84,30 @@ func (p *Printer) Print(v any, human func(io.Writer) error) error {
 	data = append(data, '\n')
 	_, err = p.out.Write(data)
 	return err
+}
+
+// Plain is the writer for text for people. On a terminal it writes control
+// characters as escapes (see [Printable]), so that a server's text (a
+// result, a resource, its instructions, its stderr) cannot move the
+// cursor, clear the screen or set the title; a CRLF line end stays a line
+// end. In a pipe the text goes out as it is.
+func (p *Printer) Plain() io.Writer {
+	if !p.f.TTY {
+		return p.out
+	}
+	return terminalWriter{p.out}
+}
+
+type terminalWriter struct{ w io.Writer }
+
+// Write escapes what p holds. Writers of text for people write whole
+// strings, so a character is not split between two writes.
+func (t terminalWriter) Write(p []byte) (int, error) {
+	s := strings.ReplaceAll(string(p), "\r\n", "\n")
+	if _, err := io.WriteString(t.w, Printable(s)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Line writes v as one compact JSON line (through the jq filter, if any),
