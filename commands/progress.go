@@ -24,12 +24,14 @@ func (env *Env) progressReporter(asJSON bool, name string) (onProgress func(engi
 			defer mu.Unlock()
 			enc.Encode(map[string]any{"progress": p})
 		}, func() {}
-	case env.StderrTTY && !env.quiet:
-		drawn := false
+	case env.liveOK():
+		drawn, width := false, env.stderrWidth()
 		return func(p engine.Progress) {
 				mu.Lock()
 				defer mu.Unlock()
-				fmt.Fprintf(env.ErrOut, "\r\033[K%s", progressLine(name, p))
+				// Cut to the terminal's width: \r goes back to the start
+				// of the last row only.
+				fmt.Fprintf(env.ErrOut, "\r\033[K%s", fitWidth(progressLine(name, p), width))
 				drawn = true
 			}, func() {
 				mu.Lock()
@@ -45,7 +47,7 @@ func (env *Env) progressReporter(asJSON bool, name string) (onProgress func(engi
 // progressLine is "name: message (40%)", or for a task "name: task
 // working: message", the server's message made printable for a terminal.
 func progressLine(name string, p engine.Progress) string {
-	p.Message = output.Printable(p.Message)
+	p.Message = output.Printable(oneLineText(p.Message))
 	s := name + ":"
 	if p.Status != "" {
 		s += " task " + p.Status

@@ -147,8 +147,8 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl, opts.logLevel)
 	}
 	var board *startBoard
-	if env.StderrTTY && !env.quiet {
-		board = newStartBoard(env.ErrOut, env.colorOK(), cfg.Names())
+	if env.liveOK() {
+		board = newStartBoard(env.ErrOut, env.colorOK(), env.stderrWidth(), cfg.Names())
 	}
 	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, opts.logLevel, board)
 	if board != nil {

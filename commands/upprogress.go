@@ -3,12 +3,16 @@ package commands
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
+	"golang.org/x/term"
 )
 
 // upProgress is one server's start, as the session reports it to the `up`
@@ -26,6 +30,7 @@ type startBoard struct {
 	mu      sync.Mutex
 	w       io.Writer
 	color   bool
+	width   int // the terminal's, in cells; 0 when unknown
 	names   []string
 	rows    map[string]*startRow
 	drawn   int // lines drawn last time
@@ -45,8 +50,8 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 
 // newStartBoard shows the servers among names (in that order) whose start
 // the session reports.
-func newStartBoard(w io.Writer, color bool, names []string) *startBoard {
-	b := &startBoard{w: w, color: color, names: names, rows: map[string]*startRow{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+func newStartBoard(w io.Writer, color bool, width int, names []string) *startBoard {
+	b := &startBoard{w: w, color: color, width: width, names: names, rows: map[string]*startRow{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go b.tick()
 	return b
 }
@@ -113,19 +118,24 @@ func (b *startBoard) draw() {
 			continue
 		}
 		drawn++
-		sb.WriteString("\r\033[K")
+		var mark, text string
 		switch r.state {
 		case engine.StateStarting:
-			fmt.Fprintf(&sb, "%s %-*s  starting  %.1fs", spinner[b.frame%len(spinner)], width, n, time.Since(r.since).Seconds())
+			mark = spinner[b.frame%len(spinner)]
+			text = fmt.Sprintf("%-*s  starting  %.1fs", width, n, time.Since(r.since).Seconds())
 		case engine.StateReady, engine.StateDegraded:
-			fmt.Fprintf(&sb, "%s %-*s  %s  %.2fs", b.paint("✓", "32"), width, n, r.state, r.took.Seconds())
+			mark = b.paint("✓", "32")
+			text = fmt.Sprintf("%-*s  %s  %.2fs", width, n, r.state, r.took.Seconds())
 		default:
-			fmt.Fprintf(&sb, "%s %-*s  %s  %.2fs", b.paint("✗", "31"), width, n, "failed", r.took.Seconds())
+			mark = b.paint("✗", "31")
+			text = fmt.Sprintf("%-*s  %s  %.2fs", width, n, "failed", r.took.Seconds())
 			if r.err != "" {
-				sb.WriteString(": " + output.Printable(r.err))
+				text += ": " + output.Printable(oneLineText(r.err))
 			}
 		}
-		sb.WriteString("\n")
+		// A line that wrapped would take two rows, and the cursor moved up
+		// one per line would land in the wrong place.
+		sb.WriteString("\r\033[K" + mark + " " + fitWidth(text, b.width-2) + "\n")
 	}
 	b.drawn = drawn
 	io.WriteString(b.w, sb.String())
@@ -137,6 +147,40 @@ func (b *startBoard) paint(s, code string) string {
 		return s
 	}
 	return "\033[" + code + "m" + s + "\033[0m"
+}
+
+// liveOK says whether stderr may carry a live display (a spinner, a line
+// redrawn in place): a terminal that moves its cursor (not TERM=dumb), and
+// no --quiet.
+func (env *Env) liveOK() bool {
+	return env.StderrTTY && !env.quiet && env.getenv("TERM") != "dumb"
+}
+
+// stderrWidth is the width of the terminal on stderr in cells ($COLUMNS
+// when it cannot be asked), or 0 when unknown.
+func (env *Env) stderrWidth() int {
+	if f, ok := env.ErrOut.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	n, _ := strconv.Atoi(env.getenv("COLUMNS"))
+	return max(n, 0)
+}
+
+// fitWidth cuts s to fit in width cells, less one (a line that ends in
+// the last column wraps on some terminals), with an ellipsis; width 0 is
+// unknown, and s is left whole.
+func fitWidth(s string, width int) string {
+	if width <= 0 {
+		return s
+	}
+	return runewidth.Truncate(s, max(width-1, 1), "…")
+}
+
+// oneLineText is s with its line breaks as spaces: a live line is one row.
+func oneLineText(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // colorOK says whether stderr may carry colours: a terminal, and neither
