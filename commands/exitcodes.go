@@ -12,7 +12,7 @@ var ExitCodes = []ExitCode{
 	{exitOK, "success"},
 	{exitToolError, "the tool answered with an error (`isError`; the result is still printed), or mcpctl failed unexpectedly"},
 	{exitUsage, "usage or config error: bad flags, unknown server or tool, arguments that break the tool's schema, a bad `--jq` filter, a request the server does not do (Method not found), a server's command not found or its `cwd` missing as it starts"},
-	{exitUnavailable, "a server is unavailable or failed to start"},
+	{exitUnavailable, "a server is unavailable or failed to start; a list (tools, prompts, resources, inspect) that leaves out one that starts on use and could not start prints the others' items first"},
 	{exitTimeout, "timeout: a server did not answer in time (it was told to cancel)"},
 	{exitProtocol, "protocol error: a server answered with a JSON-RPC error"},
 	{exitNoSession, "no session running where one was required"},

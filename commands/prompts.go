@@ -37,8 +37,10 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 		return err
 	}
 	var prompts []*engine.Prompt
+	var unlisted error
 	err = env.withHost(ctx, serverOf(filter), func(h host) error {
 		prompts, err = h.Prompts(ctx, filter)
+		unlisted, err = partialList(prompts != nil, err)
 		return err
 	})
 	if err != nil {
@@ -47,7 +49,7 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 	if prompts == nil {
 		prompts = []*engine.Prompt{}
 	}
-	return p.Print(prompts, func(w io.Writer) error {
+	return printThen(unlisted, p.Print(prompts, func(w io.Writer) error {
 		rows := make([][]string, len(prompts))
 		for i, pr := range prompts {
 			var args []string
@@ -61,7 +63,7 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 			rows[i] = []string{pr.Name() + staleMark(pr.Stale), strings.Join(args, " "), firstLine(pr.Description(), 60)}
 		}
 		return output.Table(w, []string{"prompt", "arguments", "description"}, rows)
-	})
+	}))
 }
 
 func staleMark(stale bool) string {

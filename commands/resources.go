@@ -46,14 +46,16 @@ func runResources(ctx context.Context, env *Env, server string) error {
 		return err
 	}
 	var rs *engine.Resources
+	var unlisted error
 	err = env.withHost(ctx, serverOf(server), func(h host) error {
 		rs, err = h.Resources(ctx, server)
+		unlisted, err = partialList(rs != nil, err)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return p.Print(rs, func(w io.Writer) error {
+	return printThen(unlisted, p.Print(rs, func(w io.Writer) error {
 		rows := make([][]string, len(rs.Resources))
 		for i, r := range rs.Resources {
 			rows[i] = []string{r.URI + staleMark(r.Stale), r.Server, r.Name(), r.MIMEType()}
@@ -70,7 +72,7 @@ func runResources(ctx context.Context, env *Env, server string) error {
 			rows[i] = []string{t.URITemplate + staleMark(t.Stale), t.Server, t.Name()}
 		}
 		return output.Table(w, []string{"template", "server", "name"}, rows)
-	})
+	}))
 }
 
 type resourceOptions struct {
@@ -236,14 +238,16 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 		return err
 	}
 	var ins []*engine.Inspection
+	var unlisted error
 	err = env.withHost(ctx, serverOf(server), func(h host) error {
 		ins, err = h.Inspect(ctx, server)
+		unlisted, err = partialList(ins != nil, err)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return p.Print(ins, func(w io.Writer) error {
+	return printThen(unlisted, p.Print(ins, func(w io.Writer) error {
 		for i, in := range ins {
 			if i > 0 {
 				fmt.Fprintln(w)
@@ -265,7 +269,7 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 type completeOptions struct {

@@ -72,7 +72,7 @@ func serveProtocolVersions() []string {
 // session" lets withHost start the servers itself.
 func (hb *hub) start(ctx context.Context) error {
 	hb.ctx, hb.cancel = context.WithCancel(ctx)
-	ins, err := hb.h.Inspect(hb.ctx, "")
+	ins, err := hb.inspect(hb.ctx)
 	if err != nil {
 		hb.cancel()
 		return err
@@ -220,12 +220,24 @@ func (hb *hub) warnOnce(key, format string, args ...any) {
 	}
 }
 
+// inspect is what every server declared. A server that starts on use and
+// could not start is left out with a warning (once per message): the
+// others are served.
+func (hb *hub) inspect(ctx context.Context) ([]*engine.Inspection, error) {
+	ins, err := hb.h.Inspect(ctx, "")
+	unlisted, err := partialList(ins != nil, err)
+	if unlisted != nil {
+		hb.warnOnce("unlisted "+unlisted.Error(), "%v", unlisted)
+	}
+	return ins, err
+}
+
 // sync makes the SDK server offer what the host offers now. Items of an
 // unavailable server (its last known lists, marked stale) are not offered:
 // they come back, with list_changed, when it does. Nor are those of serve
 // itself, when the config runs it as a server.
 func (hb *hub) sync(ctx context.Context) error {
-	servers, err := hb.h.Inspect(ctx, "")
+	servers, err := hb.inspect(ctx)
 	if err != nil {
 		return err
 	}

@@ -38,8 +38,10 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 		return err
 	}
 	var tools []*engine.Tool
+	var unlisted error
 	err = env.withHost(ctx, serverOf(filter), func(h host) error {
 		tools, err = h.Tools(ctx, filter)
+		unlisted, err = partialList(tools != nil, err)
 		return err
 	})
 	if err != nil {
@@ -48,13 +50,13 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 	if tools == nil {
 		tools = []*engine.Tool{}
 	}
-	return p.Print(tools, func(w io.Writer) error {
+	return printThen(unlisted, p.Print(tools, func(w io.Writer) error {
 		rows := make([][]string, len(tools))
 		for i, t := range tools {
 			rows[i] = []string{t.Name() + staleMark(t.Stale), firstLine(t.Description(), 72)}
 		}
 		return output.Table(w, []string{"tool", "description"}, rows)
-	})
+	}))
 }
 
 // firstLine shortens a description to its first line, at most n characters.

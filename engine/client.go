@@ -188,6 +188,14 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any) e
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return errorf(KindInternal, "", "bad answer from the session to %s %s: %v", method, path, err)
 	}
+	if h := resp.Header.Get(PartialHeader); h != "" {
+		// A list that leaves some servers out: out holds the others'.
+		var unlisted Error
+		if err := json.Unmarshal([]byte(h), &unlisted); err != nil || unlisted.Message == "" {
+			return errorf(KindInternal, "", "bad answer from the session to %s %s: a %s header that is not an error", method, path, PartialHeader)
+		}
+		return &unlisted
+	}
 	return nil
 }
 
@@ -293,10 +301,8 @@ func (c *Client) Tools(ctx context.Context, filter string) ([]*Tool, error) {
 	if filter != "" {
 		path += "?filter=" + url.QueryEscape(filter)
 	}
-	if err := c.send(ctx, http.MethodGet, path, nil, &tools); err != nil {
-		return nil, err
-	}
-	return tools, nil
+	err := c.send(ctx, http.MethodGet, path, nil, &tools)
+	return tools, err // tools with an error: a partial list (see Engine.Tools)
 }
 
 // CallTool calls a tool through the session. Stable.

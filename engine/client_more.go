@@ -13,7 +13,8 @@ import (
 // Prompts lists prompts: filter is "", a server, or server.prompt. Stable.
 func (c *Client) Prompts(ctx context.Context, filter string) ([]*Prompt, error) {
 	var out []*Prompt
-	return out, c.send(ctx, http.MethodGet, "/v1/prompts?filter="+url.QueryEscape(filter), nil, &out)
+	err := c.send(ctx, http.MethodGet, "/v1/prompts?filter="+url.QueryEscape(filter), nil, &out)
+	return out, err // out with an error: a partial list (see Engine.Tools)
 }
 
 // GetPrompt gets a prompt through the session. Stable.
@@ -28,8 +29,9 @@ func (c *Client) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 
 // Resources lists resources and templates of every server, or of one. Stable.
 func (c *Client) Resources(ctx context.Context, server string) (*Resources, error) {
-	var out Resources
-	return &out, c.send(ctx, http.MethodGet, "/v1/resources?server="+url.QueryEscape(server), nil, &out)
+	var out *Resources
+	err := c.send(ctx, http.MethodGet, "/v1/resources?server="+url.QueryEscape(server), nil, &out)
+	return out, err // out with an error: a partial list (see Engine.Tools)
 }
 
 // ReadResource reads a resource through the session. Stable.
@@ -53,13 +55,15 @@ func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 // Inspect reports what every server, or one, declared. Stable.
 func (c *Client) Inspect(ctx context.Context, server string) ([]*Inspection, error) {
 	var out []*Inspection
-	return out, c.send(ctx, http.MethodGet, "/v1/inspect?server="+url.QueryEscape(server), nil, &out)
+	err := c.send(ctx, http.MethodGet, "/v1/inspect?server="+url.QueryEscape(server), nil, &out)
+	return out, err // out with an error: a partial list (see Engine.Tools)
 }
 
 // Metrics reports the session's request figures. Stable.
 func (c *Client) Metrics(ctx context.Context) ([]ServerMetrics, error) {
 	var out []ServerMetrics
-	return out, c.send(ctx, http.MethodGet, "/v1/metrics", nil, &out)
+	err := c.send(ctx, http.MethodGet, "/v1/metrics", nil, &out)
+	return out, err
 }
 
 // Reload asks the session to read its config again and apply it; req, which
@@ -207,5 +211,8 @@ func (c *Client) Servers(ctx context.Context, act string, names ...string) ([]Se
 		return nil, errorf(KindUsage, "", "Servers was called with act %q", act).hint(`act is "start", "stop" or "restart"`)
 	}
 	var out []ServerStatus
-	return out, c.send(ctx, http.MethodPost, "/"+APIVersion+"/servers/"+act, &ServersRequest{Servers: names}, &out)
+	// Not "return out, c.send(…, &out)": whether out is read before or
+	// after the call is not specified.
+	err := c.send(ctx, http.MethodPost, "/"+APIVersion+"/servers/"+act, &ServersRequest{Servers: names}, &out)
+	return out, err
 }

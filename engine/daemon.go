@@ -30,6 +30,11 @@ const VersionHeader = "Mcpctl-Version"
 // [Engine.ConfigError]): one line.
 const ConfigErrorHeader = "Mcpctl-Config-Error"
 
+// PartialHeader, on a list's answer, is the error (as JSON) of a list that
+// leaves out servers that could not start to be listed (see
+// [Engine.Tools]): the body holds the others' items.
+const PartialHeader = "Mcpctl-Partial"
+
 // A Daemon serves an [Engine] over HTTP on a unix socket: the background
 // session that `mcpctl up` starts. Its API (all under /v1):
 //
@@ -421,11 +426,34 @@ func get[Out any](fn func(*http.Request) (Out, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := fn(r)
 		if err != nil {
-			writeError(w, err)
-			return
+			var unlisted *Error
+			if !errors.As(err, &unlisted) || !isPartial(v) {
+				writeError(w, err)
+				return
+			}
+			// A list that leaves some servers out: the others' items,
+			// and the error beside them.
+			data, _ := json.Marshal(unlisted)
+			w.Header().Set(PartialHeader, headerLine(string(data)))
 		}
 		writeJSON(w, http.StatusOK, v)
 	}
+}
+
+// isPartial says whether a list method's result came with its error: lists
+// return nil with any other error.
+func isPartial(v any) bool {
+	switch v := v.(type) {
+	case []*Tool:
+		return v != nil
+	case []*Prompt:
+		return v != nil
+	case *Resources:
+		return v != nil
+	case []*Inspection:
+		return v != nil
+	}
+	return false
 }
 
 // post decodes a POST's body, calls fn with it, and answers with the result.

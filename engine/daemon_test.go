@@ -666,3 +666,41 @@ func TestDaemonStoppingAnswers(t *testing.T) {
 		t.Errorf("status: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A list that leaves out a server that starts on use and could not start
+// is partial: the others' items and an error naming it, from the engine
+// and through the session; asked again, the same, without a new start.
+func TestListsLeaveOutUnstartable(t *testing.T) {
+	three := 3
+	broken := fakeServer(t, "broken", fakemcp.Spec{Exit: &three})
+	broken.Activation = "lazy"
+	e := newEngine(t, fakeServer(t, "good", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}), broken)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	check := func(via string, tools []*Tool, err error) {
+		t.Helper()
+		if len(tools) != 1 || tools[0].Name() != "good.echo" || KindOf(err) != KindUnavailable ||
+			!strings.HasPrefix(err.Error(), "the list leaves out server broken: it starts on use and could not start: server broken exited with code 3") {
+			t.Errorf("%s: %v, %v", via, tools, err)
+		}
+	}
+	tools, err := e.Tools("")
+	check("engine", tools, err)
+	tools, err = e.Tools("")
+	check("engine again", tools, err)
+	tools, err = c.Tools(ctx(t), "")
+	check("client", tools, err)
+	rs, err := c.Resources(ctx(t), "")
+	if rs == nil || KindOf(err) != KindUnavailable {
+		t.Errorf("client resources: %v, %v", rs, err)
+	}
+	// A hard error has no list.
+	if rs, err := c.Resources(ctx(t), "nosuch"); rs != nil || KindOf(err) != KindUsage {
+		t.Errorf("unknown server: %v, %v", rs, err)
+	}
+	if tools, err := c.Tools(ctx(t), "broken"); tools != nil || KindOf(err) != KindUnavailable {
+		t.Errorf("named: %v, %v", tools, err)
+	}
+}

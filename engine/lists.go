@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -457,46 +458,96 @@ func stale[T any](items []*T, isStale bool, mark func(*T)) []*T {
 }
 
 // each runs fn on the snapshot of every server that has one (for "") or of
-// the named server, in config order.
-func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) error {
+// the named server, in config order. For "", unlisted says which servers
+// that start on use could not start to say what they offer (nil when
+// none): the caller returns what the others offer with it.
+func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) (unlisted *Error, err error) {
 	if err := e.open(); err != nil {
-		return err
+		return nil, err
 	}
 	if name != "" {
 		s, err := e.lookup(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if s.unknown() {
 			s.known()
 		}
 		sn, isStale, err := s.offer()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fn(s, sn, isStale)
-		return nil
+		return nil, nil
 	}
 	servers := e.all()
-	knowAll(context.Background(), servers)
+	failed := knowAll(context.Background(), servers)
 	for _, s := range servers {
-		if sn, isStale, err := s.offer(); err == nil {
+		sn, isStale, err := s.offer()
+		if err == nil {
 			fn(s, sn, isStale)
+		} else if _, ok := failed[s]; !ok && s.failedUnlisted() {
+			failed[s] = err // its start failed before: said again, not tried again
 		}
 	}
-	return nil
+	return unlistedError(servers, failed), nil
+}
+
+// failedUnlisted reports whether a server that starts on use failed to
+// start and was never listed: it offers nothing, for want of a start.
+func (s *server) failedUnlisted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap == nil && s.offered == nil && s.state == StateUnavailable && s.startsOnUseLocked()
+}
+
+// unlistedError says which of servers (in their order) failed to start to
+// be listed, or is nil.
+func unlistedError(servers []*server, failed map[*server]error) *Error {
+	var names, why []string
+	for _, s := range servers {
+		if err, ok := failed[s]; ok {
+			names = append(names, s.cfg().Name)
+			why = append(why, err.Error())
+		}
+	}
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return errorf(KindUnavailable, names[0], "the list leaves out server %s: it starts on use and could not start: %s", names[0], why[0]).
+			hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
+	}
+	e := errorf(KindUnavailable, "", "the list leaves out servers %s: they start on use and could not start", strings.Join(names, ", "))
+	for i, n := range names {
+		e.hint("%s: %s", n, why[i])
+	}
+	return e.hint("the other servers' items are listed; see their states with: mcpctl status")
+}
+
+// partial is out with unlisted, the error of a list some servers are left
+// out of (see [Engine.Tools]); nil stays an untyped nil error.
+func partial[T any](out T, unlisted *Error) (T, error) {
+	if unlisted != nil {
+		return out, unlisted
+	}
+	return out, nil
 }
 
 // Tools lists tools: filter is "" for every server's, a server name for its
 // tools, or server.tool for one tool. The tools of an unavailable server
-// are its last known ones, marked stale.
+// are its last known ones, marked stale. When a server that starts on use
+// (lazy, transient) could not start to list its tools, Tools returns the
+// others' with an error ([KindUnavailable]) that names it: a non-nil list
+// with an error is a partial one. Prompts, Resources and Inspect do the
+// same.
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
 	if err != nil {
 		return nil, err
 	}
 	out := []*Tool{}
-	err = e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
 		tools := sn.tools
 		if oneTool {
 			tools = nil
@@ -514,7 +565,7 @@ func (e *Engine) Tools(filter string) ([]*Tool, error) {
 		sn, _, _ := s.offer()
 		return nil, unknownTool(sn, srvName, toolName)
 	}
-	return out, nil
+	return partial(out, unlisted)
 }
 
 // Prompts lists prompts: filter is "", a server, or server.prompt.
@@ -524,7 +575,7 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 		return nil, err
 	}
 	out := []*Prompt{}
-	err = e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
 		prompts := sn.prompts
 		if onePrompt {
 			prompts = nil
@@ -542,7 +593,7 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 		sn, _, _ := s.offer()
 		return nil, unknownName("prompt", filter, srvName, sn.names(listPrompts))
 	}
-	return out, nil
+	return partial(out, unlisted)
 }
 
 // Resources is the resources and resource templates of the servers.
@@ -554,7 +605,7 @@ type Resources struct {
 // Resources lists the resources and templates of every server, or of one.
 func (e *Engine) Resources(name string) (*Resources, error) {
 	out := &Resources{Resources: []*Resource{}, Templates: []*Template{}}
-	err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
 		out.Resources = append(out.Resources, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
 		for _, t := range sn.templates {
 			if isStale {
@@ -566,7 +617,7 @@ func (e *Engine) Resources(name string) (*Resources, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return partial(out, unlisted)
 }
 
 // An Inspection is everything one server declared.
@@ -589,7 +640,7 @@ type Inspection struct {
 // and its lists.
 func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 	out := []*Inspection{}
-	err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
 		s.mu.Lock()
 		in := &Inspection{Name: s.cfg().Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
 		var init map[string]json.RawMessage
@@ -622,5 +673,8 @@ func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 		}
 		out = append(out, in)
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return partial(out, unlisted)
 }
