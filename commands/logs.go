@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/urfave/cli/v3"
 )
 
@@ -126,6 +127,14 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	switch {
 	case opts.audit:
 		path = sess.AuditFile()
+		if cfg, err := env.loadConfig(); err == nil && opts.server != "" && cfg.Server(opts.server) == nil {
+			// A typo would find no lines, and say nothing.
+			hint := "known servers: " + strings.Join(cfg.Names(), ", ")
+			if near := schemas.Closest(opts.server, cfg.Names()); len(near) > 0 {
+				hint = fmt.Sprintf("did you mean %s?", near[0])
+			}
+			return &engine.Error{Kind: engine.KindUsage, Server: opts.server, Message: "unknown server " + opts.server, Hint: []string{hint}}
+		}
 		if opts.server != "" {
 			keep = func(line []byte) bool {
 				var e struct{ Server string }
