@@ -160,6 +160,23 @@ func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	headers, err := env.headers()
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range headers {
+		for _, s := range cfg.Servers {
+			if !s.IsStdio() {
+				s.AddHeader(h[0], h[1])
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// headers are the --header flags as name and value, checked.
+func (env *Env) headers() ([][2]string, error) {
+	var out [][2]string
 	for _, h := range env.headerFlags {
 		name, value, ok := strings.Cut(h, "=")
 		if !ok {
@@ -172,13 +189,9 @@ func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
 		if why := config.HeaderProblem(name, value); why != "" {
 			return nil, usagef("--header: "+why, `e.g. --header "Authorization=Bearer $TOKEN"`)
 		}
-		for _, s := range cfg.Servers {
-			if !s.IsStdio() {
-				s.AddHeader(name, value)
-			}
-		}
+		out = append(out, [2]string{name, value})
 	}
-	return cfg, nil
+	return out, nil
 }
 
 // session names the session of the config files (or --session).

@@ -99,6 +99,10 @@ type hostOptions struct {
 
 // withHostOpts is withHost with options for the servers it starts.
 func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]string, error), hopts hostOptions, fn func(host) error) error {
+	// A bad --header is refused whether or not a session answers.
+	if _, err := env.headers(); err != nil {
+		return err
+	}
 	client, sess, err := env.client()
 	if err != nil {
 		return err
