@@ -97,7 +97,8 @@ type ServerMetrics struct {
 	UptimeSeconds float64 `json:"uptimeSeconds"`
 	// Restarts counts the times the server became ready again after its
 	// first start in this engine: by its restart policy, by hand or on a
-	// config change.
+	// config change; not a start after a stop for want of use (transient,
+	// idleTimeout).
 	Restarts int64 `json:"restarts"`
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`

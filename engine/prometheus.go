@@ -77,7 +77,7 @@ func WritePrometheus(w io.Writer, metrics []ServerMetrics) error {
 			}
 		}
 	}
-	family("mcpctl_server_restarts_total", "counter", "Times a server became ready again after its first start.",
+	family("mcpctl_server_restarts_total", "counter", "Times a server became ready again after its first start (not after a stop for want of use).",
 		perServer(func(s ServerMetrics) { sample("mcpctl_server_restarts_total", itoa(s.Restarts), "server", s.Server) }))
 	family("mcpctl_server_up", "gauge", "1 when a server is ready or degraded, else 0.",
 		perServer(func(s ServerMetrics) {

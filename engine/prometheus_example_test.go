@@ -27,7 +27,7 @@ func ExampleWritePrometheus() {
 	// mcpctl_request_duration_seconds{server="github",method="tools/call",quantile="0.99"} 0.04
 	// mcpctl_request_duration_seconds_sum{server="github",method="tools/call"} 0.052
 	// mcpctl_request_duration_seconds_count{server="github",method="tools/call"} 2
-	// # HELP mcpctl_server_restarts_total Times a server became ready again after its first start.
+	// # HELP mcpctl_server_restarts_total Times a server became ready again after its first start (not after a stop for want of use).
 	// # TYPE mcpctl_server_restarts_total counter
 	// mcpctl_server_restarts_total{server="github"} 0
 	// # HELP mcpctl_server_up 1 when a server is ready or degraded, else 0.

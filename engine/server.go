@@ -170,6 +170,9 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
+	// A start after a stop for want of use (transient, idleTimeout) is
+	// the server's way of working, not a restart to count.
+	afterIdle := s.lc.idled
 	s.lc.idled, s.lc.failures = false, 0
 	starting := make(chan struct{})
 	s.starting = starting
@@ -225,7 +228,9 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.startup = time.Since(t0)
 	s.readyAt = time.Now()
-	s.e.metrics.ready(s.cfg().Name)
+	if !afterIdle {
+		s.e.metrics.ready(s.cfg().Name)
+	}
 	s.setState(StateReady, nil)
 	if s.cfg().Activation != "transient" {
 		// A transient server stops when its request releases it; stopping

@@ -683,6 +683,23 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// A transient server's start for each request is how it works, not a
+// restart: metrics count none.
+func TestMetricsTransientStartsAreNotRestarts(t *testing.T) {
+	brief := fakeServer(t, "brief", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	brief.Activation = "transient"
+	e := newEngine(t, brief)
+	for range 3 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.echo"}); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, e, "brief", StateStopped)
+	}
+	if m := e.Metrics(); m[0].Restarts != 0 || m[0].Requests < 3 {
+		t.Errorf("after 3 transient calls: %+v", m[0])
+	}
+}
+
 // A call cut short because its server died is the server's error, though
 // what ended it underneath was a cancelled context: metrics count it, and
 // only a caller's own giving up is left out.
