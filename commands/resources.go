@@ -264,8 +264,12 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 			fmt.Fprintf(w, "%s%s: %s %s (protocol %s)\n", in.Name, staleMark(in.Stale), info.Name, info.Version, in.ProtocolVersion)
 			fmt.Fprintf(w, "  capabilities: %s\n", joinOr(names, "none"))
 			fmt.Fprintf(w, "  tools %d, prompts %d, resources %d, resource templates %d\n", len(in.Tools), len(in.Prompts), len(in.Resources), len(in.Templates))
-			if in.Instructions != "" {
-				fmt.Fprintf(w, "  instructions: %s\n", firstLine(in.Instructions, 100))
+			// Whole: they tell how to use the server.
+			if ins := strings.TrimSpace(in.Instructions); strings.Contains(ins, "\n") {
+				fmt.Fprintln(w, "  instructions:")
+				indented(w, ins, "    ")
+			} else if ins != "" {
+				fmt.Fprintf(w, "  instructions: %s\n", ins)
 			}
 		}
 		return nil

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
@@ -17,7 +18,9 @@ func newToolsCmd(env *Env) *cli.Command {
 		ArgsUsage: "[SERVER | SERVER.TOOL]",
 		Description: `Lists tools as server.tool with their description; in JSON each tool is the
 object its server listed (inputSchema, annotations, ...) with "name" set to
-server.tool and "server" and "tool" added.
+server.tool and "server" and "tool" added. On a terminal, one tool named
+(server.tool) is shown whole: its description and its arguments, with their
+types (* required).
 
   mcpctl tools
   mcpctl tools everything
@@ -51,6 +54,9 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 		tools = []*engine.Tool{}
 	}
 	return printThen(unlisted, p.Print(tools, func(w io.Writer) error {
+		if _, _, err := engine.SplitName(filter); err == nil && len(tools) == 1 {
+			return toolDetail(w, tools[0])
+		}
 		rows := make([][]string, len(tools))
 		for i, t := range tools {
 			rows[i] = []string{t.Name() + staleMark(t.Stale), firstLine(t.Description(), 72)}
@@ -66,4 +72,39 @@ func firstLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// toolDetail shows one tool whole: what a call needs to know.
+func toolDetail(w io.Writer, t *engine.Tool) error {
+	fmt.Fprintf(w, "%s%s\n", t.Name(), staleMark(t.Stale))
+	indented(w, strings.TrimSpace(t.Description()), "  ")
+	params := t.Parameters()
+	if len(params) == 0 {
+		_, err := fmt.Fprintln(w, "\nno arguments")
+		return err
+	}
+	rows := make([][]string, len(params))
+	for i, p := range params {
+		name := p.Name
+		if p.Required {
+			name += "*"
+		}
+		rows[i] = []string{name, p.Type, firstLine(p.Description, 72)}
+	}
+	fmt.Fprintln(w)
+	return output.Table(w, []string{"argument", "type", "description"}, rows)
+}
+
+// indented writes text's lines with prefix before each; nothing for "".
+func indented(w io.Writer, text, prefix string) {
+	if text == "" {
+		return
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimRight(line, " \t\r"); line == "" {
+			fmt.Fprintln(w)
+			continue
+		}
+		fmt.Fprintf(w, "%s%s\n", prefix, line)
+	}
 }
