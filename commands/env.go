@@ -67,6 +67,9 @@ func (env *Env) Printer() (*output.Printer, error) {
 	if env.printer == nil {
 		f := env.format
 		f.TTY = env.StdoutTTY
+		if f.TTY {
+			f.Width = terminalWidth(env.Out, env.getenv)
+		}
 		p, err := output.New(env.Out, f)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
@@ -65,13 +66,11 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 	}))
 }
 
-// firstLine shortens a description to its first line, at most n characters.
+// firstLine shortens a description to its first line, at most n cells (a
+// wide character takes two).
 func firstLine(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return runewidth.Truncate(s, n, "…")
 }
 
 // toolDetail shows one tool whole: what a call needs to know.

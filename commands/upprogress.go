@@ -156,15 +156,18 @@ func (env *Env) liveOK() bool {
 	return env.StderrTTY && !env.quiet && env.getenv("TERM") != "dumb"
 }
 
-// stderrWidth is the width of the terminal on stderr in cells ($COLUMNS
+// stderrWidth is the width of the terminal on stderr in cells.
+func (env *Env) stderrWidth() int { return terminalWidth(env.ErrOut, env.getenv) }
+
+// terminalWidth is the width in cells of the terminal w writes to ($COLUMNS
 // when it cannot be asked), or 0 when unknown.
-func (env *Env) stderrWidth() int {
-	if f, ok := env.ErrOut.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			return w
+func terminalWidth(w io.Writer, getenv func(string) string) int {
+	if f, ok := w.(*os.File); ok {
+		if n, _, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
+			return n
 		}
 	}
-	n, _ := strconv.Atoi(env.getenv("COLUMNS"))
+	n, _ := strconv.Atoi(getenv("COLUMNS"))
 	return max(n, 0)
 }
 

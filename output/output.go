@@ -26,6 +26,9 @@ type Format struct {
 	Raw bool
 	// TTY says stdout is a terminal.
 	TTY bool
+	// Width is the terminal's width in cells (0: unknown): a table's last
+	// column is cut to fit it.
+	Width int
 }
 
 // A Printer writes results to one writer in one format.
@@ -95,10 +98,13 @@ func (p *Printer) Plain() io.Writer {
 	if !p.f.TTY {
 		return p.out
 	}
-	return terminalWriter{p.out}
+	return terminalWriter{p.out, p.f.Width}
 }
 
-type terminalWriter struct{ w io.Writer }
+type terminalWriter struct {
+	w     io.Writer
+	width int // in cells; 0: unknown
+}
 
 // Write escapes what p holds. Writers of text for people write whole
 // strings, so a character is not split between two writes.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/mattn/go-runewidth"
 )
 
 func TestPrint(t *testing.T) {
@@ -106,6 +108,36 @@ func TestTableWidthsAndLines(t *testing.T) {
 		"e      ready\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// On a terminal of known width the last column is cut so that no row wraps
+// (counting cells: 日本 takes four); in a pipe, or with too little room
+// left for it, rows stay whole.
+func TestTableFitsTerminal(t *testing.T) {
+	rows := [][]string{{"日本", "a long description that goes on"}, {"fs", "short"}}
+	table := func(w io.Writer) error { return Table(w, []string{"name", "description"}, rows) }
+	for _, tc := range []struct {
+		f    Format
+		want string
+	}{
+		{Format{TTY: true, Width: 24}, "NAME   DESCRIPTION\n日本   a long descript…\nfs     short\n"},
+		{Format{TTY: true}, "NAME   DESCRIPTION\n日本   a long description that goes on\nfs     short\n"},
+		{Format{TTY: true, Width: 12}, "NAME   DESCRIPTION\n日本   a long description that goes on\nfs     short\n"},
+	} {
+		var b bytes.Buffer
+		p, _ := New(&b, tc.f)
+		if err := p.Print(nil, table); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("width %d: got\n%s\nwant\n%s", tc.f.Width, b.String(), tc.want)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			if tc.f.Width == 24 && runewidth.StringWidth(line) > 23 {
+				t.Errorf("width 24: %q is wider than 23 cells", line)
+			}
+		}
 	}
 }
 

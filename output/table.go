@@ -42,6 +42,9 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 			widths[i] = max(widths[i], runewidth.StringWidth(c))
 		}
 	}
+	if tw, ok := w.(terminalWriter); ok && tw.width > 0 && len(widths) > 1 {
+		fitLastColumn(cells, widths, tw.width)
+	}
 	var b strings.Builder
 	for _, row := range cells {
 		// Trailing empty cells would only leave blanks at the end.
@@ -59,6 +62,28 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fitLastColumn cuts the last column's cells so that a row fits a terminal
+// width cells wide, less one (a line that ends in the last column wraps on
+// some terminals): a wrapped row reads as two. The other columns, names
+// mostly, are kept whole; a last column left with fewer than 10 cells is
+// not cut.
+func fitLastColumn(cells [][]string, widths []int, width int) {
+	last := len(widths) - 1
+	room := width - 1
+	for _, w := range widths[:last] {
+		room -= w + 3
+	}
+	if room < 10 || widths[last] <= room {
+		return
+	}
+	for _, row := range cells {
+		if len(row) > last && runewidth.StringWidth(row[last]) > room {
+			row[last] = runewidth.Truncate(row[last], room, "…")
+		}
+	}
+	widths[last] = room
 }
 
 // oneLine turns the line breaks and tabs in s into spaces and trims it.
