@@ -65,6 +65,11 @@ func (env *Env) getenv(k string) string {
 // Printer returns the result printer, compiling --jq on first use.
 func (env *Env) Printer() (*output.Printer, error) {
 	if env.printer == nil {
+		if env.format.Raw && env.format.JQ == "" {
+			// It would do nothing: JSON is printed as JSON.
+			return nil, usagef("-r (--raw) prints the strings --jq makes without quotes; it needs --jq",
+				"e.g. mcpctl call SERVER.TOOL --jq '.content[0].text' -r")
+		}
 		f := env.format
 		f.TTY = env.StdoutTTY
 		if f.TTY {
