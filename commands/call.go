@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -267,6 +268,11 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 					return nil, usagef(fmt.Sprintf("argument %s: %s:%s: not valid JSON: %s", key, v[1:], pos, why),
 						fmt.Sprintf("key:=@FILE takes a file of JSON; to pass its text as a string, write %s=@%s", key, v[1:]))
 				}
+			} else if !utf8.Valid(data) {
+				// A JSON string cannot hold its bytes: they would be sent
+				// as U+FFFD, silently.
+				return nil, usagef(fmt.Sprintf("argument %s: %s is not UTF-8 text", k, v[1:]),
+					fmt.Sprintf("send binary data as base64, e.g. %s=\"$(base64 -w0 %s)\", if the tool takes it so", k, v[1:]))
 			}
 			out[i] = k + "=" + string(data)
 		default:
