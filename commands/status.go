@@ -64,7 +64,11 @@ func runStatus(ctx context.Context, env *Env) error {
 			if s.Disabled {
 				state = engine.StateDisabled
 			}
-			st.Servers = append(st.Servers, engine.ServerStatus{Name: s.Name, State: state})
+			ss := engine.ServerStatus{Name: s.Name, State: state}
+			if s.Activation != "" && s.Activation != "eager" {
+				ss.Activation = s.Activation // as a session says it
+			}
+			st.Servers = append(st.Servers, ss)
 		}
 		if env.StderrTTY {
 			env.note("no session is running; start one with: mcpctl up")
