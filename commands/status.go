@@ -102,7 +102,7 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		if s.PID > 0 {
 			pid = strconv.Itoa(s.PID)
 		}
-		if !s.Since.IsZero() && st.Session != nil {
+		if !s.Since.IsZero() {
 			since = time.Since(s.Since).Round(time.Second).String()
 		}
 		state := stateLabel(s)
