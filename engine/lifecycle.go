@@ -136,6 +136,18 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			}
 		case StateUnavailable:
 			ch := s.lc.restartDone
+			if ch == nil && s.cfg().Activation == "transient" && !s.lc.held {
+				// Started for each request: one that crashed, or whose
+				// start failed, is no reason to refuse the next.
+				s.mu.Unlock()
+				if err := s.startDependencies(ctx); err != nil {
+					return nil, err
+				}
+				if err := s.startShared(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			// Wait for a restart that is due within a request's time.
 			if ch == nil || time.Until(s.lc.restartAt) > s.requestTimeout(0) {
 				err := s.unavailableLocked()

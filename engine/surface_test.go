@@ -700,6 +700,22 @@ func TestMetricsTransientStartsAreNotRestarts(t *testing.T) {
 	}
 }
 
+// A transient server is started for each request: one that crashed during
+// a call does not fail the next, which starts it again.
+func TestTransientServerStartsAgainAfterCrash(t *testing.T) {
+	seven := 7
+	brief := fakeServer(t, "brief", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "die", Crash: &seven}}})
+	brief.Activation = "transient"
+	e := newEngine(t, brief)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.die"}); KindOf(err) != KindUnavailable {
+		t.Fatalf("crash: %v", err)
+	}
+	waitState(t, e, "brief", StateUnavailable)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.echo"}); err != nil {
+		t.Errorf("the next call: %v", err)
+	}
+}
+
 // A call cut short because its server died is the server's error, though
 // what ended it underneath was a cancelled context: metrics count it, and
 // only a caller's own giving up is left out.
