@@ -734,3 +734,57 @@ func TestStartLeavesStoppedByHand(t *testing.T) {
 		t.Errorf("Start naming b: %v, b %s", err, e.Status()[1].State)
 	}
 }
+
+// A server that closes its stdin and lives on is lost: the request that
+// cannot be written to it is unavailable (exit 3), not a protocol error
+// with the write's "broken pipe", and the server is unavailable at once,
+// its process stopped.
+func TestServerClosedStdin(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{PIDFile: filepath.Join(dir, "pid"),
+		Tools: []fakemcp.Tool{{Name: "deaf", CloseStdin: true}, {Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.deaf"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server srv no longer reads its stdin: the call to srv.echo could not be sent to it") {
+		t.Errorf("call after: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (e.Status()[0].State != StateUnavailable || alive(pid)) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable || alive(pid) {
+		t.Errorf("status %+v, process alive %v", st, alive(pid))
+	}
+}
+
+// Calls under way when their server is restarted by hand fail as stopped,
+// every one of them: the process's end (SIGPIPE, code 0 on end of input,
+// SIGTERM) is mcpctl's doing, not a crash to report.
+func TestCallsDuringRestartSayStopped(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "3s"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 200)
+	for range cap(errs) {
+		go func() {
+			_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
+			errs <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	for range cap(errs) {
+		if err := <-errs; KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server srv was stopped during the call to srv.slow") {
+			t.Errorf("a call during the restart: %v", err)
+		}
+	}
+}

@@ -368,6 +368,25 @@ func countsAsFailure(err error) bool {
 // failLocked marks a server that failed on its own (it died, or failed
 // too many requests) unavailable and, with restart on-failure, schedules
 // its restart after a backoff, until maxRestarts are used up.
+// restartsByItself reports whether a server that failed is restarted by
+// its policy: on-failure, with restarts left (not given up, and not a
+// maxRestarts of 0).
+func (s *server) restartsByItself() bool {
+	c := s.cfg()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case c.Restart != "on-failure" || c.MaxRestarts == 0 || s.lc.gaveUp || s.lc.held:
+		return false
+	case s.lc.restartDone != nil:
+		return true // one is due
+	}
+	// The failure may not be handled yet (failLocked): it restarts the
+	// server if restarts are left, or if the run was steady, which gives
+	// them back.
+	return s.lc.restarts < c.MaxRestarts || !s.readyAt.IsZero() && time.Since(s.readyAt) > steadyRun
+}
+
 func (s *server) failLocked(e *Error) {
 	c := s.cfg()
 	if c.Restart != "on-failure" || s.lc.held || s.lc.retired || s.e.closed.Load() {
@@ -510,6 +529,18 @@ func (e *Engine) retrying(ctx context.Context, tries *int, s *server, try func(c
 				if errors.As(err, &ee) {
 					c := *ee
 					c.Message += fmt.Sprintf(" (tried %d times)", n)
+					// Retried already: "add --retry" is no advice, and the
+					// server may have given up meanwhile.
+					c.Hint = nil
+					for _, h := range ee.Hint {
+						if strings.Contains(h, "restarts by itself") {
+							if !s.restartsByItself() {
+								h = fmt.Sprintf("start it again with: mcpctl restart %s", s.cfg().Name)
+							}
+							h = strings.TrimSuffix(h, ", or add --retry 1")
+						}
+						c.Hint = append(c.Hint, h)
+					}
 					return &c
 				}
 			}

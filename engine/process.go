@@ -41,6 +41,10 @@ type process struct {
 	stdout                               *os.File // our end of the server's stdout
 	tail                                 *lineTail
 
+	// stopped: mcpctl began to stop it (closed its stdin, signalled it),
+	// so how it ended is not the server's doing.
+	stopped atomic.Bool
+
 	done       chan struct{} // closed once the leader is reaped
 	exitErr    error
 	exitedAt   time.Time
@@ -225,6 +229,10 @@ func (p *process) exitedBefore(t time.Time) bool {
 	return p.exited() && p.exitedAt.Before(t)
 }
 
+// stoppedByUs reports whether mcpctl stopped the process, rather than it
+// ending on its own.
+func (p *process) stoppedByUs() bool { return p != nil && p.stopped.Load() }
+
 // exited reports whether the leader process has been reaped.
 func (p *process) exited() bool {
 	if p == nil {
@@ -245,6 +253,9 @@ func (p *process) exited() bool {
 func (p *process) stop(grace, timeout time.Duration) {
 	if p == nil {
 		return
+	}
+	if !p.exited() {
+		p.stopped.Store(true) // one that ended first ended on its own
 	}
 	p.stdin.Close()
 	if !p.waitExit(grace, timeout) {

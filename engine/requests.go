@@ -153,7 +153,9 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
-	connLost := h.life.Err() != nil || connClosed(err) || !h.s.cfg().IsStdio() && connBroken(err)
+	// A server that closed its stdin reads nothing more: the write fails.
+	stdinGone := h.s.cfg().IsStdio() && (errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe"))
+	connLost := h.life.Err() != nil || connClosed(err) || stdinGone || !h.s.cfg().IsStdio() && connBroken(err)
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
@@ -178,7 +180,18 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what)
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
-		if h.proc.exited() {
+		switch {
+		case stdinGone && (!h.proc.exited() || h.proc.stoppedByUs()):
+			// It lived on, but nothing could reach it: its connection is
+			// closed, which ends this run of it as a lost one does.
+			h.cs.Close()
+			e = errorf(KindUnavailable, name, "server %s no longer reads its stdin: %s could not be sent to it", name, what)
+		case h.proc.stoppedByUs():
+			// Its exit (a signal, or code 0 on end of input) was mcpctl's
+			// doing: a restart, a stop, or its connection lost.
+			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).
+				hint("mcpctl stopped it (a restart, a stop, or its connection lost); see its state with: mcpctl status").wrap(err)
+		case h.proc.exited():
 			e = h.s.exitError(h.proc, what)
 		}
 		e.Stderr = h.proc.stderrTail(10)
@@ -189,7 +202,7 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			e.unreachable = true
 			return e.hint("try again if %s can be run twice: the server may have restarted, or a proxy dropped the connection", what).wrap(err)
 		}
-		if h.s.cfg().Restart == "on-failure" {
+		if h.s.restartsByItself() {
 			return e.hint("server %s restarts by itself (restart: on-failure); try again, or add --retry 1", name).wrap(err)
 		}
 		return e.hint("start it again with: mcpctl restart %s", name).wrap(err)

@@ -44,7 +44,11 @@ func (g *gatedStdin) Read(p []byte) (int, error) {
 	default:
 	}
 	time.Sleep(time.Until(time.Unix(0, g.f.pausedUntil.Load())))
-	return os.Stdin.Read(p)
+	n, err := os.Stdin.Read(p)
+	if err != nil && g.f.stdinClosed.Load() {
+		select {} // closed on purpose: the server lives on, deaf
+	}
+	return n, err
 }
 
 func (g *gatedStdin) Close() error { return os.Stdin.Close() }

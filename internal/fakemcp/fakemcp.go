@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,6 +291,13 @@ func run(spec *Spec) int {
 			}
 		}()
 	}
+	if slices.ContainsFunc(spec.Tools, func(t Tool) bool { return t.CloseStdin }) {
+		// Read through the poller, so that closing stdin ends the read
+		// under way and lets go of the pipe at once; a blocking read would
+		// hold it until the next line came.
+		syscall.SetNonblock(0, true)
+		os.Stdin = os.NewFile(0, "/dev/stdin")
+	}
 	logEvent(spec, "serving")
 	f := &fake{spec: spec, raw: map[jsonrpc.ID]Tool{}, stopReading: make(chan struct{}), tasks: map[string]*fakeTask{}}
 	f.srv = f.newServer()
@@ -327,6 +335,7 @@ type fake struct {
 	raw         map[jsonrpc.ID]Tool // calls whose response is replaced on the way out
 	stopReading chan struct{}       // closed to stop reading stdin
 	pausedUntil atomic.Int64        // Unix ns: no read of stdin before it
+	stdinClosed atomic.Bool         // closed by a closeStdin tool
 	initID      jsonrpc.ID          // the initialize request, whose result gets Spec.Tasks
 	tasks       map[string]*fakeTask
 	taskSeq     int

@@ -77,6 +77,9 @@ type Tool struct {
 	// and the client's writes block until it is over.
 	PauseReading string `json:"pauseReading,omitempty"`
 	CloseStdout  bool   `json:"closeStdout,omitempty"` // close stdout, keep running
+	// CloseStdin closes stdin (no reader is left on the pipe: the client's
+	// next write fails with EPIPE), answers, and keeps running.
+	CloseStdin bool `json:"closeStdin,omitempty"`
 	// Env answers with the server's own view of the world:
 	// {"args": [...], "cwd": "...", "env": {NAME: value}} for these names.
 	Env []string `json:"env,omitempty"`
@@ -166,6 +169,10 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 		case t.CloseStdout:
 			os.Stdout.Close()
 			select {}
+		case t.CloseStdin:
+			f.stdinClosed.Store(true)
+			os.Stdin.Close()
+			return text("closed stdin"), nil
 		case t.Crash != nil:
 			fmt.Fprintf(os.Stderr, "mcp-fake: crashing in %s\n", t.Name)
 			os.Exit(*t.Crash)
