@@ -47,6 +47,8 @@ func newWatchdogCmd(env *Env) *cli.Command {
 // runWatchdog reads "+PGID" and "-PGID" lines until EOF, then kills every
 // group still registered and says so on log.
 func runWatchdog(in io.Reader, log io.Writer) {
+	// Read now: once the parent is gone, Getppid names init.
+	parent := os.Getppid()
 	groups := map[int]bool{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -76,7 +78,8 @@ func runWatchdog(in io.Reader, log io.Writer) {
 	}
 	slices.Sort(killed)
 	if len(killed) > 0 {
-		fmt.Fprintf(log, "mcpctl watchdog: the session (pid %d) ended without stopping its servers; killed process groups %v\n", os.Getppid(), killed)
+		// The parent is a session, or a command without one (watch, serve).
+		fmt.Fprintf(log, "mcpctl watchdog: mcpctl (pid %d) ended without stopping its servers; killed process groups %v\n", parent, killed)
 	}
 }
 
