@@ -255,7 +255,12 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf(KindUnavailable, "", "the session stopped answering (was it stopped or killed?): %v", err).
+		why := err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			why = ue.Err // not `Post "http://mcpctl/v1/…"`: the socket's HTTP is ours
+		}
+		return nil, errorf(KindUnavailable, "", "the session stopped answering (was it stopped or killed?): %v", why).
 			hint("see whether it runs with: mcpctl status; start it again with: mcpctl up").wrap(err)
 	}
 	if v := resp.Header.Get(VersionHeader); v != Version() && c.OnVersionMismatch != nil && c.warned.CompareAndSwap(false, true) {

@@ -704,3 +704,23 @@ func TestListsLeaveOutUnstartable(t *testing.T) {
 		t.Errorf("named: %v, %v", tools, err)
 	}
 }
+
+// A session that drops a request without answering (killed mid-call) is
+// said so, without the HTTP of the socket (`Post "http://mcpctl/v1/…"`).
+func TestClientSessionDroppedRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	c := &Client{Socket: "test.sock", Dial: func(ctx context.Context) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+	}}
+	_, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if KindOf(err) != KindUnavailable || !strings.HasPrefix(err.Error(), "the session stopped answering (was it stopped or killed?): ") || strings.Contains(err.Error(), "http://") {
+		t.Errorf("dropped: %v", err)
+	}
+}
