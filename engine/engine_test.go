@@ -788,3 +788,14 @@ func TestCallsDuringRestartSayStopped(t *testing.T) {
 		}
 	}
 }
+
+// A server hung in its start shows its pid, so that it can be found.
+func TestStartingServerShowsPID(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, fakeServer(t, "slow", fakemcp.Spec{StartDelay: "5s", PIDFile: filepath.Join(dir, "pid")}))
+	go e.Start(context.Background())
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	if st := e.Status()[0]; st.State != StateStarting || st.PID != pid {
+		t.Errorf("status while starting: %+v, pid %d", st, pid)
+	}
+}

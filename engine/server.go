@@ -30,13 +30,15 @@ type server struct {
 	conf atomic.Pointer[config.Server]
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	state    State
-	since    time.Time
-	readyAt  time.Time
-	startup  time.Duration
-	lastErr  *Error
-	proc     *process
+	mu      sync.Mutex
+	state   State
+	since   time.Time
+	readyAt time.Time
+	startup time.Duration
+	lastErr *Error
+	proc    *process
+	// launched is the process of a start under way (status shows its pid).
+	launched *process
 	cs       *mcp.ClientSession
 	conn     *captureConn
 	snap     *snapshot // what it offers; kept, marked stale, when it becomes unavailable
@@ -170,6 +172,7 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.setState(StateStarting, nil)
 	s.lastErr = nil
+	s.launched = nil
 	// A start after a stop for want of use (transient, idleTimeout) is
 	// the server's way of working, not a restart to count.
 	afterIdle := s.lc.idled
@@ -265,6 +268,9 @@ func (s *server) connect(ctx context.Context) error {
 			endLife()
 			return err
 		}
+		s.mu.Lock()
+		s.launched = proc
+		s.mu.Unlock()
 		stdout := newJSONLines(proc.stdout, s.skippedLineLogger())
 		proc.lines = stdout
 		conn.Connection = newStdioConn(stdout, proc.stdin)
@@ -601,6 +607,8 @@ func (s *server) status() ServerStatus {
 	}
 	if s.proc != nil && !s.proc.exited() {
 		st.PID = s.proc.cmd.Process.Pid
+	} else if p := s.launched; s.state == StateStarting && p != nil && !p.exited() {
+		st.PID = p.cmd.Process.Pid // hung in its handshake, say: findable
 	}
 	if s.state == StateReady || s.state == StateDegraded {
 		t := s.readyAt
