@@ -319,12 +319,19 @@ func cmdWatchdog(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	session := pidsFrom(ts, args[0])[0]
 	var found []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		cmd, _ := os.ReadFile(filepath.Join(d, "cmdline"))
-		if procParent(pid) == session && string(cmd) == "mcpctl\x00_watchdog\x00" && procState(pid) != "" {
-			found = append(found, pid)
+	// A replacement may be on its way: look for up to 3 s.
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		found = nil
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			cmd, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+			if st := procState(pid); procParent(pid) == session && string(cmd) == "mcpctl\x00_watchdog\x00" && st != "" && st != "Z" {
+				found = append(found, pid)
+			}
+		}
+		if len(found) == 1 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(found) != 1 {

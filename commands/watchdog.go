@@ -83,11 +83,20 @@ func runWatchdog(in io.Reader, log io.Writer) {
 	}
 }
 
-// A watchdog is the session's end of the pipe to its watchdog process.
+// A watchdog is the session's end of the pipe to its watchdog process. One
+// that dies (killed by hand, say) is replaced, and told of every group
+// still running, so that a kill -9 of the session later leaves nothing.
 type watchdog struct {
-	mu sync.Mutex
-	w  *os.File
+	mu       sync.Mutex
+	w        *os.File     // nil once closed
+	groups   map[int]bool // the groups registered, for a replacement
+	log      *slog.Logger // set by report
+	replaced int
 }
+
+// maxReplacements bounds how often a dying watchdog is replaced: one that
+// cannot live is not started in a loop.
+const maxReplacements = 5
 
 // startWatchdog starts the watchdog: this executable again, in a session
 // of its own (a Ctrl-C at the terminal reaches the session, not it), with
@@ -95,16 +104,27 @@ type watchdog struct {
 // descriptor of this process is close-on-exec. Its stderr is the session's
 // log when that is a file.
 func startWatchdog() (*watchdog, error) {
+	wd := &watchdog{groups: map[int]bool{}, log: slog.New(slog.DiscardHandler)}
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if err := wd.spawnLocked(); err != nil {
+		return nil, err
+	}
+	return wd, nil
+}
+
+// spawnLocked starts a watchdog process and makes it wd's.
+func (wd *watchdog) spawnLocked() error {
 	exe := "/proc/self/exe" // works even when the binary was replaced
 	if runtime.GOOS != "linux" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
 	cmd := &exec.Cmd{
@@ -124,30 +144,68 @@ func startWatchdog() (*watchdog, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return nil, err
+		return err
 	}
-	// Reap it should it end before this process.
-	go cmd.Wait()
-	return &watchdog{w: w}, nil
+	wd.w = w
+	go func() {
+		cmd.Wait() // reaped should it end before this process
+		wd.lost(w)
+	}()
+	return nil
+}
+
+// lost replaces a watchdog process that ended while still wanted (its
+// pipe, w, not closed by close), and tells the new one of every group.
+func (wd *watchdog) lost(w *os.File) {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if wd.w != w {
+		return // closed, or replaced already
+	}
+	w.Close()
+	wd.w = nil
+	if wd.replaced >= maxReplacements {
+		wd.log.Warn("the watchdog keeps ending; a kill -9 of this session would leave its servers' children running")
+		return
+	}
+	wd.replaced++
+	if err := wd.spawnLocked(); err != nil {
+		wd.log.Warn("the watchdog ended and cannot be started again; a kill -9 of this session would leave its servers' children running", "error", err.Error())
+		return
+	}
+	wd.log.Warn("the watchdog ended; started a new one", "groups", len(wd.groups))
+	for pgid := range wd.groups {
+		wd.sendLocked('+', pgid)
+	}
+}
+
+// sendLocked writes one line to the watchdog; a failed write closes it.
+func (wd *watchdog) sendLocked(sign rune, pgid int) {
+	if wd.w == nil {
+		return
+	}
+	if _, err := fmt.Fprintf(wd.w, "%c%d\n", sign, pgid); err != nil {
+		// Its process has ended: lost, when it is reaped, replaces it.
+		wd.log.Warn("cannot reach the watchdog", "error", err.Error())
+	}
 }
 
 // report tells the watchdog of a process group; it is engine.Options.OnProcess.
 func (wd *watchdog) report(logger *slog.Logger) func(pgid int, running bool) {
+	wd.mu.Lock()
+	wd.log = logger
+	wd.mu.Unlock()
 	return func(pgid int, running bool) {
+		wd.mu.Lock()
+		defer wd.mu.Unlock()
 		sign := '-'
 		if running {
 			sign = '+'
+			wd.groups[pgid] = true
+		} else {
+			delete(wd.groups, pgid)
 		}
-		wd.mu.Lock()
-		defer wd.mu.Unlock()
-		if wd.w == nil {
-			return
-		}
-		if _, err := fmt.Fprintf(wd.w, "%c%d\n", sign, pgid); err != nil {
-			logger.Warn("the watchdog is gone; a kill -9 of this session would leave its servers' children running", "error", err.Error())
-			wd.w.Close()
-			wd.w = nil
-		}
+		wd.sendLocked(sign, pgid)
 	}
 }
 
