@@ -98,8 +98,12 @@ func runReload(ctx context.Context, env *Env) error {
 				kind = engine.KindUnavailable
 			}
 		}
-		return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"),
-			Hint: []string{"fix the config and it reloads by itself; see mcpctl status, and the log: " + sess.LogFile()}}
+		hint := "fix the config and it reloads by itself; see mcpctl status, and the log: " + sess.LogFile()
+		if kind != engine.KindConfig {
+			// The config is applied; the servers are what failed.
+			hint = "the config is applied, and these servers are down: see why with mcpctl logs SERVER; start one again with: mcpctl restart SERVER"
+		}
+		return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"), Hint: []string{hint}}
 	}
 	return nil
 }

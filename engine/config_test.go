@@ -492,3 +492,36 @@ func TestReloadRequestTimeoutKeepsServer(t *testing.T) {
 		t.Errorf("a call after the reload: %v, want the new timeout", err)
 	}
 }
+
+// A reload asked for while another starts an added server that fails does
+// not start it again: it reports the failure of the start it waited for.
+// One asked for afterwards starts it again, as reload starts what is down.
+func TestReloadDoesNotRetryAStartItWaitedFor(t *testing.T) {
+	ok := fakeServer(t, "ok", fakemcp.Spec{})
+	e := newEngine(t, ok)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	hung := fakeServer(t, "hung", fakemcp.Spec{StartDelay: "1m"})
+	hung.StartupTimeout = 500 * time.Millisecond
+	cfg := &config.Config{Servers: []*config.Server{ok, hung}}
+	first := make(chan *ReloadResult)
+	go func() {
+		res, _ := e.Reload(ctx(t), cfg)
+		first <- res
+	}()
+	waitState(t, e, "hung", StateStarting)
+	res, err := e.Reload(ctx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(res.Started, "hung") || len(res.Failed) != 1 || res.Failed[0].Server != "hung" {
+		t.Errorf("the reload that waited: %+v", res)
+	}
+	if res := <-first; len(res.Failed) != 1 || !slices.Equal(res.Added, []string{"hung"}) {
+		t.Errorf("the first reload: %+v", res)
+	}
+	if res, _ := e.Reload(ctx(t), cfg); !slices.Equal(res.Started, []string{"hung"}) {
+		t.Errorf("a reload after: %+v", res)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 )
@@ -35,14 +36,16 @@ type ReloadResult struct {
 // Reload makes the engine run cfg instead of its current config: servers
 // cfg adds are started, servers it removes are stopped, servers whose
 // settings it changes are restarted, and the others keep running
-// untouched, process and all; those of them that are down are started. A server that fails to start does not undo
-// the reload; it is reported in the result and in its status. Reloads run
-// one at a time.
+// untouched, process and all; those of them that are down are started,
+// unless their start failed while this reload waited for the one before. A
+// server that fails to start does not undo the reload; it is reported in
+// the result and in its status. Reloads run one at a time.
 func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult, error) {
 	if cfg == nil {
 		return nil, errorf(KindUsage, "", "Reload was called with a nil *config.Config").
 			hint("load one with config.Load or config.Parse")
 	}
+	asked := time.Now()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	if e.closed.Load() {
@@ -78,6 +81,12 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 				res.Updated = append(res.Updated, sc.Name)
 			}
 			if st := prev.currentState(); prev.autoStarts() && !prev.isHeld() && (st == StateUnavailable || st == StateStopped) {
+				if failed := prev.failedSince(asked); failed != nil {
+					// Its start failed while this reload waited for the
+					// one before (the one its edit made): not tried again.
+					res.Failed = append(res.Failed, failed)
+					break
+				}
 				res.Started = append(res.Started, sc.Name)
 				start = append(start, prev)
 			}
@@ -122,7 +131,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	for _, change := range rootsChanged {
 		change()
 	}
-	res.Failed = e.startEach(ctx, start)
+	res.Failed = append(res.Failed, e.startEach(ctx, start)...)
 	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "updated", res.Updated, "failed", len(res.Failed))
 	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated})
 	return res, nil
@@ -238,4 +247,15 @@ func (d *Daemon) LookupInput(name string) (string, bool) {
 	defer d.inputs.mu.Unlock()
 	v, ok := d.inputs.values[name]
 	return v, ok
+}
+
+// failedSince is the error of a server that became unavailable after t,
+// or nil.
+func (s *server) failedSince(t time.Time) *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateUnavailable && s.since.After(t) && s.lastErr != nil {
+		return s.lastErr
+	}
+	return nil
 }
