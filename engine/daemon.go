@@ -373,6 +373,10 @@ func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := d.Reload(r.Context())
+	if err != nil && d.engine.closed.Load() {
+		// Stopped while it waited for the reload before (mcpctl down).
+		err = errorf(KindUnavailable, "", "the session stopped before it could reload").wrap(err)
+	}
 	if err != nil {
 		writeError(w, err)
 		return

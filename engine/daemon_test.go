@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
 
@@ -722,5 +723,27 @@ func TestClientSessionDroppedRequest(t *testing.T) {
 	_, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
 	if KindOf(err) != KindUnavailable || !strings.HasPrefix(err.Error(), "the session stopped answering (was it stopped or killed?): ") || strings.Contains(err.Error(), "http://") {
 		t.Errorf("dropped: %v", err)
+	}
+}
+
+// A reload that waited for another and finds the session stopped meanwhile
+// (mcpctl down) says so, not the Go API's "the engine is closed".
+func TestDaemonReloadAfterStop(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{})
+	e := newEngine(t, srv)
+	d := NewDaemon(e, SessionInfo{}, nil)
+	d.SetConfigLoader(func() (*config.Config, error) { return &config.Config{Servers: []*config.Server{srv}}, nil })
+	e.reloadMu.Lock() // a reload under way
+	answered := make(chan *httptest.ResponseRecorder)
+	go func() {
+		rec := httptest.NewRecorder()
+		d.serveReload(rec, httptest.NewRequest(http.MethodPost, "/v1/reload", strings.NewReader("{}")))
+		answered <- rec
+	}()
+	time.Sleep(50 * time.Millisecond)
+	e.Close()
+	e.reloadMu.Unlock()
+	if rec := <-answered; !strings.Contains(rec.Body.String(), `"message":"the session stopped before it could reload"`) {
+		t.Errorf("reload after stop: %d %s", rec.Code, rec.Body)
 	}
 }
