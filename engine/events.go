@@ -124,6 +124,7 @@ type Subscription struct {
 	c       chan Event
 	filter  EventFilter
 	bus     *bus
+	since   time.Time // when it began: every event it gets is later
 	mu      sync.Mutex
 	dropped int
 }
@@ -143,7 +144,7 @@ func (b *bus) subscribe(f EventFilter) *Subscription {
 		f.Stderr = true
 	}
 	c := make(chan Event, 1024)
-	s := &Subscription{C: c, c: c, filter: f, bus: b}
+	s := &Subscription{C: c, c: c, filter: f, bus: b, since: time.Now()}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()

@@ -1124,7 +1124,9 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 			return err
 		}
 	}
-	if err := fn(Event{Time: time.Now(), Type: EventReady}); err != nil {
+	// Stamped with when the subscription began, not now: the events it
+	// holds from before this line (a start's, without a session) are later.
+	if err := fn(Event{Time: sub.since, Type: EventReady}); err != nil {
 		return err
 	}
 	for {

@@ -742,3 +742,32 @@ func TestMetricsServerDiedMidCall(t *testing.T) {
 		t.Errorf("outcome of a caller's giving up: %q", got)
 	}
 }
+
+// The ready line of a watch whose subscription began before the servers
+// started (a command without a session) is stamped with when it began, so
+// that the events it holds, printed after it, do not go back in time.
+func TestWatchReadyStampedAtSubscription(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	e.WatchFrom(wctx, sub, &WatchRequest{}, func(ev Event) error {
+		got = append(got, ev)
+		if len(got) == 3 { // ready, stopped → starting, starting → ready
+			cancel()
+		}
+		return nil
+	})
+	if len(got) != 3 || got[0].Type != EventReady {
+		t.Fatalf("events: %+v", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Time.Before(got[i-1].Time) {
+			t.Errorf("event %d (%s at %s) is before the one printed before it (%s at %s)", i, got[i].Type, got[i].Time, got[i-1].Type, got[i-1].Time)
+		}
+	}
+}
