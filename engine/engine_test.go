@@ -591,6 +591,12 @@ func TestConnectionLostProcessAlive(t *testing.T) {
 	if KindOf(err) != KindUnavailable {
 		t.Fatalf("err = %v", err)
 	}
+	// Unavailable at once, not once the 5 s given it to exit are over: a
+	// request is refused, not sent to a server that cannot answer.
+	st := waitState(t, e, "srv", StateUnavailable)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.drop"}); KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server srv closed its stdout") {
+		t.Errorf("a call meanwhile: %v (status %+v)", err, st)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for (e.Status()[0].State != StateUnavailable || alive(pid)) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -612,7 +618,8 @@ func TestCloseDuringStart(t *testing.T) {
 	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "stopped during startup") {
 		t.Errorf("Start = %v", err)
 	}
-	if st := e.Status()[0]; st.State == StateReady || alive(pid) {
+	// Stopped, as down leaves every server, not unavailable.
+	if st := e.Status()[0]; st.State != StateStopped || alive(pid) {
 		t.Errorf("after Close during Start: %+v, alive %v", st, alive(pid))
 	}
 	if err := e.Start(context.Background()); err == nil {

@@ -467,7 +467,19 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	case <-procDone:
 	case connErr = <-connDone:
 		// Give a dying process a moment, so the error says how it ended.
-		proc.awaitExit(200 * time.Millisecond)
+		if proc != nil && !waitDone(proc.done, 200*time.Millisecond) && proc.lines != nil && proc.lines.eof.Load() {
+			// Its stdout closed and it lives on, or takes its time to go
+			// (npx's parents can take seconds): nothing more can come
+			// from it, so it is unavailable now, and requests are refused
+			// rather than sent to it; how it ended is said once it has.
+			s.mu.Lock()
+			if s.cs == cs && (s.state == StateReady || s.state == StateDegraded) {
+				name := s.cfg().Name
+				s.setState(StateUnavailable, errorf(KindUnavailable, name, "server %s closed its stdout", name))
+			}
+			s.mu.Unlock()
+			proc.awaitExit(0) // up to 5 s, its stdout being closed
+		}
 	}
 	if proc == nil && errors.Is(connErr, mcp.ErrSessionMissing) {
 		s.renew(cs)
@@ -543,6 +555,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	// A start under way is cut short and waited for; so is one that
 	// began meanwhile (another restart's), which this stop would
 	// otherwise mark stopped as it ran.
+	interrupted := false
 	for s.state == StateStarting {
 		if s.cancelStart != nil {
 			s.cancelStart()
@@ -553,6 +566,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		s.mu.Lock()
 		// The interrupted start may have scheduled a restart.
 		s.cancelRestartLocked()
+		interrupted = true
 	}
 	if s.state == StateStopping {
 		// Another stop is under way; its end is this one's.
@@ -562,7 +576,9 @@ func (s *server) stopWhen(cond func() bool, why string) {
 		return
 	}
 	if s.state == StateStopped || s.cs == nil {
-		if s.state != StateUnavailable || s.lc.held {
+		// A server that failed stays unavailable, its error shown; one
+		// whose start this stop cut short is stopped (mcpctl down).
+		if s.state != StateUnavailable || s.lc.held || interrupted {
 			s.setStateNote(StateStopped, nil, why)
 		}
 		bg := s.lc.bgStop
