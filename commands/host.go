@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -95,6 +97,12 @@ type hostOptions struct {
 	// does. For commands that run long (serve, watch); it costs a process
 	// start, which a one-shot call would feel.
 	guard bool
+	// partial: with no server named, each server starts on its own, and
+	// one that cannot start leaves the others running, for the lists that
+	// say which they leave out (tools, prompts, resources, inspect) and
+	// for serve. A config error still fails the command, as does every
+	// server failing.
+	partial bool
 }
 
 // withHostOpts is withHost with options for the servers it starts.
@@ -143,10 +151,65 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		h.early = e.Events(*hopts.early)
 		defer h.early.Close()
 	}
-	if err := e.Start(ctx, names...); err != nil {
+	start := e.Start
+	if hopts.partial && len(names) == 0 {
+		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
+	}
+	if err := start(ctx, names...); err != nil {
 		return oneShotHints(err)
 	}
 	return oneShotHints(fn(h))
+}
+
+// withHostLists is withHost for a listing: see hostOptions.partial.
+func (env *Env) withHostLists(ctx context.Context, need func(*config.Config) ([]string, error), fn func(host) error) error {
+	return env.withHostOpts(ctx, need, hostOptions{partial: true}, fn)
+}
+
+// startEach starts every server that starts with the engine, each on its
+// own and in parallel (see hostOptions.partial).
+func startEach(ctx context.Context, e *engine.Engine, cfg *config.Config) error {
+	var names []string
+	for _, s := range cfg.Servers {
+		if !s.Disabled && (s.Activation == "" || s.Activation == "eager") {
+			names = append(names, s.Name)
+		}
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { errs[i] = e.Start(ctx, name) })
+	}
+	wg.Wait()
+	// A start that fails stops what it brought up, a dependency too, which
+	// another start, done meanwhile, needs: such a one starts again.
+	for _, st := range e.Status() {
+		if j := slices.Index(names, st.Name); j >= 0 && errs[j] == nil && st.State != engine.StateReady && st.State != engine.StateDegraded {
+			errs[j] = e.Start(ctx, names[j])
+		}
+	}
+	var failed []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case engine.KindOf(err) == engine.KindConfig || ctx.Err() != nil:
+			return err
+		default:
+			failed = append(failed, names[i])
+		}
+	}
+	if len(failed) == 0 || len(failed) < len(names) {
+		return nil
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return &engine.Error{Kind: engine.KindUnavailable, Message: "no server could start:\n" + strings.Join(msgs, "\n"),
+		Hint: []string{"check each server's command and arguments; see: mcpctl config show"}}
 }
 
 // oneShotHints rewrites the engine's hints about restarting a server

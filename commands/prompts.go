@@ -38,7 +38,7 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 	}
 	var prompts []*engine.Prompt
 	var unlisted error
-	err = env.withHost(ctx, serverOf(filter), func(h host) error {
+	err = env.withHostLists(ctx, serverOf(filter), func(h host) error {
 		prompts, err = h.Prompts(ctx, filter)
 		unlisted, err = partialList(prompts != nil, err)
 		return err

@@ -47,7 +47,7 @@ func runResources(ctx context.Context, env *Env, server string) error {
 	}
 	var rs *engine.Resources
 	var unlisted error
-	err = env.withHost(ctx, serverOf(server), func(h host) error {
+	err = env.withHostLists(ctx, serverOf(server), func(h host) error {
 		rs, err = h.Resources(ctx, server)
 		unlisted, err = partialList(rs != nil, err)
 		return err
@@ -239,7 +239,7 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 	}
 	var ins []*engine.Inspection
 	var unlisted error
-	err = env.withHost(ctx, serverOf(server), func(h host) error {
+	err = env.withHostLists(ctx, serverOf(server), func(h host) error {
 		ins, err = h.Inspect(ctx, server)
 		unlisted, err = partialList(ins != nil, err)
 		return err

@@ -43,7 +43,7 @@ func runTools(ctx context.Context, env *Env, filter string) error {
 	}
 	var tools []*engine.Tool
 	var unlisted error
-	err = env.withHost(ctx, serverOf(filter), func(h host) error {
+	err = env.withHostLists(ctx, serverOf(filter), func(h host) error {
 		tools, err = h.Tools(ctx, filter)
 		unlisted, err = partialList(tools != nil, err)
 		return err

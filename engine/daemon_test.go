@@ -683,7 +683,7 @@ func TestListsLeaveOutUnstartable(t *testing.T) {
 	check := func(via string, tools []*Tool, err error) {
 		t.Helper()
 		if len(tools) != 1 || tools[0].Name() != "good.echo" || KindOf(err) != KindUnavailable ||
-			!strings.HasPrefix(err.Error(), "the list leaves out server broken: it starts on use and could not start: server broken exited with code 3") {
+			!strings.HasPrefix(err.Error(), "the list leaves out server broken: it could not start: server broken exited with code 3") {
 			t.Errorf("%s: %v, %v", via, tools, err)
 		}
 	}

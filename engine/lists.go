@@ -459,8 +459,8 @@ func stale[T any](items []*T, isStale bool, mark func(*T)) []*T {
 
 // each runs fn on the snapshot of every server that has one (for "") or of
 // the named server, in config order. For "", unlisted says which servers
-// that start on use could not start to say what they offer (nil when
-// none): the caller returns what the others offer with it.
+// could not start to say what they offer, never listed (nil when none):
+// the caller returns what the others offer with it.
 func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) (unlisted *Error, err error) {
 	if err := e.open(); err != nil {
 		return nil, err
@@ -493,12 +493,13 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 	return unlistedError(servers, failed), nil
 }
 
-// failedUnlisted reports whether a server that starts on use failed to
-// start and was never listed: it offers nothing, for want of a start.
+// failedUnlisted reports whether a server failed to start and was never
+// listed: it offers nothing, for want of a start (one that starts on use,
+// one a reload added, one a command without a session could not start).
 func (s *server) failedUnlisted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.snap == nil && s.offered == nil && s.state == StateUnavailable && s.startsOnUseLocked()
+	return s.snap == nil && s.offered == nil && s.state == StateUnavailable
 }
 
 // unlistedError says which of servers (in their order) failed to start to
@@ -515,10 +516,10 @@ func unlistedError(servers []*server, failed map[*server]error) *Error {
 	case 0:
 		return nil
 	case 1:
-		return errorf(KindUnavailable, names[0], "the list leaves out server %s: it starts on use and could not start: %s", names[0], why[0]).
+		return errorf(KindUnavailable, names[0], "the list leaves out server %s: it could not start: %s", names[0], why[0]).
 			hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
 	}
-	e := errorf(KindUnavailable, "", "the list leaves out servers %s: they start on use and could not start", strings.Join(names, ", "))
+	e := errorf(KindUnavailable, "", "the list leaves out servers %s: they could not start", strings.Join(names, ", "))
 	for i, n := range names {
 		e.hint("%s: %s", n, why[i])
 	}
@@ -536,11 +537,11 @@ func partial[T any](out T, unlisted *Error) (T, error) {
 
 // Tools lists tools: filter is "" for every server's, a server name for its
 // tools, or server.tool for one tool. The tools of an unavailable server
-// are its last known ones, marked stale. When a server that starts on use
-// (lazy, transient) could not start to list its tools, Tools returns the
-// others' with an error ([KindUnavailable]) that names it: a non-nil list
-// with an error is a partial one. Prompts, Resources and Inspect do the
-// same.
+// are its last known ones, marked stale. When a server that was never
+// listed could not start (one that starts on use, one a reload added),
+// Tools returns the others' with an error ([KindUnavailable]) that names
+// it: a non-nil list with an error is a partial one. Prompts, Resources
+// and Inspect do the same.
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
 	if err != nil {
