@@ -56,7 +56,8 @@ follow it, and its updates go to those clients; the server is
 unsubscribed when the last of them unsubscribes or goes away.
 
 It uses the running session when there is one (started with "mcpctl up"),
-else starts the servers itself and stops them when it ends. Over stdio,
+else starts the servers itself and stops them when it ends; a server that
+cannot start is left out with a warning, and the others are served. Over stdio,
 stdout carries only MCP messages and serve ends when stdin closes; it also
 ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
 with its JSON-RPC error and serve goes on.
