@@ -606,6 +606,31 @@ func TestConnectionLostProcessAlive(t *testing.T) {
 	}
 }
 
+// A start while a server that closed its stdout is wound down (a transient
+// server's next request, a start by hand) waits for it: the old process is
+// stopped, not left behind when the new one takes its place.
+func TestStartWaitsForLostRunToEnd(t *testing.T) {
+	dir := t.TempDir()
+	srv := fakeServer(t, "srv", fakemcp.Spec{PIDFile: filepath.Join(dir, "pid"), IgnoreStdinEOF: true,
+		Tools: []fakemcp.Tool{{Name: "drop", CloseStdout: true}, {Name: "echo"}}})
+	srv.Activation = "transient"
+	e := newEngine(t, srv)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.drop"}); KindOf(err) != KindUnavailable {
+		t.Fatalf("drop: %v", err)
+	}
+	old := readPID(t, filepath.Join(dir, "pid"))
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if alive(old) {
+		t.Errorf("the old process %d is left running", old)
+	}
+	e.Close()
+	if alive(old) {
+		t.Errorf("the old process %d outlived Close", old)
+	}
+}
+
 // Close during Start makes Start fail; nothing is left ready or running.
 func TestCloseDuringStart(t *testing.T) {
 	dir := t.TempDir()

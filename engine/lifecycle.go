@@ -326,6 +326,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	e.Stderr = ee.Stderr
 	e.hint("start it again with: mcpctl restart %s", name)
 	proc, cs := s.proc, s.cs
+	proc.markStopped()
 	s.proc, s.cs, s.conn = nil, nil, nil
 	s.endLife()
 	s.failLocked(e)

@@ -41,8 +41,8 @@ type process struct {
 	stdout                               *os.File // our end of the server's stdout
 	tail                                 *lineTail
 
-	// stopped: mcpctl began to stop it (closed its stdin, signalled it),
-	// so how it ended is not the server's doing.
+	// stopped: mcpctl decided to stop it (markStopped), so how it ended
+	// is not the server's doing.
 	stopped atomic.Bool
 
 	done       chan struct{} // closed once the leader is reaped
@@ -229,6 +229,15 @@ func (p *process) exitedBefore(t time.Time) bool {
 	return p.exited() && p.exitedAt.Before(t)
 }
 
+// markStopped notes that mcpctl decided to stop the process (a stop, a
+// restart, too many failures): how it then ends is not the server's
+// doing. One that ended first ended on its own.
+func (p *process) markStopped() {
+	if p != nil && !p.exited() {
+		p.stopped.Store(true)
+	}
+}
+
 // stoppedByUs reports whether mcpctl stopped the process, rather than it
 // ending on its own.
 func (p *process) stoppedByUs() bool { return p != nil && p.stopped.Load() }
@@ -253,9 +262,6 @@ func (p *process) exited() bool {
 func (p *process) stop(grace, timeout time.Duration) {
 	if p == nil {
 		return
-	}
-	if !p.exited() {
-		p.stopped.Store(true) // one that ended first ended on its own
 	}
 	p.stdin.Close()
 	if !p.waitExit(grace, timeout) {

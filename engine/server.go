@@ -39,6 +39,9 @@ type server struct {
 	proc    *process
 	// launched is the process of a start under way (status shows its pid).
 	launched *process
+	// winding, while set, is closed once watch has wound down a run that
+	// is unavailable but not yet stopped (see watch).
+	winding  chan struct{}
 	cs       *mcp.ClientSession
 	conn     *captureConn
 	snap     *snapshot // what it offers; kept, marked stale, when it becomes unavailable
@@ -130,6 +133,16 @@ func (s *server) setStateNote(st State, cause *Error, note string) {
 // Every failure is an [*Error].
 func (s *server) start(ctx context.Context) error {
 	s.mu.Lock()
+	for s.winding != nil {
+		ch := s.winding
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	switch s.state {
 	case StateReady, StateDegraded:
 		s.mu.Unlock()
@@ -476,6 +489,18 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 			if s.cs == cs && (s.state == StateReady || s.state == StateDegraded) {
 				name := s.cfg().Name
 				s.setState(StateUnavailable, errorf(KindUnavailable, name, "server %s closed its stdout", name))
+				// A start waits for this run to be wound down: it would
+				// take the server's process and connection from under it.
+				winding := make(chan struct{})
+				s.winding = winding
+				defer func() {
+					s.mu.Lock()
+					if s.winding == winding {
+						s.winding = nil
+					}
+					s.mu.Unlock()
+					close(winding)
+				}()
 			}
 			s.mu.Unlock()
 			proc.awaitExit(0) // up to 5 s, its stdout being closed
@@ -591,6 +616,7 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	s.setStateNote(StateStopping, nil, why)
 	s.lc.stopDone = make(chan struct{})
 	proc, cs := s.proc, s.cs
+	proc.markStopped()
 	s.endLife()
 	s.mu.Unlock()
 
