@@ -525,3 +525,28 @@ func TestReloadDoesNotRetryAStartItWaitedFor(t *testing.T) {
 		t.Errorf("a reload after: %+v", res)
 	}
 }
+
+// A server that crashed (rather than failed to start) while a reload
+// waited for the one before is started by it, as reload starts what is
+// down.
+func TestReloadStartsAServerThatCrashedWhileItWaited(t *testing.T) {
+	nine := 9
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "die", Crash: &nine}}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.reloadMu.Lock() // a reload under way
+	done := make(chan *ReloadResult)
+	go func() {
+		res, _ := e.Reload(ctx(t), &config.Config{Servers: []*config.Server{srv}})
+		done <- res
+	}()
+	time.Sleep(50 * time.Millisecond) // the reload is asked for, and waits
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.die"})
+	waitState(t, e, "srv", StateUnavailable)
+	e.reloadMu.Unlock()
+	if res := <-done; !slices.Equal(res.Started, []string{"srv"}) || len(res.Failed) != 0 {
+		t.Errorf("reload: %+v", res)
+	}
+}

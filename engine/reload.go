@@ -249,12 +249,12 @@ func (d *Daemon) LookupInput(name string) (string, bool) {
 	return v, ok
 }
 
-// failedSince is the error of a server that became unavailable after t,
-// or nil.
+// failedSince is the error of a server whose start failed after t, and
+// that is unavailable for it, or nil; one that crashed meanwhile is not.
 func (s *server) failedSince(t time.Time) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateUnavailable && s.since.After(t) && s.lastErr != nil {
+	if s.state == StateUnavailable && s.startFailedAt.After(t) && !s.since.After(s.startFailedAt) && s.lastErr != nil {
 		return s.lastErr
 	}
 	return nil

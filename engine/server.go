@@ -39,6 +39,8 @@ type server struct {
 	proc    *process
 	// launched is the process of a start under way (status shows its pid).
 	launched *process
+	// startFailedAt is when a start last failed.
+	startFailedAt time.Time
 	// winding, while set, is closed once watch has wound down a run that
 	// is unavailable but not yet stopped (see watch).
 	winding  chan struct{}
@@ -233,6 +235,7 @@ func (s *server) start(ctx context.Context) error {
 			e = errorf(KindUnavailable, s.cfg().Name, "server %s: %v", s.cfg().Name, err).wrap(err)
 		}
 		s.setState(StateUnavailable, e)
+		s.startFailedAt = time.Now()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
