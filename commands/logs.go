@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -127,13 +129,10 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	switch {
 	case opts.audit:
 		path = sess.AuditFile()
-		if cfg, err := env.loadConfig(); err == nil && opts.server != "" && cfg.Server(opts.server) == nil {
-			// A typo would find no lines, and say nothing.
-			hint := "known servers: " + strings.Join(cfg.Names(), ", ")
-			if near := schemas.Closest(opts.server, cfg.Names()); len(near) > 0 {
-				hint = fmt.Sprintf("did you mean %s?", near[0])
+		if opts.server != "" {
+			if err := env.checkAuditServer(path, opts.server); err != nil {
+				return err
 			}
-			return &engine.Error{Kind: engine.KindUsage, Server: opts.server, Message: "unknown server " + opts.server, Hint: []string{hint}}
 		}
 		if opts.server != "" {
 			keep = func(line []byte) bool {
@@ -185,6 +184,43 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		return lf.flush()
 	}
 	return lf.follow(ctx, path)
+}
+
+// checkAuditServer refuses a server that neither the config (as found
+// here, nothing asked) nor the audit log at path knows: a typo would find
+// no lines, and say nothing. A server a reload removed is still in the log.
+func (env *Env) checkAuditServer(path, server string) error {
+	known := map[string]bool{}
+	if cfg, _, err := env.loadConfigForNames(); err == nil {
+		for _, n := range cfg.Names() {
+			known[n] = true
+		}
+	}
+	for i := engine.DefaultLogKeep; i >= 0; i-- {
+		name := path
+		if i > 0 {
+			name = fmt.Sprintf("%s.%d", path, i)
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var e struct{ Server string }
+			if json.Unmarshal(line, &e) == nil && e.Server != "" {
+				known[e.Server] = true
+			}
+		}
+	}
+	if known[server] || len(known) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(known))
+	hint := "servers of the config or the audit log: " + strings.Join(names, ", ")
+	if near := schemas.Closest(server, names); len(near) > 0 {
+		hint = fmt.Sprintf("did you mean %s?", near[0])
+	}
+	return &engine.Error{Kind: engine.KindUsage, Server: server, Message: "unknown server " + server, Hint: []string{hint}}
 }
 
 // A stderrLine is a line of a server's stderr log (or any line that is not
