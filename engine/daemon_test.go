@@ -747,3 +747,22 @@ func TestDaemonReloadAfterStop(t *testing.T) {
 		t.Errorf("reload after stop: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A transient server whose start failed is tried again by a listing, as by
+// a call: the next list that can start it lists it.
+func TestListsRetryTransientServer(t *testing.T) {
+	three := 3
+	brief := fakeServer(t, "brief", fakemcp.Spec{Exit: &three})
+	brief.Activation = "transient"
+	e := newEngine(t, brief)
+	if tools, err := e.Tools(""); len(tools) != 0 || KindOf(err) != KindUnavailable {
+		t.Fatalf("failing: %v, %v", tools, err)
+	}
+	data, _ := json.Marshal(fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	if err := os.WriteFile(brief.Args[0], data, 0o644); err != nil { // fixed
+		t.Fatal(err)
+	}
+	if tools, err := e.Tools(""); err != nil || len(tools) != 1 {
+		t.Errorf("fixed: %v, %v", tools, err)
+	}
+}

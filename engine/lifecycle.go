@@ -136,7 +136,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			}
 		case StateUnavailable:
 			ch := s.lc.restartDone
-			if ch == nil && s.cfg().Activation == "transient" && !s.lc.held {
+			if ch == nil && s.transientRetriesLocked() {
 				// Started for each request: one that crashed, or whose
 				// start failed, is no reason to refuse the next.
 				s.mu.Unlock()
@@ -369,6 +369,13 @@ func countsAsFailure(err error) bool {
 // failLocked marks a server that failed on its own (it died, or failed
 // too many requests) unavailable and, with restart on-failure, schedules
 // its restart after a backoff, until maxRestarts are used up.
+// transientRetriesLocked reports whether a transient server that is
+// unavailable is started again by the next request: unless it is stopped
+// by hand, or its restart policy gave up on it.
+func (s *server) transientRetriesLocked() bool {
+	return s.cfg().Activation == "transient" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil
+}
+
 // restartsByItself reports whether a server that failed is restarted by
 // its policy: on-failure, with restarts left (not given up, and not a
 // maxRestarts of 0).

@@ -395,7 +395,12 @@ func (s *server) lastOffer() *snapshot {
 func (s *server) unknown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.snap == nil && s.state == StateStopped && s.startsOnUseLocked()
+	if s.snap != nil || !s.startsOnUseLocked() {
+		return false
+	}
+	// A transient server is started for each request, one whose last
+	// start failed too (see acquire): a listing tries it again as well.
+	return s.state == StateStopped || s.state == StateUnavailable && s.transientRetriesLocked()
 }
 
 // known starts such a server (and a transient one stops again) so that
