@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -141,7 +142,12 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		} else {
 			// Closed after the servers are stopped (deferred first).
 			defer wd.close()
-			opts.OnProcess = wd.report(slog.New(slog.DiscardHandler))
+			opts.OnProcess = wd.report(func(msg string, args ...any) {
+				if len(args) == 2 {
+					msg += fmt.Sprintf(" (%v: %v)", args[0], args[1])
+				}
+				env.note("warning: %s", msg)
+			})
 		}
 	}
 	e := engine.New(cfg, opts)

@@ -72,7 +72,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		// Deferred before Serve returns, which stops every server: on a
 		// clean end the watchdog has nothing left to kill.
 		defer wd.close()
-		eopts.OnProcess = wd.report(logger)
+		eopts.OnProcess = wd.report(logger.Warn)
 	}
 	e := engine.New(cfg, eopts)
 	info := engine.SessionInfo{

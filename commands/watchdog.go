@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -88,9 +87,9 @@ func runWatchdog(in io.Reader, log io.Writer) {
 // still running, so that a kill -9 of the session later leaves nothing.
 type watchdog struct {
 	mu       sync.Mutex
-	w        *os.File     // nil once closed
-	groups   map[int]bool // the groups registered, for a replacement
-	log      *slog.Logger // set by report
+	w        *os.File                      // nil once closed
+	groups   map[int]bool                  // the groups registered, for a replacement
+	warn     func(msg string, args ...any) // set by report: slog's Warn, or a note
 	replaced int
 }
 
@@ -104,7 +103,7 @@ const maxReplacements = 5
 // descriptor of this process is close-on-exec. Its stderr is the session's
 // log when that is a file.
 func startWatchdog() (*watchdog, error) {
-	wd := &watchdog{groups: map[int]bool{}, log: slog.New(slog.DiscardHandler)}
+	wd := &watchdog{groups: map[int]bool{}, warn: func(string, ...any) {}}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	if err := wd.spawnLocked(); err != nil {
@@ -165,35 +164,38 @@ func (wd *watchdog) lost(w *os.File) {
 	w.Close()
 	wd.w = nil
 	if wd.replaced >= maxReplacements {
-		wd.log.Warn("the watchdog keeps ending; a kill -9 of this session would leave its servers' children running")
+		wd.warn("the watchdog keeps ending; a kill -9 of mcpctl would leave its servers' children running")
 		return
 	}
 	wd.replaced++
 	if err := wd.spawnLocked(); err != nil {
-		wd.log.Warn("the watchdog ended and cannot be started again; a kill -9 of this session would leave its servers' children running", "error", err.Error())
+		wd.warn("the watchdog ended and cannot be started again; a kill -9 of mcpctl would leave its servers' children running", "error", err.Error())
 		return
 	}
-	wd.log.Warn("the watchdog ended; started a new one", "groups", len(wd.groups))
+	wd.warn("the watchdog ended; started a new one", "groups", len(wd.groups))
 	for pgid := range wd.groups {
 		wd.sendLocked('+', pgid)
 	}
 }
 
-// sendLocked writes one line to the watchdog; a failed write closes it.
+// sendLocked writes one line to the watchdog. A write fails once its
+// process has ended; lost, when it is reaped, replaces it and tells the
+// new one of every group.
 func (wd *watchdog) sendLocked(sign rune, pgid int) {
 	if wd.w == nil {
 		return
 	}
 	if _, err := fmt.Fprintf(wd.w, "%c%d\n", sign, pgid); err != nil {
-		// Its process has ended: lost, when it is reaped, replaces it.
-		wd.log.Warn("cannot reach the watchdog", "error", err.Error())
+		wd.warn("cannot reach the watchdog", "error", err.Error())
 	}
 }
 
 // report tells the watchdog of a process group; it is engine.Options.OnProcess.
-func (wd *watchdog) report(logger *slog.Logger) func(pgid int, running bool) {
+// warn says what goes wrong with the watchdog (slog's Warn, for a
+// session's log; a note on stderr, for a command without one).
+func (wd *watchdog) report(warn func(msg string, args ...any)) func(pgid int, running bool) {
 	wd.mu.Lock()
-	wd.log = logger
+	wd.warn = warn
 	wd.mu.Unlock()
 	return func(pgid int, running bool) {
 		wd.mu.Lock()

@@ -373,7 +373,7 @@ func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := d.Reload(r.Context())
-	if err != nil && d.engine.closed.Load() {
+	if errors.Is(err, errReloadClosed) {
 		// Stopped while it waited for the reload before (mcpctl down).
 		err = errorf(KindUnavailable, "", "the session stopped before it could reload").wrap(err)
 	}

@@ -366,9 +366,6 @@ func countsAsFailure(err error) bool {
 	return false
 }
 
-// failLocked marks a server that failed on its own (it died, or failed
-// too many requests) unavailable and, with restart on-failure, schedules
-// its restart after a backoff, until maxRestarts are used up.
 // transientRetriesLocked reports whether a transient server that is
 // unavailable is started again by the next request: unless it is stopped
 // by hand, or its restart policy gave up on it.
@@ -395,6 +392,9 @@ func (s *server) restartsByItself() bool {
 	return s.lc.restarts < c.MaxRestarts || !s.readyAt.IsZero() && time.Since(s.readyAt) > steadyRun
 }
 
+// failLocked marks a server that failed on its own (it died, or failed
+// too many requests) unavailable and, with restart on-failure, schedules
+// its restart after a backoff, until maxRestarts are used up.
 func (s *server) failLocked(e *Error) {
 	c := s.cfg()
 	if c.Restart != "on-failure" || s.lc.held || s.lc.retired || s.e.closed.Load() {

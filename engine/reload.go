@@ -49,7 +49,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	if e.closed.Load() {
-		return nil, errorf(KindUnavailable, "", "cannot reload: the engine is closed")
+		return nil, errorf(KindUnavailable, "", "cannot reload: the engine is closed").wrap(errReloadClosed)
 	}
 	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Updated: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
@@ -248,6 +248,9 @@ func (d *Daemon) LookupInput(name string) (string, bool) {
 	v, ok := d.inputs.values[name]
 	return v, ok
 }
+
+// errReloadClosed is under the error of a reload of a closed engine.
+var errReloadClosed = errors.New("the engine is closed")
 
 // failedSince is the error of a server whose start failed after t, and
 // that is unavailable for it, or nil; one that crashed meanwhile is not.
