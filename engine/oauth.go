@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -282,8 +283,13 @@ type gate struct {
 
 func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
 
+// insufficientScope finds the challenge of RFC 6750 §3.1 that asks for a
+// broader token (error="insufficient_scope"), not the words anywhere (an
+// error_description that mentions them).
+var insufficientScope = regexp.MustCompile(`(?i)(^|[\s,])error\s*=\s*"?insufficient_scope"?($|[\s,])`)
+
 func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
-	if resp != nil && resp.StatusCode == http.StatusForbidden && !strings.Contains(resp.Header.Get("WWW-Authenticate"), "insufficient_scope") {
+	if resp != nil && resp.StatusCode == http.StatusForbidden && !insufficientScope.MatchString(resp.Header.Get("WWW-Authenticate")) {
 		// Not a login to run: the server does not let this client in
 		// (the SDK hands a 403 over as it does a 401).
 		return errorf(KindUnavailable, g.server, "server %s answered 403 Forbidden: it does not let mcpctl in", g.server).

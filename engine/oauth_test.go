@@ -306,3 +306,19 @@ func TestForbiddenIsNoLogin(t *testing.T) {
 		t.Errorf("err = %v (kind %s)", err, KindOf(err))
 	}
 }
+
+// The insufficient_scope challenge is the error parameter of the
+// WWW-Authenticate header, not the words anywhere in it.
+func TestInsufficientScopeChallenge(t *testing.T) {
+	for h, want := range map[string]bool{
+		`Bearer error="insufficient_scope", scope="files:write"`:                   true,
+		`Bearer realm="x", error=insufficient_scope`:                               true,
+		`Bearer error="invalid_token", error_description="not insufficient_scope"`: false,
+		`Bearer realm="insufficient_scope"`:                                        false,
+		``:                                                                         false,
+	} {
+		if got := insufficientScope.MatchString(h); got != want {
+			t.Errorf("%q: %v, want %v", h, got, want)
+		}
+	}
+}
