@@ -34,6 +34,8 @@ type localHost struct {
 	// early holds the events since before the servers started, for a
 	// watch that must not miss their first lines.
 	early *engine.Subscription
+	// serving: the host of serve, whose client cannot run a command again.
+	serving bool
 }
 
 func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(engine.Event) error) error {
@@ -44,21 +46,28 @@ func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(
 }
 
 // The requests of a command without a session say to run it again where
-// the engine says to restart a server (see oneShotHints): serve, which
-// answers its client with them, too.
+// the engine says to restart a server (see oneShotHints); serve's, what its
+// client can expect.
 func (h localHost) CallTool(ctx context.Context, req *engine.CallRequest) (*engine.CallResult, error) {
 	res, err := h.Engine.CallTool(ctx, req)
-	return res, oneShotHints(err)
+	return res, h.hints(err)
+}
+
+func (h localHost) hints(err error) error {
+	if h.serving {
+		return serveHints(err)
+	}
+	return oneShotHints(err)
 }
 
 func (h localHost) GetPrompt(ctx context.Context, req *engine.PromptRequest) (*engine.PromptResult, error) {
 	res, err := h.Engine.GetPrompt(ctx, req)
-	return res, oneShotHints(err)
+	return res, h.hints(err)
 }
 
 func (h localHost) ReadResource(ctx context.Context, req *engine.ResourceRequest) (*engine.ResourceResult, error) {
 	res, err := h.Engine.ReadResource(ctx, req)
-	return res, oneShotHints(err)
+	return res, h.hints(err)
 }
 
 func (h localHost) Tools(_ context.Context, filter string) ([]*engine.Tool, error) {
@@ -104,6 +113,8 @@ type hostOptions struct {
 	// for serve. A config error still fails the command, as does every
 	// server failing.
 	partial bool
+	// serving: the command is serve (see localHost.hints).
+	serving bool
 }
 
 // withHostOpts is withHost with options for the servers it starts.
@@ -152,7 +163,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	e := engine.New(cfg, opts)
 	defer e.Close()
-	h := localHost{Engine: e}
+	h := localHost{Engine: e, serving: hopts.serving}
 	if hopts.early != nil {
 		h.early = e.Events(*hopts.early)
 		defer h.early.Close()
@@ -230,6 +241,21 @@ func oneShotHints(err error) error {
 	for i, h := range e.Hint {
 		if strings.HasPrefix(h, "start it again with: mcpctl restart ") || strings.Contains(h, "restarts by itself (restart: on-failure)") {
 			e.Hint[i] = "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh"
+		}
+	}
+	return err
+}
+
+// serveHints rewrites the hint to restart a server by hand for the client
+// of a serve without a session: no session runs the server, serve does.
+func serveHints(err error) error {
+	var e *engine.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for i, h := range e.Hint {
+		if strings.HasPrefix(h, "start it again with: mcpctl restart ") {
+			e.Hint[i] = "it stays down until mcpctl serve starts again (with serve --manage, the mcpctl.restart tool restarts it)"
 		}
 	}
 	return err

@@ -142,7 +142,7 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
 	all := func(*config.Config) ([]string, error) { return nil, nil }
-	return env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true}, func(h host) error {
+	return env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
 		if opts.manage {
 			hb.manage = managerOf(h)
