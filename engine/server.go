@@ -131,19 +131,27 @@ func (s *server) setStateNote(st State, cause *Error, note string) {
 	s.e.bus.publish(ev)
 }
 
+// awaitLocked waits for ch with s.mu released, and holds it again after;
+// when ctx ends first it returns ctx's error, s.mu released.
+func (s *server) awaitLocked(ctx context.Context, ch <-chan struct{}) error {
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	return nil
+}
+
 // start brings the server to ready. Concurrent callers share one attempt.
 // Every failure is an [*Error].
 func (s *server) start(ctx context.Context) error {
 	s.mu.Lock()
 	for s.winding != nil {
-		ch := s.winding
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.awaitLocked(ctx, s.winding); err != nil {
+			return err
 		}
-		s.mu.Lock()
 	}
 	switch s.state {
 	case StateReady, StateDegraded:
@@ -151,13 +159,9 @@ func (s *server) start(ctx context.Context) error {
 		return nil
 	case StateStarting:
 		ch := s.starting
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := s.awaitLocked(ctx, ch); err != nil {
+			return err
 		}
-		s.mu.Lock()
 		if s.state == StateStarting && s.starting != ch {
 			// Another start took over (a restart by hand): wait for it.
 			s.mu.Unlock()
