@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
 )
 
@@ -278,7 +279,7 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 		}
 		if len(args) > 0 && toolArgs {
 			for _, c := range env.argCandidates(ctx, args[0], args[1:]) {
-				fmt.Fprintln(env.Out, c)
+				fmt.Fprintln(env.Out, candidateLine(c))
 			}
 			return
 		}
@@ -286,9 +287,16 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 			return
 		}
 		for _, c := range env.nameCandidates(ctx, kinds) {
-			fmt.Fprintln(env.Out, c)
+			fmt.Fprintln(env.Out, candidateLine(c))
 		}
 	}
+}
+
+// candidateLine is a completion candidate as one line safe for a terminal:
+// zsh and fish show the descriptions servers wrote in their menus, so a
+// control character in one must not act on it, nor a line break split it.
+func candidateLine(c string) string {
+	return output.Printable(strings.Join(strings.Fields(c), " "))
 }
 
 // nameCandidates lists names of kinds from the session within
