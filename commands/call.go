@@ -90,10 +90,6 @@ timeout stops while they are answered.
 			}
 			opts.name = cmd.Args().First()
 			opts.pairs = cmd.Args().Tail()
-			if cmd.IsSet("sampling-command") && strings.TrimSpace(opts.sampling) == "" {
-				// Empty, it would be no hook at all, silently.
-				return usagef("--sampling-command is empty", "give it the command that answers, e.g. --sampling-command ./answer.sh; or leave it out")
-			}
 			return runCall(ctx, env, opts)
 		},
 	}

@@ -130,6 +130,9 @@ before it exits; "mcpctl up" only makes it fast.`,
 	return root
 }
 
+// errEmptyValue refuses an empty value for a flag of one value.
+var errEmptyValue = errors.New("empty value")
+
 // badFlagValue is how the flag package reports a value it refused; it
 // names a flag with one dash, however it was written.
 var badFlagValue = regexp.MustCompile(`^invalid value (".*") for flag -([\w-]+): (.*)$`)
@@ -148,6 +151,9 @@ func flagMistake(msg string) string {
 	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
 		if m[3] == "can't duplicate this flag" {
 			return dashes(m[2]) + " is given more than once: it takes one value"
+		}
+		if m[3] == errEmptyValue.Error() {
+			return dashes(m[2]) + " is given an empty value"
 		}
 		reason := m[3]
 		switch {
@@ -174,6 +180,13 @@ func setUsageErrors(cmd *cli.Command) {
 		switch f := f.(type) {
 		case *cli.StringFlag:
 			f.OnlyOnce = true
+			// Empty, each would be taken for the flag left out.
+			f.Validator = func(v string) error {
+				if v == "" {
+					return errEmptyValue
+				}
+				return nil
+			}
 		case *cli.IntFlag:
 			f.OnlyOnce = true
 		case *cli.DurationFlag:

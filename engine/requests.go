@@ -545,9 +545,6 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	if err := badRequest("ReadResource", "ResourceRequest", req.TimeoutMs, 0); err != nil {
 		return nil, err
 	}
-	if req.URI == "" {
-		return nil, errorf(KindUsage, req.Server, "the resource URI is empty").hint("see the resources with: mcpctl resources")
-	}
 	s, err := e.route(ctx, req.URI, req.Server)
 	if err != nil {
 		return nil, err
@@ -589,6 +586,9 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 // that lists the URI, else the one with a template that matches it (see
 // Engine.offers for servers that cannot answer).
 func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
+	if uri == "" {
+		return nil, errorf(KindUsage, name, "the resource URI is empty").hint("see the resources with: mcpctl resources")
+	}
 	if name != "" {
 		return e.lookup(name)
 	}
