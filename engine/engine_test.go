@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -829,5 +830,29 @@ func TestStartingServerShowsPID(t *testing.T) {
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	if st := e.Status()[0]; st.State != StateStarting || st.PID != pid {
 		t.Errorf("status while starting: %+v, pid %d", st, pid)
+	}
+}
+
+// A fake whose spec has a closeStdin tool keeps its stdin until that tool
+// runs: its old *os.File of fd 0, collected, closed it under load.
+func TestFakeWithCloseStdinKeepsStdin(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "deaf", CloseStdin: true}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range cap(errs) {
+		wg.Go(func() {
+			_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Arguments: json.RawMessage(`{"pad":"` + strings.Repeat("x", 64<<10) + `"}`)})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a call: %v", err)
+		}
 	}
 }

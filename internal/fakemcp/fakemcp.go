@@ -296,6 +296,9 @@ func run(spec *Spec) int {
 		// under way and lets go of the pipe at once; a blocking read would
 		// hold it until the next line came.
 		syscall.SetNonblock(0, true)
+		// The old *os.File of fd 0 is kept: collected, its cleanup would
+		// close fd 0 from under the new one.
+		blockingStdin = os.Stdin
 		os.Stdin = os.NewFile(0, "/dev/stdin")
 	}
 	logEvent(spec, "serving")
@@ -313,6 +316,10 @@ func run(spec *Spec) int {
 	}
 	return 0
 }
+
+// blockingStdin holds os.Stdin as it was before a closeStdin spec made fd
+// 0 pollable (see Run).
+var blockingStdin *os.File
 
 // A Save is work done when stdin closes: Work of computing, then File
 // written with "saved".
