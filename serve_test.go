@@ -770,7 +770,9 @@ func TestServeStandaloneHint(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("fake.die: %v %+v", err, res)
 	}
-	if text := callText(t, res); strings.Contains(text, "mcpctl restart") || !strings.Contains(text, "run the command again") {
+	// Its client cannot run a command again: it is told the server
+	// stays down until serve starts again.
+	if text := callText(t, res); strings.Contains(text, "mcpctl restart") || !strings.Contains(text, "it stays down until mcpctl serve starts again") {
 		t.Errorf("fake.die without a session: %q", text)
 	}
 }

@@ -589,7 +589,7 @@ func TestConnectionLostProcessAlive(t *testing.T) {
 	}
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.drop"})
-	if KindOf(err) != KindUnavailable {
+	if KindOf(err) != KindUnavailable || !strings.HasPrefix(err.Error(), "server srv closed its stdout during the call to srv.drop") {
 		t.Fatalf("err = %v", err)
 	}
 	// Unavailable at once, not once the 5 s given it to exit are over: a
@@ -791,7 +791,7 @@ func TestServerClosedStdin(t *testing.T) {
 	for (e.Status()[0].State != StateUnavailable || alive(pid)) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if st := e.Status()[0]; st.State != StateUnavailable || alive(pid) {
+	if st := e.Status()[0]; st.State != StateUnavailable || alive(pid) || st.LastError != "server srv no longer reads its stdin" {
 		t.Errorf("status %+v, process alive %v", st, alive(pid))
 	}
 }

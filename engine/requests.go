@@ -171,8 +171,12 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 	case connLost:
 		// The process may be on its way out; let it finish so the error
-		// can say how it ended.
-		h.proc.awaitExit(500 * time.Millisecond)
+		// can say how it ended. Not the 5 s watch gives one that closed
+		// its stdout: the caller is told now that it did.
+		stdoutClosed := h.proc != nil && h.proc.lines != nil && h.proc.lines.eof.Load()
+		if h.proc != nil {
+			waitDone(h.proc.done, 500*time.Millisecond)
+		}
 		h.s.mu.Lock()
 		stopped := h.s.state == StateStopping || h.s.state == StateStopped
 		h.s.mu.Unlock()
@@ -180,10 +184,19 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what)
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
+		if stdoutClosed {
+			e = errorf(KindUnavailable, name, "server %s closed its stdout during %s", name, what)
+		}
 		switch {
 		case stdinGone && (!h.proc.exited() || h.proc.stoppedByUs()):
-			// It lived on, but nothing could reach it: its connection is
-			// closed, which ends this run of it as a lost one does.
+			// It lived on, but nothing could reach it: it is unavailable,
+			// for that reason, and its connection is closed, which ends
+			// this run of it as a lost one does.
+			h.s.mu.Lock()
+			if h.s.cs == h.cs && (h.s.state == StateReady || h.s.state == StateDegraded) {
+				h.s.setState(StateUnavailable, errorf(KindUnavailable, name, "server %s no longer reads its stdin", name))
+			}
+			h.s.mu.Unlock()
 			h.cs.Close()
 			e = errorf(KindUnavailable, name, "server %s no longer reads its stdin: %s could not be sent to it", name, what)
 		case h.proc.stoppedByUs():

@@ -524,9 +524,14 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 		return
 	}
 	var e *Error
-	if proc.exited() {
+	switch {
+	case proc.exited():
 		e = s.exitError(proc, "")
-	} else {
+	case s.state == StateUnavailable && s.lastErr != nil:
+		// Said already, better than the connection's end can say it:
+		// "closed its stdout", "no longer reads its stdin".
+		e = errorf(KindUnavailable, s.cfg().Name, "%s", s.lastErr.Message)
+	default:
 		e = s.lostError(connErr)
 	}
 	e.Stderr = stderr
