@@ -495,7 +495,7 @@ func TestReloadRequestTimeoutKeepsServer(t *testing.T) {
 
 // A reload asked for while another starts an added server that fails does
 // not start it again: it reports the failure of the start it waited for.
-// One asked for afterwards starts it again, as reload starts what is down.
+// One asked for afterwards tries it again, as reload starts what is down.
 func TestReloadDoesNotRetryAStartItWaitedFor(t *testing.T) {
 	ok := fakeServer(t, "ok", fakemcp.Spec{})
 	e := newEngine(t, ok)
@@ -521,8 +521,9 @@ func TestReloadDoesNotRetryAStartItWaitedFor(t *testing.T) {
 	if res := <-first; len(res.Failed) != 1 || !slices.Equal(res.Added, []string{"hung"}) {
 		t.Errorf("the first reload: %+v", res)
 	}
-	if res, _ := e.Reload(ctx(t), cfg); !slices.Equal(res.Started, []string{"hung"}) {
-		t.Errorf("a reload after: %+v", res)
+	before := waitState(t, e, "hung", StateUnavailable).Since
+	if res, _ := e.Reload(ctx(t), cfg); len(res.Failed) != 1 || !waitState(t, e, "hung", StateUnavailable).Since.After(before) {
+		t.Errorf("a reload after did not try it again: %+v", res)
 	}
 }
 
@@ -548,5 +549,46 @@ func TestReloadStartsAServerThatCrashedWhileItWaited(t *testing.T) {
 	e.reloadMu.Unlock()
 	if res := <-done; !slices.Equal(res.Started, []string{"srv"}) || len(res.Failed) != 0 {
 		t.Errorf("reload: %+v", res)
+	}
+}
+
+// A request that comes while a reload restarts its server (stopped, not yet
+// started again) waits for the start: it failed as "server is stopped".
+func TestRequestDuringReloadRestartWaits(t *testing.T) {
+	spec := fakemcp.Spec{StartDelay: "300ms", IgnoreStdinEOF: true, Tools: []fakemcp.Tool{{Name: "echo"}}}
+	srv := fakeServer(t, "srv", spec)
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	changed := *srv
+	changed.Args = append(slices.Clone(srv.Args), "changed")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Reload(ctx(t), &config.Config{Servers: []*config.Server{&changed}})
+	}()
+	waitState(t, e, "srv", StateStopped) // the new server, before its start
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Errorf("a call during the reload's restart: %v", err)
+	}
+	<-done
+}
+
+// A server a reload tries to start again and that fails is in Failed, not
+// in Started.
+func TestReloadStartedOnlyWhatStarted(t *testing.T) {
+	ok := fakeServer(t, "ok", fakemcp.Spec{})
+	four := 4
+	bad := fakeServer(t, "bad", fakemcp.Spec{Exit: &four})
+	e := newEngine(t, ok)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Servers: []*config.Server{ok, bad}}
+	e.Reload(ctx(t), cfg) // adds bad, which fails
+	res, err := e.Reload(ctx(t), cfg)
+	if err != nil || len(res.Started) != 0 || len(res.Failed) != 1 || res.Failed[0].Server != "bad" {
+		t.Errorf("second reload: %+v, %v", res, err)
 	}
 }

@@ -40,8 +40,9 @@ type lifecycle struct {
 	// stopDone is closed when the stop under way is over.
 	stopDone chan struct{}
 	// byHandRestart is closed when the Restart under way, which stops the
-	// server and starts it again, is over: a request meanwhile waits for
-	// it, as for a server starting.
+	// server and starts it again, is over (or the start of a reload that
+	// added or changed it): a request meanwhile waits for it, as for a
+	// server starting.
 	byHandRestart chan struct{}
 
 	failures int // consecutive failed requests

@@ -25,7 +25,8 @@ type ReloadResult struct {
 	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
 	// Started are unchanged or updated servers that were not running
-	// (they had failed, or exited) and were started again.
+	// (they had failed, or exited) and were started again; one whose
+	// start failed is in Failed instead.
 	Started []string `json:"started"`
 	// Failed are the added or restarted servers that did not start; they
 	// stay unavailable, with their error in the status, until a later
@@ -112,6 +113,19 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			stop = append(stop, prev)
 		}
 	}
+	// A request for a server this reload starts waits for that start, as
+	// for a restart by hand; a new one would find it stopped.
+	var marks []func()
+	for _, s := range start {
+		if old[s.cfg().Name] != s { // new: no one else holds it yet
+			marks = append(marks, s.markRestarting())
+		}
+	}
+	defer func() {
+		for _, done := range marks {
+			done()
+		}
+	}()
 	e.cfg, e.servers, e.order = cfg, servers, order
 	e.noConfig.Store(false)
 	e.configErr = nil
@@ -132,6 +146,10 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		change()
 	}
 	res.Failed = append(res.Failed, e.startEach(ctx, start)...)
+	// Started are those that did; the others are in Failed.
+	res.Started = slices.DeleteFunc(res.Started, func(name string) bool {
+		return slices.ContainsFunc(res.Failed, func(f *Error) bool { return f.Server == name })
+	})
 	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "updated", res.Updated, "failed", len(res.Failed))
 	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated})
 	return res, nil
