@@ -218,6 +218,9 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 		if h.s.restartsByItself() {
 			return e.hint("server %s restarts by itself (restart: on-failure); try again, or add --retry 1", name).wrap(err)
 		}
+		if h.s.cfg().Activation == "transient" {
+			return e.hint("the next request starts it again (activation: transient)").wrap(err)
+		}
 		return e.hint("start it again with: mcpctl restart %s", name).wrap(err)
 	case !h.s.cfg().IsStdio() && dialFailed(err) != nil:
 		// The SDK reports a request it could not post as rejected

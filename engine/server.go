@@ -535,7 +535,11 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 		e = s.lostError(connErr)
 	}
 	e.Stderr = stderr
-	e.hint("start it again with: mcpctl restart %s", s.cfg().Name)
+	if s.cfg().Activation == "transient" {
+		e.hint("the next request starts it again (activation: transient)")
+	} else {
+		e.hint("start it again with: mcpctl restart %s", s.cfg().Name)
+	}
 	s.endLife()
 	s.failLocked(e)
 	s.mu.Unlock()

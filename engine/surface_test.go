@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -707,8 +708,10 @@ func TestTransientServerStartsAgainAfterCrash(t *testing.T) {
 	brief := fakeServer(t, "brief", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "die", Crash: &seven}}})
 	brief.Activation = "transient"
 	e := newEngine(t, brief)
-	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.die"}); KindOf(err) != KindUnavailable {
-		t.Fatalf("crash: %v", err)
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.die"})
+	var ee *Error
+	if KindOf(err) != KindUnavailable || !errors.As(err, &ee) || !slices.Equal(ee.Hint, []string{"the next request starts it again (activation: transient)"}) {
+		t.Fatalf("crash: %v (%#v)", err, ee)
 	}
 	waitState(t, e, "brief", StateUnavailable)
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "brief.echo"}); err != nil {
