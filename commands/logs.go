@@ -189,12 +189,17 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 // checkAuditServer refuses a server that neither the config (as found
 // here, nothing asked) nor the audit log at path knows: a typo would find
 // no lines, and say nothing. A server a reload removed is still in the log.
+// Without a config found here, nothing is refused.
 func (env *Env) checkAuditServer(path, server string) error {
 	known := map[string]bool{}
-	if cfg, _, err := env.loadConfigForNames(); err == nil {
-		for _, n := range cfg.Names() {
-			known[n] = true
-		}
+	cfg, _, err := env.loadConfigForNames()
+	if err != nil {
+		// Not the session's config to check against (--session from
+		// another directory): a name is not refused for want of it.
+		return nil
+	}
+	for _, n := range cfg.Names() {
+		known[n] = true
 	}
 	for i := engine.DefaultLogKeep; i >= 0; i-- {
 		name := path
@@ -206,8 +211,10 @@ func (env *Env) checkAuditServer(path, server string) error {
 			continue
 		}
 		for _, line := range bytes.Split(data, []byte("\n")) {
-			var e struct{ Server string }
-			if json.Unmarshal(line, &e) == nil && e.Server != "" {
+			// A request refused as a mistake names a server that may not
+			// exist: not known for that.
+			var e struct{ Server, Outcome string }
+			if json.Unmarshal(line, &e) == nil && e.Server != "" && e.Outcome != string(engine.KindUsage) {
 				known[e.Server] = true
 			}
 		}
