@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -79,6 +81,15 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 	indented(w, strings.TrimSpace(t.Description()), "  ")
 	params := t.Parameters()
 	if len(params) == 0 {
+		var schema struct {
+			Properties json.RawMessage `json:"properties"`
+		}
+		json.Unmarshal(t.Field("inputSchema"), &schema)
+		if schema.Properties == nil {
+			// It names none and forbids none: pairs go as given.
+			_, err := fmt.Fprintln(w, "\narguments: not named by its schema (key=value pairs are sent as given)")
+			return err
+		}
 		_, err := fmt.Fprintln(w, "\nno arguments")
 		return err
 	}
@@ -88,10 +99,16 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 		if p.Required {
 			name += "*"
 		}
-		rows[i] = []string{name, p.Type, firstLine(p.Description, 72)}
+		rows[i] = []string{name, p.Type, p.Description}
 	}
 	fmt.Fprintln(w)
-	return output.Table(w, []string{"argument", "type", "description"}, rows)
+	// Whole: drawn apart from w, whose table would be cut to the width.
+	var b bytes.Buffer
+	if err := output.Table(&b, []string{"argument", "type", "description"}, rows); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // indented writes text's lines with prefix before each; nothing for "".
