@@ -624,7 +624,9 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		var uris []string
 		for _, o := range offers.offers {
 			for _, r := range o.sn.resources {
-				uris = append(uris, r.URI)
+				if !slices.Contains(uris, r.URI) { // two servers may list it
+					uris = append(uris, r.URI)
+				}
 			}
 			for _, t := range o.sn.templates {
 				if t.URITemplate == uri {

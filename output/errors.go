@@ -53,5 +53,11 @@ func PrintError(w io.Writer, e ErrorInfo, jsonMode bool) {
 
 // Note writes a diagnostic line for people (progress, "nothing to do") to w.
 func Note(w io.Writer, format string, args ...any) {
-	io.WriteString(w, "mcpctl: "+Printable(fmt.Sprintf(format, args...))+"\n")
+	// Each line its prefix, as errors have: a note may quote a server's
+	// lines (its stderr).
+	var b strings.Builder
+	for _, line := range strings.Split(Printable(fmt.Sprintf(format, args...)), "\n") {
+		b.WriteString("mcpctl: " + line + "\n")
+	}
+	io.WriteString(w, b.String())
 }

@@ -63,6 +63,17 @@ func TestJQErrors(t *testing.T) {
 	}
 }
 
+// A note of several lines (one quoting a server's stderr) has the prefix
+// on each, as an error has.
+func TestNoteLines(t *testing.T) {
+	var b bytes.Buffer
+	Note(&b, "warning: %s", "server x left out\nlast stderr lines of x:\n  boom \x1b[31m")
+	want := "mcpctl: warning: server x left out\nmcpctl: last stderr lines of x:\nmcpctl:   boom \\x1b[31m\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
 func TestPrintError(t *testing.T) {
 	e := ErrorInfo{Code: "usage", ExitCode: 2, Message: "bad\nthing", Server: "fs", Hints: []string{"try this"}, Text: "bad\nthing\n  detail"}
 	var b bytes.Buffer
