@@ -53,7 +53,8 @@ keeping 3 old files (NAME.1 to NAME.3); the old files are printed first.
 the last N of them; -f keeps printing lines as they come, across a
 rotation, until interrupted.
 
-Lines are printed as they are in the file. With --jq or --json each line is
+Lines are printed as they are in the file (on a terminal, with control
+characters written as escapes). With --jq or --json each line is
 a JSON value: the session and audit logs' lines as they are, a server's
 stderr line as {"time": ..., "text": ...}; --jq filters each one.
 
