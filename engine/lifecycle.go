@@ -409,7 +409,14 @@ func (s *server) failLocked(e *Error) {
 	s.readyAt = time.Time{}
 	if s.lc.restarts >= c.MaxRestarts {
 		s.lc.gaveUp = true
-		e.Message += fmt.Sprintf(" (gave up after %d restarts)", s.lc.restarts)
+		switch s.lc.restarts {
+		case 0:
+			e.Message += " (maxRestarts 0: not restarted)"
+		case 1:
+			e.Message += " (gave up after 1 restart)"
+		default:
+			e.Message += fmt.Sprintf(" (gave up after %d restarts)", s.lc.restarts)
+		}
 		e.Hint = []string{fmt.Sprintf("start it again with: mcpctl restart %s", c.Name)}
 		s.setState(StateUnavailable, e)
 		return
