@@ -606,7 +606,20 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		return nil, errorf(KindUsage, name, "the resource URI is empty").hint("see the resources with: mcpctl resources")
 	}
 	if name != "" {
-		return e.lookup(name)
+		s, err := e.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		if sn := s.lastOffer(); sn != nil {
+			for _, t := range sn.templates {
+				if t.URITemplate == uri {
+					// Sent as it is, its braces escaped, it would read nothing.
+					return nil, errorf(KindUsage, name, "%s is a template of server %s, not a resource URI", uri, name).
+						hint("fill in %s, e.g. with: mcpctl complete '%s' %s ''", braced(t.variables()), uri, firstOr(t.variables(), "NAME"))
+				}
+			}
+		}
+		return s, nil
 	}
 	offers := e.offers(ctx)
 	listed := offers.matching(func(sn *snapshot) bool {
@@ -641,6 +654,14 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		return nil, offers.notFound(err.hint("see the resources with: mcpctl resources; or name the server: --server SERVER"))
 	}
 	return nil, ambiguous(candidates, "resource %s is offered by several servers", uri)
+}
+
+// firstOr is the first of list, or def.
+func firstOr(list []string, def string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return def
 }
 
 // braced is a template's variables as written in it: {a}, {b}.
