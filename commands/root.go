@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -137,9 +138,17 @@ var errEmptyValue = errors.New("empty value")
 // names a flag with one dash, however it was written.
 var badFlagValue = regexp.MustCompile(`^invalid value (".*") for flag -([\w-]+): (.*)$`)
 
-// flagMistake says a flag parsing error in mcpctl's words.
-func flagMistake(msg string) string {
+// flagMistake says a flag parsing error of cmd in mcpctl's words; a flag
+// is named as --help lists it, whichever of its names was given.
+func flagMistake(msg string, cmd *cli.Command) string {
 	dashes := func(name string) string {
+		for _, c := range cmd.Lineage() {
+			for _, f := range c.Flags {
+				if names := f.Names(); len(names) > 1 && slices.Contains(names, name) {
+					return "--" + names[0] + " (-" + strings.Join(names[1:], ", -") + ")"
+				}
+			}
+		}
 		if len(name) > 1 {
 			return "--" + name
 		}
@@ -174,7 +183,7 @@ func flagMistake(msg string) string {
 // that takes one value refuses a second: the last one silently won.
 func setUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
-		return usagef(flagMistake(err.Error()), fmt.Sprintf("see the flags with: %s --help", c.FullName()))
+		return usagef(flagMistake(err.Error(), c), fmt.Sprintf("see the flags with: %s --help", c.FullName()))
 	}
 	for _, f := range cmd.Flags {
 		switch f := f.(type) {
