@@ -234,28 +234,26 @@ func startEach(ctx context.Context, e *engine.Engine, cfg *config.Config) error 
 // without a session: there is no session to restart the server in, and
 // the next command starts it afresh.
 func oneShotHints(err error) error {
-	var e *engine.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	for i, h := range e.Hint {
-		if strings.HasPrefix(h, "start it again with: mcpctl restart ") || strings.Contains(h, "restarts by itself (restart: on-failure)") {
-			e.Hint[i] = "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh"
-		}
-	}
-	return err
+	return rewriteHints(err, "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh", true)
 }
 
 // serveHints rewrites the hint to restart a server by hand for the client
-// of a serve without a session: no session runs the server, serve does.
+// of a serve without a session: no session runs the server, serve does
+// (and its restart policy still applies).
 func serveHints(err error) error {
+	return rewriteHints(err, "it stays down until mcpctl serve starts again (with serve --manage, the mcpctl.restart tool restarts it)", false)
+}
+
+// rewriteHints replaces the engine's hint to run mcpctl restart (and, with
+// policyToo, the one that the policy restarts it) with instead.
+func rewriteHints(err error, instead string, policyToo bool) error {
 	var e *engine.Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	for i, h := range e.Hint {
-		if strings.HasPrefix(h, "start it again with: mcpctl restart ") {
-			e.Hint[i] = "it stays down until mcpctl serve starts again (with serve --manage, the mcpctl.restart tool restarts it)"
+		if strings.HasPrefix(h, "start it again with: mcpctl restart ") || policyToo && strings.Contains(h, "restarts by itself (restart: on-failure)") {
+			e.Hint[i] = instead
 		}
 	}
 	return err

@@ -320,12 +320,13 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 	req := &engine.CompleteRequest{Ref: ref, Server: opts.server, Argument: arg, Value: prefix, TimeoutMs: timeout}
 	for _, kv := range opts.context {
 		k, v, ok := strings.Cut(kv, "=")
+		_, twice := req.Context[k]
 		switch {
 		case !ok || k == "":
 			return usagef(fmt.Sprintf("--context %q is not KEY=VALUE", kv), "e.g. --context department=Engineering")
 		case k == arg:
 			return usagef(fmt.Sprintf("--context %s is the argument being completed", k), "--context takes the other arguments, already chosen")
-		case hasKey(req.Context, k):
+		case twice:
 			return usagef(fmt.Sprintf("--context %s is given more than once", k), "give each argument once")
 		}
 		if req.Context == nil {
@@ -350,9 +351,4 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 		return err
 	}
 	return p.Print(res.Result, func(w io.Writer) error { return output.Completions(w, res.Result) })
-}
-
-func hasKey(m map[string]string, k string) bool {
-	_, ok := m[k]
-	return ok
 }
