@@ -28,6 +28,9 @@ import (
 // leader, not what it started (npx's node).
 const watchdogCmd = "_watchdog"
 
+// watchdogParentEnv gives the watchdog the pid of the mcpctl it watches.
+const watchdogParentEnv = "MCPCTL_WATCHDOG_PARENT"
+
 func newWatchdogCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:   watchdogCmd,
@@ -46,8 +49,12 @@ func newWatchdogCmd(env *Env) *cli.Command {
 // runWatchdog reads "+PGID" and "-PGID" lines until EOF, then kills every
 // group still registered and says so on log.
 func runWatchdog(in io.Reader, log io.Writer) {
-	// Read now: once the parent is gone, Getppid names init.
-	parent := os.Getppid()
+	// Told by the parent: read here, Getppid would name init should the
+	// parent die before this process got this far.
+	parent, err := strconv.Atoi(os.Getenv(watchdogParentEnv))
+	if err != nil {
+		parent = os.Getppid()
+	}
 	groups := map[int]bool{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -134,10 +141,11 @@ func (wd *watchdog) spawnLocked() error {
 	}
 	// Input values stay with the session.
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, config.InputEnvPrefix) {
+		if !strings.HasPrefix(kv, config.InputEnvPrefix) && !strings.HasPrefix(kv, watchdogParentEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", watchdogParentEnv, os.Getpid()))
 	if st, err := os.Stderr.Stat(); err == nil && st.Mode().IsRegular() {
 		cmd.Stderr = os.Stderr
 	}
