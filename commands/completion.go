@@ -69,7 +69,7 @@ var argCompletions = map[string]struct {
 // whose arguments are names a ShellComplete func that lists them.
 func setCompletions(env *Env, root *cli.Command) {
 	root.EnableShellCompletion = true
-	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(root, c) }
+	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(env, root, c) }
 	root.ShellComplete = valueless(cli.DefaultCompleteWithFlags)
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
@@ -122,7 +122,7 @@ func takesValue(cmd *cli.Command, arg string) bool {
 // shapeCompletionCmd turns the command urfave builds (hidden, with a
 // subcommand per shell) into mcpctl's: shown in help, bash, zsh and fish
 // only, and a usage error for anything else.
-func shapeCompletionCmd(root, c *cli.Command) {
+func shapeCompletionCmd(env *Env, root, c *cli.Command) {
 	c.Hidden = false
 	c.Usage = "Print the shell completion script for bash, zsh or fish"
 	c.ArgsUsage = "SHELL"
@@ -146,6 +146,9 @@ scripts are in completions/ of the source tree.
 		shell := s.Name
 		s.Action = func(ctx context.Context, cmd *cli.Command) error {
 			if err := noArgs(cmd); err != nil {
+				return err
+			}
+			if err := env.noJSON(cmd, "a shell script"); err != nil {
 				return err
 			}
 			script, err := completionScript(ctx, root, shell, render, cmd)

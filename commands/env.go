@@ -13,6 +13,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/mcpctl/mcpctl/output"
+	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 )
 
@@ -35,6 +36,7 @@ type Env struct {
 	sessionFlag string
 	headerFlags []string // --header NAME=VALUE, for remote servers this command starts
 	quiet       bool     // --quiet: no notes, no live progress on stderr
+	version     bool     // --version
 	format      output.Format
 
 	printer  *output.Printer
@@ -84,10 +86,25 @@ func (env *Env) Printer() (*output.Printer, error) {
 	return env.printer, nil
 }
 
+// jsonRequested says whether --json or --jq was given.
+func (env *Env) jsonRequested() bool { return env.format.JSON || env.format.JQ != "" }
+
+// noJSON refuses --json and --jq for a command whose output is not JSON.
+func (env *Env) noJSON(cmd *cli.Command, prints string) error {
+	if !env.jsonRequested() {
+		return nil
+	}
+	flag := "--jq"
+	if env.format.JQ == "" {
+		flag = "--json"
+	}
+	return usagef(fmt.Sprintf("%s prints %s, not JSON: %s does not apply", cmd.FullName(), prints, flag), "leave "+flag+" out")
+}
+
 // jsonErrors says whether errors are printed as one JSON object: in JSON
 // mode, that is when stdout is not a terminal or --json or --jq was given.
 func (env *Env) jsonErrors() bool {
-	return env.format.JSON || env.format.JQ != "" || !env.StdoutTTY
+	return env.jsonRequested() || !env.StdoutTTY
 }
 
 // note tells the user something on stderr, unless --quiet.

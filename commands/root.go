@@ -72,6 +72,15 @@ before it exits; "mcpctl up" only makes it fast.`,
 			&cli.StringFlag{Name: "jq", Usage: "filter the JSON result with the jq `EXPR`", Destination: &env.format.JQ},
 			&cli.BoolFlag{Name: "raw", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes", Destination: &env.format.Raw},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no notes or live progress on stderr (errors still)", Destination: &env.quiet},
+			// mcpctl's own, not urfave's, so that --json and --jq apply
+			// to it as to "mcpctl version".
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", Destination: &env.version, Local: true,
+				Action: func(_ context.Context, cmd *cli.Command, _ bool) error {
+					if cmd.Args().Present() {
+						return usagef("--version takes no command", "for the versions of mcpctl, its SDK and the protocol: mcpctl version")
+					}
+					return nil
+				}},
 		},
 		Commands: []*cli.Command{
 			newUpCmd(env),
@@ -100,6 +109,13 @@ before it exits; "mcpctl up" only makes it fast.`,
 			newHelpCmd(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if env.version {
+				if env.jsonRequested() {
+					return runVersion(env)
+				}
+				_, err := fmt.Fprintf(env.Out, "mcpctl version %s\n", engine.Version())
+				return err
+			}
 			if cmd.Args().Len() == 0 {
 				return cli.ShowRootCommandHelp(cmd)
 			}
