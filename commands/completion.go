@@ -70,14 +70,14 @@ var argCompletions = map[string]struct {
 func setCompletions(env *Env, root *cli.Command) {
 	root.EnableShellCompletion = true
 	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(env, root, c) }
-	root.ShellComplete = valueless(cli.DefaultCompleteWithFlags)
+	root.ShellComplete = valueless(env, cli.DefaultCompleteWithFlags)
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			path := strings.TrimSpace(prefix + " " + c.Name)
-			c.ShellComplete = valueless(cli.DefaultCompleteWithFlags)
+			c.ShellComplete = valueless(env, cli.DefaultCompleteWithFlags)
 			if spec, ok := argCompletions[path]; ok {
-				c.ShellComplete = valueless(completeNames(env, spec.kinds, spec.all, spec.args))
+				c.ShellComplete = valueless(env, completeNames(env, spec.kinds, spec.all, spec.args))
 			}
 			walk(path, c.Commands)
 		}
@@ -89,13 +89,38 @@ func setCompletions(env *Env, root *cli.Command) {
 // value ("-c ", "--timeout ") it lists nothing, and the shell completes a
 // file name as it does for any word mcpctl has no candidates for; without
 // it the line's last word, "-c", read as a partial flag, got "--config".
-func valueless(complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
+func valueless(env *Env, complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
 	return func(ctx context.Context, cmd *cli.Command) {
 		if args := cmd.Args().Slice(); len(args) > 0 && takesValue(cmd, args[len(args)-1]) {
+			for _, c := range env.flagValues(ctx, cmd, args[len(args)-1]) {
+				fmt.Fprintln(env.Out, candidateLine(c))
+			}
 			return
 		}
 		complete(ctx, cmd)
 	}
+}
+
+// flagValues lists the values of a flag that takes one of a known few (a
+// log level, an event type) or a server's name; nil for any other, whose
+// value the shell completes as a file name.
+func (env *Env) flagValues(ctx context.Context, cmd *cli.Command, flag string) []string {
+	switch strings.TrimLeft(flag, "-") {
+	case "server":
+		return env.nameCandidates(ctx, []nameKind{servers})
+	case "type":
+		if cmd.Name == "watch" {
+			return engine.EventTypes
+		}
+	case "log-level":
+		switch cmd.Name {
+		case "up":
+			return sessionLogLevels
+		case "watch":
+			return engine.LogLevels
+		}
+	}
+	return nil
 }
 
 // takesValue reports whether arg names a flag of cmd or of a command above
@@ -129,7 +154,8 @@ func shapeCompletionCmd(env *Env, root, c *cli.Command) {
 	c.Description = `Prints a script that completes mcpctl's commands, flags, and the names of
 tools, prompts, resources and servers: from the running session, else server
 names from the config (no server is started to complete a name); after
-"call SERVER.TOOL", from the session, the tool's arguments as KEY=. The same
+"call SERVER.TOOL", from the session, the tool's arguments as KEY=; the
+values of --server, --type and --log-level. The same
 scripts are in completions/ of the source tree.
 
   source <(mcpctl completion bash)                        # in ~/.bashrc

@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// sessionLogLevels are the levels parseLogLevel takes, as --help names them.
+var sessionLogLevels = []string{"debug", "info", "warn", "error"}
+
 // parseLogLevel reads a --log-level or "logLevel" value; "" is info.
 func parseLogLevel(s string) (slog.Level, error) {
 	switch strings.ToLower(s) {
