@@ -570,7 +570,37 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		res, err = e.readOnce(ctx, s, req)
 		return err
 	})
+	if err != nil && req.Server != "" {
+		nearURIs(s, req.URI, err)
+	}
 	return res, deadlineError(err, s.cfg().Name, "reading "+req.URI)
+}
+
+// nearURIs adds a did-you-mean to err, server s's refusal of a read of uri
+// it was named for, when s lists no such URI and has no template matching
+// it: without --server, routing would have said so.
+func nearURIs(s *server, uri string, err error) {
+	var me *Error
+	var werr *jsonrpc.Error
+	if !errors.As(err, &me) || me.Kind != KindProtocol || !errors.As(err, &werr) {
+		return
+	}
+	sn := s.lastOffer()
+	if sn == nil || slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) }) {
+		return
+	}
+	uris := make([]string, 0, len(sn.resources))
+	for _, r := range sn.resources {
+		if r.URI == uri {
+			return
+		}
+		uris = append(uris, r.URI)
+	}
+	if near := schemas.Closest(uri, uris); len(near) > 0 {
+		me.Candidates = near
+		me.hint("did you mean %s?", strings.Join(near, " or "))
+	}
+	me.hint("see its resources with: mcpctl resources %s", s.cfg().Name)
 }
 
 func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) (*ResourceResult, error) {
