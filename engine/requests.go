@@ -958,7 +958,12 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 				if !newProtocol(sub.on) {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					defer cancel()
-					sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+					t0 := time.Now()
+					err := sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+					// Counted in metrics as every request is; not toward
+					// failureThreshold: the caller is gone and waits on
+					// no answer.
+					s.e.metrics.record(s.cfg().Name, "resources/unsubscribe", time.Since(t0), err)
 				}
 				// A 2026-07-28 subscription is a subscriptions/listen
 				// request held open. It stays open for the connection's

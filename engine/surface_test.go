@@ -351,6 +351,14 @@ func TestResourceSubscription(t *testing.T) {
 				if !strings.Contains(string(data), `"unsubscribe":"file:///notes.txt"`) {
 					t.Errorf("not unsubscribed after the last release: %s", data)
 				}
+				// The unsubscribe is a request as the subscribe is.
+				counted := map[string]int64{}
+				for _, m := range e.Metrics()[0].Methods {
+					counted[m.Method] = m.Requests
+				}
+				if counted["resources/subscribe"] != 1 || counted["resources/unsubscribe"] != 1 {
+					t.Errorf("metrics per method: %v", counted)
+				}
 				return
 			}
 			// On 2026-07-28 the subscription's listen stays open (a go-sdk
