@@ -111,40 +111,53 @@ func (l *healingListener) watch() {
 		if _, err := os.Lstat(l.path); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		// A cleaner of /tmp may have taken the directory too, lock and all.
-		err := ensureDir(filepath.Dir(l.path))
-		if err == nil && l.relock != nil {
-			if err = l.relock(); errors.Is(err, ErrSessionRunning) {
-				// Another session took the lock: the path is its own now.
-				if l.onHeal != nil {
-					l.onHeal(fmt.Errorf("another session holds its lock now: %w", err))
-				}
-				return
+		old, done, err := l.listenAgain()
+		if done {
+			if err != nil && l.onHeal != nil {
+				l.onHeal(err)
 			}
-		}
-		var nl net.Listener
-		if err == nil {
-			nl, err = listenSocket(l.path)
+			return
 		}
 		if l.onHeal != nil && (err == nil || !failing) {
 			l.onHeal(err)
 		}
 		failing = err != nil
-		if err != nil {
-			continue
+		if old != nil {
+			old.Close() // its Accept returns, and takes the new one
 		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			nl.Close()
-			return
-		}
-		old := l.cur
-		l.cur = nl
-		l.file, _ = os.Lstat(l.path)
-		l.mu.Unlock()
-		old.Close() // its Accept returns, and takes the new one
 	}
+}
+
+// listenAgain makes the socket again and takes it for the current one,
+// returning the one it replaces. It holds l.mu throughout, so a Close
+// comes before it (and it makes nothing) or after it (and removes the new
+// socket's file as its own). done says the listener is to watch no more:
+// it is closed, or another session holds the lock (err says so).
+func (l *healingListener) listenAgain() (old net.Listener, done bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, true, nil
+	}
+	// A cleaner of /tmp may have taken the directory too, lock and all.
+	err = ensureDir(filepath.Dir(l.path))
+	if err == nil && l.relock != nil {
+		if err = l.relock(); errors.Is(err, ErrSessionRunning) {
+			// Another session took the lock: the path is its own now.
+			return nil, true, fmt.Errorf("another session holds its lock now: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	nl, err := listenSocket(l.path)
+	if err != nil {
+		return nil, false, err
+	}
+	old = l.cur
+	l.cur = nl
+	l.file, _ = os.Lstat(l.path)
+	return old, false, nil
 }
 
 // listenSocket listens at path, a unix socket only its owner may use.

@@ -74,6 +74,42 @@ func TestHealingListener(t *testing.T) {
 	}
 }
 
+// A Close that comes while the listener makes its socket again leaves no
+// socket file behind (it left the new one, which no one removed).
+func TestHealingListenerClosedWhileHealing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	l0, err := listenSocket(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newHealingListener(path, l0)
+	healed := make(chan struct{})
+	l.onHeal = func(err error) {
+		if err == nil {
+			l.Close() // the session ends just as the socket is back
+			close(healed)
+		}
+	}
+	go l.Accept()
+	os.Remove(path)
+	select {
+	case <-healed:
+	case <-time.After(3 * healEvery):
+		t.Fatal("the socket was not made again")
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		_, err := os.Lstat(path)
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the socket made while closing is left behind")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A session whose runtime directory is removed, lock and all, holds its
 // lock again with its new socket; at its end it removes its socket, but
 // not a file another made at the path.
