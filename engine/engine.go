@@ -316,8 +316,8 @@ func startCut(err error, fresh []*server, errs map[*server]error) error {
 // that did not start. With cancelOnFailure, one failure cuts the other
 // starts short.
 func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnFailure bool) map[*server]error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	done := make(map[*server]chan struct{}, len(targets))
 	for _, s := range targets {
 		done[s] = make(chan struct{})
@@ -335,7 +335,7 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 				err = s.start(sctx)
 			}
 			if err != nil && cancelOnFailure {
-				cancel()
+				cancel(startCutBy{s.cfg().Name}) // the first failure is the cause
 			}
 			mu.Lock()
 			if err != nil {
@@ -347,6 +347,12 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 	wg.Wait()
 	return errs
 }
+
+// startCutBy is why a start was cut short: server failed to start, and
+// the start of the others with it was called off.
+type startCutBy struct{ server string }
+
+func (c startCutBy) Error() string { return "server " + c.server + " failed to start" }
 
 func serverError(s *server, err error) *Error {
 	var ee *Error

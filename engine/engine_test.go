@@ -344,6 +344,10 @@ func TestStartAllOrNothing(t *testing.T) {
 		if st.State == StateReady || st.PID != 0 {
 			t.Errorf("after a failed start: %+v", st)
 		}
+		// The start cut short says why, not "interrupted" as by the user.
+		if want := "server good: start called off, as server bad failed to start"; st.Name == "good" && st.LastError != want {
+			t.Errorf("good's last error: %q, want %q", st.LastError, want)
+		}
 	}
 }
 

@@ -233,6 +233,10 @@ func (s *server) start(ctx context.Context) error {
 		case ctx.Err() != nil:
 			// The caller gave up; say so, but keep the cause.
 			e = errorf(KindUnavailable, s.cfg().Name, "server %s: start interrupted", s.cfg().Name).wrap(err)
+			var cut startCutBy
+			if errors.As(context.Cause(ctx), &cut) {
+				e.Message = fmt.Sprintf("server %s: start called off, as %s", s.cfg().Name, cut)
+			}
 		case errors.Is(err, context.Canceled):
 			e = errorf(KindUnavailable, s.cfg().Name, "server %s was stopped during startup", s.cfg().Name).wrap(err)
 		default:
