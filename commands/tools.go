@@ -23,7 +23,7 @@ func newToolsCmd(env *Env) *cli.Command {
 object its server listed (inputSchema, annotations, ...) with "name" set to
 server.tool and "server" and "tool" added. On a terminal, one tool named
 (server.tool) is shown whole: its description and its arguments, with their
-types (* required).
+types (* required), the values they are limited to, and their defaults.
 
   mcpctl tools
   mcpctl tools everything
@@ -99,7 +99,7 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 		if p.Required {
 			name += "*"
 		}
-		rows[i] = []string{name, p.Type, p.Description}
+		rows[i] = []string{name, p.Type, strings.TrimSpace(p.Description + " " + valuesNote(p))}
 	}
 	fmt.Fprintln(w)
 	// Whole: drawn apart from w, whose table would be cut to the width.
@@ -109,6 +109,34 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// valuesNote says what values an argument takes, as they are typed in
+// key=value (a string bare, anything else as JSON): "(one of: a, b;
+// default: a)", or "" when its schema lists none and gives no default.
+func valuesNote(p engine.Parameter) string {
+	typed := func(raw json.RawMessage) string {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return string(raw)
+	}
+	var parts []string
+	if len(p.Enum) > 0 {
+		vals := make([]string, len(p.Enum))
+		for i, v := range p.Enum {
+			vals[i] = typed(v)
+		}
+		parts = append(parts, "one of: "+strings.Join(vals, ", "))
+	}
+	if len(p.Default) > 0 {
+		parts = append(parts, "default: "+typed(p.Default))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(parts, "; ") + ")"
 }
 
 // indented writes text's lines with prefix before each; nothing for "".

@@ -124,6 +124,10 @@ type Parameter struct {
 	Type        string `json:"type,omitempty"`
 	Required    bool   `json:"required,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Enum is the values the schema allows, when it lists them; Default is
+	// the value the schema says the server takes when none is given.
+	Enum    []json.RawMessage `json:"enum,omitempty"`
+	Default json.RawMessage   `json:"default,omitempty"`
 }
 
 // Parameters lists the tool's parameters (the top-level properties of its
@@ -138,6 +142,13 @@ func (t *Tool) Parameters() []Parameter {
 	out := make([]Parameter, 0, len(schema.Properties))
 	for name, raw := range schema.Properties {
 		p := Parameter{Name: name, Type: strings.Join(dedupe(schemaTypes(raw, 0, defs)), "|"), Description: stringField(raw, "description")}
+		var facts struct {
+			Enum    []json.RawMessage `json:"enum"`
+			Default json.RawMessage   `json:"default"`
+		}
+		if json.Unmarshal(raw, &facts) == nil {
+			p.Enum, p.Default = facts.Enum, facts.Default
+		}
 		for _, r := range schema.Required {
 			p.Required = p.Required || r == name
 		}
