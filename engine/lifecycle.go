@@ -319,7 +319,9 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 		threshold = config.DefaultFailureThreshold
 	}
 	if s.lc.failures < threshold {
-		s.setState(StateDegraded, ee)
+		// Each failure is an event of its own: one more is a step nearer
+		// the stop, which the note counts.
+		s.setStateNote(StateDegraded, ee, fmt.Sprintf("failures in a row: %d of %d", s.lc.failures, threshold))
 		return
 	}
 	name := s.cfg().Name

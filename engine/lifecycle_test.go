@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,32 @@ func pidOf(t *testing.T, e *Engine, name string) int {
 	}
 	t.Fatalf("no server %s", name)
 	return 0
+}
+
+// Each failure in a row is a state event that counts it toward
+// failureThreshold.
+func TestDegradedEventsCountFailures(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}}})
+	srv.FailureThreshold = 3
+	srv.RequestTimeout = 100 * time.Millisecond
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	for range 3 {
+		e.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
+	}
+	var got []string
+	for len(got) < 3 {
+		ev := next(t, sub)
+		got = append(got, fmt.Sprintf("%s>%s %s", ev.From, ev.To, ev.Message))
+	}
+	want := []string{"ready>degraded failures in a row: 1 of 3", "degraded>degraded failures in a row: 2 of 3", "degraded>unavailable "}
+	if !slices.Equal(got, want) {
+		t.Errorf("state events:\n%q\nwant\n%q", got, want)
+	}
 }
 
 // Timeouts degrade a server; a success makes it ready again; the
