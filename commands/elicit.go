@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mcpctl/mcpctl/output"
 	"golang.org/x/sys/unix"
 )
 
@@ -294,25 +295,11 @@ func urlWarnings(u *url.URL) []string {
 	return w
 }
 
-// clean makes text from a server safe to print on a terminal: control and
-// format characters (escape sequences, bidi overrides) are shown escaped,
-// so a server cannot move the cursor, recolour or reorder what is shown.
-// Lines after the first are indented, so none can pass for mcpctl's own.
+// clean makes text from a server safe to print on a terminal (see
+// output.Printable). Lines after the first are indented, so none can pass
+// for mcpctl's own.
 func clean(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString("\n    ")
-		case r == '\t':
-			b.WriteRune(r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
-			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return strings.ReplaceAll(output.Printable(s), "\n", "\n    ")
 }
 
 // waitLine waits until a line can be read from in, then reads it. It waits

@@ -196,7 +196,11 @@ func TestPrintable(t *testing.T) {
 			t.Errorf("want %q in %q", want, got)
 		}
 	}
-	if s := "plain é\ttext\n"; Printable(s) != s {
+	// Bidi controls would show the text in another order than it has.
+	if got, want := Printable("evil.com\u202egro.elgoog \u2066x\u2069"), `evil.com\u202egro.elgoog \u2066x\u2069`; got != want {
+		t.Errorf("Printable = %q, want %q", got, want)
+	}
+	if s := "plain é\ttext\n, a family 👨\u200d👩\u200d👧"; Printable(s) != s {
 		t.Errorf("Printable changed %q", s)
 	}
 }

@@ -101,14 +101,15 @@ func oneLine(s string) string {
 }
 
 // Printable makes s safe to show on a terminal: control characters other
-// than newline and tab (ESC, BEL, C1) and bytes that are not UTF-8 are
-// written as escapes (\x1b, \u009b), so that a server's name, description
-// or stderr line cannot move the cursor, clear the screen or set the
-// clipboard (OSC 52). JSON output is data for programs and is left as it
-// is (encoding/json escapes C0 controls there, not C1 or DEL).
+// than newline and tab (ESC, BEL, C1), bidi controls and bytes that are
+// not UTF-8 are written as escapes (\x1b, \u009b, \u202e), so that a
+// server's name, description or stderr line cannot move the cursor, clear
+// the screen, set the clipboard (OSC 52) or show its text in another order
+// than it has. JSON output is data for programs and is left as it is
+// (encoding/json escapes C0 controls there, not C1 or DEL).
 func Printable(s string) string {
 	unsafe := func(r rune, size int) bool {
-		return r == utf8.RuneError && size == 1 || r != '\n' && r != '\t' && unicode.IsControl(r)
+		return r == utf8.RuneError && size == 1 || r != '\n' && r != '\t' && unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 	}
 	i := 0
 	for i < len(s) {
