@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -70,12 +71,12 @@ var argCompletions = map[string]struct {
 func setCompletions(env *Env, root *cli.Command) {
 	root.EnableShellCompletion = true
 	root.ConfigureShellCompletionCommand = func(c *cli.Command) { shapeCompletionCmd(env, root, c) }
-	root.ShellComplete = valueless(env, cli.DefaultCompleteWithFlags)
+	root.ShellComplete = valueless(env, env.completeCommandsAndFlags)
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			path := strings.TrimSpace(prefix + " " + c.Name)
-			c.ShellComplete = valueless(env, cli.DefaultCompleteWithFlags)
+			c.ShellComplete = valueless(env, env.completeCommandsAndFlags)
 			if spec, ok := argCompletions[path]; ok {
 				c.ShellComplete = valueless(env, completeNames(env, spec.kinds, spec.all, spec.args))
 			}
@@ -99,6 +100,19 @@ func valueless(env *Env, complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
 		}
 		complete(ctx, cmd)
 	}
+}
+
+// completeCommandsAndFlags is urfave's completion of subcommands and flags,
+// with the backticks that mark a flag's placeholder in its usage ("give up
+// after `DURATION`") taken out of the descriptions shells show.
+func (env *Env) completeCommandsAndFlags(ctx context.Context, cmd *cli.Command) {
+	root := cmd.Root()
+	var b bytes.Buffer
+	w := root.Writer
+	root.Writer = &b
+	cli.DefaultCompleteWithFlags(ctx, cmd)
+	root.Writer = w
+	io.WriteString(w, strings.ReplaceAll(b.String(), "`", ""))
 }
 
 // flagValues lists the values of a flag that takes one of a known few (a
@@ -303,7 +317,7 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 	return func(ctx context.Context, cmd *cli.Command) {
 		args := cmd.Args().Slice()
 		if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "-") {
-			cli.DefaultCompleteWithFlags(ctx, cmd)
+			env.completeCommandsAndFlags(ctx, cmd)
 			return
 		}
 		if len(args) > 0 && toolArgs {
