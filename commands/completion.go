@@ -45,13 +45,14 @@ const (
 var argCompletions = map[string]struct {
 	kinds []nameKind
 	all   bool
-	// args: the arguments after the first are the named tool's, key=value.
+	// args: the arguments after the first are the named tool's or
+	// prompt's, key=value.
 	args bool
 }{
 	"tools":       {kinds: []nameKind{servers, toolNames}},
 	"call":        {kinds: []nameKind{toolNames}, args: true},
 	"prompts":     {kinds: []nameKind{servers}},
-	"prompt":      {kinds: []nameKind{promptNames}},
+	"prompt":      {kinds: []nameKind{promptNames}, args: true},
 	"resources":   {kinds: []nameKind{servers}},
 	"resource":    {kinds: []nameKind{resourceURIs}},
 	"complete":    {kinds: []nameKind{promptNames, templateURIs}},
@@ -168,8 +169,8 @@ func shapeCompletionCmd(env *Env, root, c *cli.Command) {
 	c.Description = `Prints a script that completes mcpctl's commands, flags, and the names of
 tools, prompts, resources and servers: from the running session, else server
 names from the config (no server is started to complete a name); after
-"call SERVER.TOOL", from the session, the tool's arguments as KEY=; the
-values of --server, --type and --log-level. The same
+"call SERVER.TOOL" or "prompt SERVER.PROMPT", from the session, its
+arguments as KEY=; the values of --server, --type and --log-level. The same
 scripts are in completions/ of the source tree.
 
   source <(mcpctl completion bash)                        # in ~/.bashrc
@@ -321,7 +322,7 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 			return
 		}
 		if len(args) > 0 && toolArgs {
-			for _, c := range env.argCandidates(ctx, args[0], args[1:]) {
+			for _, c := range env.argCandidates(ctx, kinds[0], args[0], args[1:]) {
 				fmt.Fprintln(env.Out, candidateLine(c))
 			}
 			return
@@ -330,7 +331,10 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 			return
 		}
 		for _, c := range env.nameCandidates(ctx, kinds) {
-			fmt.Fprintln(env.Out, candidateLine(c))
+			// A server named already ("stop a b") is not offered again.
+			if name, _, _ := strings.Cut(strings.ReplaceAll(c, `\:`, "\x00"), ":"); !slices.Contains(args, strings.ReplaceAll(name, "\x00", ":")) {
+				fmt.Fprintln(env.Out, candidateLine(c))
+			}
 		}
 	}
 }
@@ -358,7 +362,11 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
 			return out
 		}
 	}
-	// No session (or it did not answer): server names from the config.
+	// No session (or it did not answer): server names from the config,
+	// where a name starts with one (server.tool, server.prompt).
+	if !slices.ContainsFunc(kinds, func(k nameKind) bool { return k != resourceURIs && k != templateURIs }) {
+		return nil
+	}
 	paths, err := env.configPaths()
 	if err != nil {
 		return nil
@@ -370,11 +378,12 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
 	return cfg.Names()
 }
 
-// argCandidates lists "key=" for each argument of tool (from its input
-// schema, as the session lists it) that given does not set yet, described
-// by its type, whether it is required, and its description. Without a
-// session it lists nothing: no server is started to complete a word.
-func (env *Env) argCandidates(ctx context.Context, tool string, given []string) []string {
+// argCandidates lists "key=" for each argument of the tool (from its input
+// schema, as the session lists it) or prompt (kind says which) named that
+// given does not set yet, described by its type, whether it is required,
+// and its description. Without a session it lists nothing: no server is
+// started to complete a word.
+func (env *Env) argCandidates(ctx context.Context, kind nameKind, name string, given []string) []string {
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
 	client, _, err := env.client()
@@ -382,16 +391,26 @@ func (env *Env) argCandidates(ctx context.Context, tool string, given []string) 
 		return nil
 	}
 	client.OnVersionMismatch = func(string) {}
-	tools, err := client.Tools(ctx, tool)
-	if err != nil {
-		return nil
-	}
-	i := slices.IndexFunc(tools, func(t *engine.Tool) bool { return t.Name() == tool })
-	if i < 0 {
-		return nil
+	var params []engine.Parameter
+	if kind == promptNames {
+		prompts, _ := client.Prompts(ctx, name)
+		for _, p := range prompts {
+			if p.Name() == name {
+				for _, a := range p.Arguments() {
+					params = append(params, engine.Parameter{Name: a.Name, Required: a.Required, Description: a.Description})
+				}
+			}
+		}
+	} else {
+		tools, _ := client.Tools(ctx, name)
+		for _, t := range tools {
+			if t.Name() == name {
+				params = t.Parameters()
+			}
+		}
 	}
 	var out []string
-	for _, p := range tools[i].Parameters() {
+	for _, p := range params {
 		if slices.ContainsFunc(given, func(a string) bool {
 			// bash and zsh pass the words as typed: "a=1" or 'a=1' too.
 			k, _, ok := strings.Cut(strings.TrimLeft(a, `"'`), "=")
