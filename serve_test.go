@@ -713,7 +713,7 @@ func TestServeServerGone(t *testing.T) {
 	t.Parallel()
 	w := newServeWorld(t, map[string]string{
 		"mcp.json":   `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "requestTimeout": "2s"}, "other": {"command": "mcp-fake", "args": ["other.json"]}}}`,
-		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}, {"name": "stall", "sleep": "60s"}]}`,
+		"fake.json":  `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}, {"name": "stall", "sleep": "60s"}], "prompts": [{"name": "greet", "text": "hi"}], "resources": [{"uri": "file:///notes.txt", "name": "notes", "text": "n"}]}`,
 		"other.json": `{"name": "other", "tools": [{"name": "ping"}]}`,
 	})
 	w.mcpctl("up")
@@ -737,10 +737,25 @@ func TestServeServerGone(t *testing.T) {
 	if !within(30*time.Second, func() bool { return changes() > 0 && slices.Equal(names(), []string{"other.ping"}) }) {
 		t.Fatalf("after fake died: %d list changes, tools %v", changes(), names())
 	}
-	_, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"})
+	// No longer offered, its names are still answered, saying why they
+	// cannot be used: a client may hold an older list.
+	res, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.echo"})
+	if err != nil || !res.IsError || !strings.Contains(callText(t, res), "server fake exited with code 9") {
+		t.Errorf("fake.echo of a dead server: %v %+v", err, res)
+	}
+	_, err = sc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fake.greet"})
+	if err == nil || !strings.Contains(err.Error(), "server fake exited with code 9") {
+		t.Errorf("fake.greet of a dead server: %v", err)
+	}
+	_, err = sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///notes.txt"})
+	if err == nil || !strings.Contains(err.Error(), "server fake exited with code 9") {
+		t.Errorf("a read of a dead server's resource: %v", err)
+	}
+	// A name no server has is invalid params, with what it may mean.
+	_, err = sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "other.pong"})
 	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
-		t.Errorf("fake.echo of a dead server: %v", err)
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "did you mean other.ping?") {
+		t.Errorf("other.pong: %v", err)
 	}
 	before := changes()
 	w.mcpctl("restart", "fake")

@@ -64,8 +64,10 @@ with its JSON-RPC error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError
-that says why; an unknown name, bad prompt arguments or a server's own
-protocol error answer with a JSON-RPC error.
+that says why, also one of a dead server, whose tools are taken out of the
+list until it is back; an unknown name, bad prompt arguments or a server's
+own protocol error answer with a JSON-RPC error. Hints that advise a command
+line are left out.
 
 Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
 of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -97,7 +99,7 @@ func (hb *hub) start(ctx context.Context) error {
 		SupportedProtocolVersions: serveProtocolVersions(),
 	})
 
-	hb.srv.AddReceivingMiddleware(hb.followLogLevel, hb.endWithServe)
+	hb.srv.AddReceivingMiddleware(hb.followLogLevel, hb.endWithServe, hb.askHostUnoffered)
 
 	// Events first, then the lists: a change after the lists were read is
 	// never missed.
@@ -449,6 +451,7 @@ func (hb *hub) addTemplate(t *engine.Template) func() error {
 // the server's questions during the call relayed to it.
 func (hb *hub) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		markReached(ctx)
 		creq := &engine.CallRequest{Name: name}
 		if args := req.Params.Arguments; len(args) > 0 && string(args) != "null" {
 			creq.Arguments = args
@@ -667,20 +670,43 @@ func rpcError(err error) error {
 	return &jsonrpc.Error{Code: code, Message: describe(err)}
 }
 
-// describe is an error's message with its hints.
+// describe is an error's message with its hints, for serve's client: the
+// parts of a hint that tell what to type at mcpctl's command line are left
+// out, as that client has no command line (see clientHint).
 func describe(err error) string {
 	msg := err.Error()
 	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
 		for _, l := range h.Hints() {
-			msg += "\nhint: " + l
+			if l = clientHint(l); l != "" {
+				msg += "\nhint: " + l
+			}
 		}
 	}
 	return msg
 }
 
+// cliAdvice matches advice to run an mcpctl command or give it a flag.
+var cliAdvice = regexp.MustCompile(`\bmcpctl [a-z]|(^|[\s(])--[a-z]`)
+
+// clientHint is hint without its parts ("; "-separated) that advise a
+// command line ("see the tool's input schema: mcpctl tools x", "add --retry
+// 1"); "" when nothing is left. serve's own advice (mcpctl serve, its
+// mcpctl.restart tool) stays.
+func clientHint(hint string) string {
+	parts := strings.Split(hint, "; ")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !cliAdvice.MatchString(p) || strings.Contains(p, "mcpctl serve") {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "; ")
+}
+
 func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		markReached(ctx)
 		res, err := hb.h.GetPrompt(ctx, &engine.PromptRequest{Name: name, Arguments: req.Params.Arguments})
 		if err != nil {
 			return nil, rpcError(err)
@@ -695,6 +721,7 @@ func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 
 func (hb *hub) readResource(server string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		markReached(ctx)
 		res, err := hb.h.ReadResource(ctx, &engine.ResourceRequest{URI: req.Params.URI, Server: server})
 		if err != nil {
 			return nil, rpcError(err)
@@ -746,6 +773,48 @@ func (hb *hub) forwardLog(ev engine.Event) {
 	params := &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Server, Data: data}
 	for ss := range hb.srv.Sessions() {
 		ss.Log(hb.ctx, params)
+	}
+}
+
+// reachedKey marks a request's context so that askHostUnoffered can tell
+// whether one of serve's handlers got it.
+type reachedKey struct{}
+
+func markReached(ctx context.Context) {
+	if r, ok := ctx.Value(reachedKey{}).(*atomic.Bool); ok {
+		r.Store(true)
+	}
+}
+
+// askHostUnoffered hands the host a call, prompt get or read of a name that
+// serve does not offer, which the SDK would refuse as unknown: serve offers
+// only what runs, and a client that kept an older list (or never reads
+// one) is told why the name's server cannot answer (it crashed, failed to
+// start, was stopped), or what it may have meant, instead of "unknown tool".
+func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "prompts/get", "resources/read":
+		default:
+			return next(ctx, method, req)
+		}
+		reached := new(atomic.Bool)
+		res, err := next(context.WithValue(ctx, reachedKey{}, reached), method, req)
+		if err == nil || reached.Load() || ctx.Err() != nil {
+			return res, err
+		}
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if server, _, _ := strings.Cut(r.Params.Name, "."); hb.manage != nil && server == manageServer {
+				return res, err // serve's own tools are all offered
+			}
+			return hb.callTool(r.Params.Name)(ctx, r)
+		case *mcp.GetPromptRequest:
+			return hb.getPrompt(r.Params.Name)(ctx, r)
+		case *mcp.ReadResourceRequest:
+			return hb.readResource("")(ctx, r)
+		}
+		return res, err
 	}
 }
 
