@@ -705,6 +705,41 @@ func TestServeSubscriptions(t *testing.T) {
 	}
 }
 
+// A URI two servers list is followed on the one serve offers it from (the
+// first in the config), as it is read from it: it was refused as offered by
+// several.
+func TestServeSubscribeURIOfTwoServers(t *testing.T) {
+	t.Parallel()
+	spec := func(name string) string {
+		return `{"name": "` + name + `", "subscribe": true, "callLog": "` + name + `.log",
+		 "tools": [{"name": "touch", "touch": "file:///dup"}],
+		 "resources": [{"uri": "file:///dup", "name": "dup", "text": "from ` + name + `"}]}`
+	}
+	w := newServeWorld(t, map[string]string{
+		"mcp.json": `{"servers": {"a": {"command": "mcp-fake", "args": ["a.json"]}, "b": {"command": "mcp-fake", "args": ["b.json"]}}}`,
+		"a.json":   spec("a"),
+		"b.json":   spec("b"),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sc := w.serveStdio()
+	if err := sc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///dup"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "a.touch"}); err != nil {
+		t.Fatal(err)
+	}
+	if !within(10*time.Second, func() bool { return len(sc.updates()) > 0 }) {
+		t.Error("no update from the server serve offers file:///dup from")
+	}
+	if data, _ := os.ReadFile(filepath.Join(w.dir, "a.log")); !strings.Contains(string(data), `"subscribe":"file:///dup"`) {
+		t.Errorf("a was not subscribed: %s", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(w.dir, "b.log")); strings.Contains(string(data), "subscribe") {
+		t.Errorf("b was subscribed: %s", data)
+	}
+}
+
 // TestServeServerGone: a call that times out, and one that kills its
 // server, answer isError saying so; a server that dies takes its tools out
 // of serve's list (the client is told), and when it is started again its

@@ -37,6 +37,7 @@ type hub struct {
 	// to tell a changed item from an unchanged one.
 	tools, prompts, resources, templates map[string]string
 	tmplServer                           map[string]string // URI template → its server, for completion
+	resServer                            map[string]string // resource URI → the server serve offers it from
 	warned                               map[string]bool
 	lostErr                              error
 	logLevel                             string // the most verbose a client asked for
@@ -51,7 +52,7 @@ func newHub(env *Env, h host, session string) *hub {
 		env: env, h: h, session: session,
 		dirty: make(chan struct{}, 1), done: make(chan struct{}),
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{},
-		tmplServer: map[string]string{}, warned: map[string]bool{},
+		tmplServer: map[string]string{}, resServer: map[string]string{}, warned: map[string]bool{},
 	}
 }
 
@@ -244,7 +245,7 @@ func (hb *hub) sync(ctx context.Context) error {
 		return err
 	}
 	var tools, prompts, resources, templates []item
-	tmplServer := map[string]string{}
+	tmplServer, resServer := map[string]string{}, map[string]string{}
 	for _, in := range servers {
 		if in.Stale {
 			continue
@@ -265,6 +266,9 @@ func (hb *hub) sync(ctx context.Context) error {
 		}
 		for _, r := range in.Resources {
 			resources = append(resources, item{key: r.URI, server: r.Server, raw: r.Raw(), add: hb.addResource(r)})
+			if _, ok := resServer[r.URI]; !ok { // the first, as mirror offers it
+				resServer[r.URI] = r.Server
+			}
 		}
 		for _, t := range in.Templates {
 			templates = append(templates, item{key: t.URITemplate, server: t.Server, raw: t.Raw(), add: hb.addTemplate(t)})
@@ -281,7 +285,7 @@ func (hb *hub) sync(ctx context.Context) error {
 	hb.mirror("resource", hb.resources, resources, hb.srv.RemoveResources)
 	hb.mirror("resource template", hb.templates, templates, hb.srv.RemoveResourceTemplates)
 	hb.mu.Lock()
-	hb.tmplServer = tmplServer
+	hb.tmplServer, hb.resServer = tmplServer, resServer
 	hb.mu.Unlock()
 	return nil
 }

@@ -125,7 +125,11 @@ func (hb *hub) forget(client *mcp.ServerSession) {
 // with it: its clients get no more updates (serve is ending: its host is
 // gone), and a later subscriber starts another.
 func (hb *hub) relay(ctx context.Context, uri string, r *relay) {
-	req := &engine.WatchRequest{Filter: engine.EventFilter{Types: []string{engine.EventResourceUpdated}}, Subscribe: []string{uri}}
+	// On the server serve reads it from: two may list it.
+	hb.mu.Lock()
+	server := hb.resServer[uri]
+	hb.mu.Unlock()
+	req := &engine.WatchRequest{Filter: engine.EventFilter{Types: []string{engine.EventResourceUpdated}}, Subscribe: []string{uri}, SubscribeServer: server}
 	readied := false
 	updated := func() { hb.srv.ResourceUpdated(hb.ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}) }
 	err := hb.h.Watch(ctx, req, func(ev engine.Event) error {
