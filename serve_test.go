@@ -500,7 +500,11 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	sc.mu.Unlock()
 
 	// Log messages: the level the client sets goes on to the server, and
-	// what it logs comes back with the server's name as logger.
+	// what it logs comes back with the server's name as logger. A level
+	// MCP does not have is refused.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "loud"}); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `unknown log level "loud"`) {
+		t.Errorf("logging/setLevel loud: %v", err)
+	}
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -911,6 +915,20 @@ func TestServeManage(t *testing.T) {
 			res, _ = call("mcpctl.restart", map[string]any{"server": "mcpctl"})
 			if !res.IsError || !strings.Contains(callText(t, res), "server mcpctl is not offered by serve --manage") {
 				t.Errorf("restart of the hidden server: %+v %q", res, callText(t, res))
+			}
+			// Their arguments are checked as their schemas say.
+			for _, bad := range []struct {
+				tool string
+				args any
+				want string
+			}{
+				{"mcpctl.restart", map[string]any{"server": "fake", "x": 2}, `unknown argument "x": mcpctl.restart takes {"server": "NAME"}`},
+				{"mcpctl.restart", map[string]any{"server": 5}, `server is not a string: mcpctl.restart takes {"server": "NAME"}`},
+				{"mcpctl.status", map[string]any{"extra": 1}, `unknown argument "extra": mcpctl.status takes no arguments`},
+			} {
+				if res, _ = call(bad.tool, bad.args); !res.IsError || callText(t, res) != bad.want {
+					t.Errorf("%s %v: %+v %q, want %q", bad.tool, bad.args, res, callText(t, res), bad.want)
+				}
 			}
 			if mode == "session" {
 				// A stop by hand is not the agent's to undo.

@@ -839,6 +839,10 @@ func (hb *hub) endWithServe(next mcp.MethodHandler) mcp.MethodHandler {
 // client asked for (the SDK sends each client only what it wants).
 func (hb *hub) followLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil && !slices.Contains(engine.LogLevels, string(p.Level)) {
+			// The SDK takes any level, and the client would hear nothing.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown log level %q: use one of %s", p.Level, strings.Join(engine.LogLevels, ", "))}
+		}
 		res, err := next(ctx, method, req)
 		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
 		if err != nil || !ok || p == nil {

@@ -90,16 +90,49 @@ func (hb *hub) manageTools() []item {
 	return out
 }
 
-func (hb *hub) statusHandler(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (hb *hub) statusHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := manageArgs(req, statusTool); err != nil {
+		return manageResult(ctx, nil, err)
+	}
 	states, err := hb.manage.states(ctx)
 	return manageResult(ctx, states, err)
 }
 
-func (hb *hub) restartHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var args struct {
-		Server string `json:"server"`
+// manageArgs reads the arguments of one of serve's own tools, checked as
+// its schema says (the SDK does not check them): only the keys named, each
+// a string.
+func manageArgs(req *mcp.CallToolRequest, tool string, keys ...string) (map[string]string, error) {
+	usage := tool + " takes no arguments"
+	if len(keys) > 0 {
+		usage = fmt.Sprintf(`%s takes {"%s": "NAME"}`, tool, keys[0])
 	}
-	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Server == "" {
+	var raw map[string]json.RawMessage
+	if args := req.Params.Arguments; len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &raw); err != nil {
+			return nil, fmt.Errorf("its arguments are not an object: %s", usage)
+		}
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		if !slices.Contains(keys, k) {
+			return nil, fmt.Errorf("unknown argument %q: %s", k, usage)
+		}
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil {
+			return nil, fmt.Errorf("%s is not a string: %s", k, usage)
+		}
+		out[k] = str
+	}
+	return out, nil
+}
+
+func (hb *hub) restartHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	got, err := manageArgs(req, restartTool, "server")
+	if err != nil {
+		return manageResult(ctx, nil, err)
+	}
+	args := struct{ Server string }{got["server"]}
+	if args.Server == "" {
 		return manageResult(ctx, nil, fmt.Errorf(`name the server to restart: {"server": "NAME"}`))
 	}
 	// A stop by hand is how a person takes a server from an agent: the
