@@ -731,8 +731,17 @@ func TestStartAnswerBrokeHandshake(t *testing.T) {
 
 // A closed engine says so to every request, not an empty answer.
 func TestClosedEngineSaysSo(t *testing.T) {
-	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	e := newEngine(t, fakeServer(t, "srv", surface))
 	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Answers cached before Close are not given after it.
+	read := &ResourceRequest{URI: "file:///notes.txt"}
+	prompt := &PromptRequest{Name: "srv.greet", Arguments: map[string]string{"name": "A"}}
+	if _, err := e.ReadResource(ctx(t), read); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.GetPrompt(ctx(t), prompt); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
@@ -741,7 +750,9 @@ func TestClosedEngineSaysSo(t *testing.T) {
 	_, resourcesErr := e.Resources("")
 	_, inspectErr := e.Inspect("")
 	_, levelErr := e.SetLogLevel(ctx(t), "debug")
-	for what, err := range map[string]error{"Tools": toolsErr, "Prompts": promptsErr, "Resources": resourcesErr, "Inspect": inspectErr, "SetLogLevel": levelErr, "Stop": e.Stop("srv")} {
+	_, readErr := e.ReadResource(ctx(t), read)
+	_, promptErr := e.GetPrompt(ctx(t), prompt)
+	for what, err := range map[string]error{"Tools": toolsErr, "Prompts": promptsErr, "Resources": resourcesErr, "Inspect": inspectErr, "SetLogLevel": levelErr, "Stop": e.Stop("srv"), "ReadResource": readErr, "GetPrompt": promptErr} {
 		if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "the engine is closed") {
 			t.Errorf("%s after Close: %v", what, err)
 		}

@@ -437,6 +437,9 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	if err := badRequest("GetPrompt", "PromptRequest", req.TimeoutMs, 0); err != nil {
 		return nil, err
 	}
+	if err := e.open(); err != nil {
+		return nil, err // a cached answer too: the engine holds nothing after Close
+	}
 	srvName, promptName, err := splitName(req.Name, "prompt")
 	if err != nil {
 		return nil, err
@@ -560,6 +563,9 @@ func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 	}
 	if err := badRequest("ReadResource", "ResourceRequest", req.TimeoutMs, 0); err != nil {
 		return nil, err
+	}
+	if err := e.open(); err != nil {
+		return nil, err // a cached answer too: the engine holds nothing after Close
 	}
 	s, err := e.route(ctx, req.URI, req.Server)
 	if err != nil {
