@@ -188,6 +188,10 @@ func flagMistake(msg string, cmd *cli.Command) string {
 			reason = "not a number"
 		case strings.Contains(reason, "strconv.Parse"):
 			reason = "not a whole number"
+		case strings.Contains(reason, "missing unit in duration"):
+			reason = "a duration needs its unit, e.g. 30s, 5m or 1h"
+		case strings.HasPrefix(reason, "time: "):
+			reason = "not a duration: write it as 500ms, 30s, 5m or 1h"
 		}
 		return fmt.Sprintf("invalid value %s for %s: %s", m[1], dashes(m[2]), reason)
 	}
