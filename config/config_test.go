@@ -105,6 +105,36 @@ func TestSecretNotInError(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("err = %v", err)
 	}
+	// Nor in an error about the value itself.
+	_, err = loadFile(t, "mcp.json", `{"servers": {"a": {"command": "x", "includeTools": ["${GLOB}"]}}}`, map[string]string{"GLOB": "[hunter2"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "is not a valid glob") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Every field that takes ${...} hides what came from the environment in
+// config show --resolved: file paths, roots and tool globs too.
+func TestResolvedHidesSecretsInEveryField(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "hunter2"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hunter2.env"), []byte("X=1\n"), 0o644)
+	body := `{"servers": {
+	  "a": {"command": "x", "cwd": "${TOKEN}", "envFile": "${TOKEN}.env", "roots": ["/srv/${TOKEN}"], "includeTools": ["${TOKEN}*"], "excludeTools": ["${TOKEN}"]},
+	  "r": {"url": "https://example.com/mcp", "caFile": "${TOKEN}.pem", "clientCert": "${TOKEN}.crt", "clientKey": "${TOKEN}.key"}}}`
+	p := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p, Options{LookupEnv: env(map[string]string{"TOKEN": "hunter2"}), WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, show := range []bool{false, true} {
+		out, _ := json.Marshal(cfg.Resolved(show))
+		if n := strings.Count(string(out), "hunter2"); (n > 0) != show || show && n != 8 {
+			t.Errorf("showSecrets %v: the secret shown %d times in %s", show, n, out)
+		}
+	}
 }
 
 // A password written in a server's URL, and a password input's default,

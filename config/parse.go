@@ -758,6 +758,9 @@ func (r *fieldReader) globs(field string) []string {
 	for i, g := range out {
 		if _, err := filepath.Match(g, ""); err != nil {
 			_, p, _ := r.get(field)
+			if shown, ok := r.s.shown[g]; ok {
+				g = shown // as written: it may hold a secret
+			}
 			r.d.errorAt(append(append([]string(nil), p...), strconv.Itoa(i)), false, fmt.Sprintf("%q is not a valid glob", g), "use * and ? and [a-z]")
 		}
 	}

@@ -115,17 +115,28 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 		}
 		return s.Redact(v)
 	}
+	hideAll := func(vs []string) []string {
+		if vs == nil {
+			return nil
+		}
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = hide(v)
+		}
+		return out
+	}
+	// Every field that takes ${...} may hold a secret.
 	r := &ResolvedServer{
-		Type: s.Type, Command: hide(s.Command), EnvFile: s.EnvFile, URL: hide(s.URL),
-		CAFile: s.CAFile, ClientCert: s.ClientCert, ClientKey: s.ClientKey,
+		Type: s.Type, Command: hide(s.Command), EnvFile: hide(s.EnvFile), URL: hide(s.URL),
+		CAFile: hide(s.CAFile), ClientCert: hide(s.ClientCert), ClientKey: hide(s.ClientKey),
 		StartupTimeout: dur(s.StartupTimeout), RequestTimeout: dur(s.RequestTimeout),
 		ShutdownTimeout: dur(s.ShutdownTimeout), CacheTTL: dur(s.CacheTTL),
 		DependsOn: s.DependsOn, Disabled: s.Disabled, Activation: s.Activation,
-		Restart: s.Restart, MaxRestarts: s.MaxRestarts, FailureThreshold: s.FailureThreshold, IncludeTools: s.IncludeTools,
-		ExcludeTools: s.ExcludeTools, Roots: s.Roots, ProtocolVersion: s.ProtocolVersion,
+		Restart: s.Restart, MaxRestarts: s.MaxRestarts, FailureThreshold: s.FailureThreshold, IncludeTools: hideAll(s.IncludeTools),
+		ExcludeTools: hideAll(s.ExcludeTools), Roots: hideAll(s.Roots), ProtocolVersion: s.ProtocolVersion,
 	}
 	if s.IsStdio() {
-		r.Cwd = s.Cwd
+		r.Cwd = hide(s.Cwd)
 	}
 	for _, h := range []struct {
 		hook *Hook
