@@ -334,3 +334,16 @@ func TestTransportAliases(t *testing.T) {
 		}
 	}
 }
+
+// A hook's command may use the variables it is given as it runs
+// (MCPCTL_SERVER, MCPCTL_METHOD): they are left to its shell, not read
+// from mcpctl's environment, where they are not set.
+func TestHookVariablesLeftToTheShell(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"sampling": {"command": "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} $${MCPCTL_SERVER} ${WHO}"}, "servers": {"a": {"command": "x"}}}`, map[string]string{"WHO": "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Server("a").Sampling.Command, "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} ${MCPCTL_SERVER} me"; got != want {
+		t.Errorf("the hook's command: %q, want %q", got, want)
+	}
+}

@@ -119,6 +119,11 @@ hint: use * and ? and [a-z]`},
 		{"bad protocol version", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"protocolVersion\": \"2025-01-01\"}}}"}}, nil, `mcp.json:1:55: servers.a.protocolVersion: expected one of "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", got "2025-01-01"`},
 		{"negative maxRestarts", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"maxRestarts\": -1}}}"}}, nil, `mcp.json:1:51: servers.a.maxRestarts: must be >= 0, got -1`},
 		{"env value not a string", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}"}}, nil, `mcp.json:1:52: servers.a.env.PORT: expected string, got number`},
+		{"one input id declared otherwise in two files", [][2]string{
+			{"mcp.json", `{"inputs": [{"id": "k", "type": "pickString", "options": ["x", "y"], "default": "x"}], "servers": {"a": {"command": "x"}}}`},
+			{"more.json", `{"inputs": [{"id": "k", "type": "promptString", "password": true}], "servers": {"b": {"command": "x"}}}`}}, nil,
+			`more.json:1:20: inputs[0].id: input id "k" is declared otherwise in mcp.json:1:20; ${input:k} has one value for both files
+hint: declare it alike in both, or give one another id`},
 		{"undeclared input", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.K: ${input:api-key} refers to an input that "inputs" does not declare
 hint: declare it in "inputs", or set MCPCTL_INPUT_API_KEY`},
 		{"input without value", [][2]string{{"mcp.json", "{\"inputs\": [{\"id\": \"api-key\", \"type\": \"promptString\", \"password\": true}],\n \"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:2:49: servers.a.env.K: ${input:api-key} has no value

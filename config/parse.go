@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +115,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		d.checkInputs()
 		docs = append(docs, d)
 	}
+	checkInputsAcross(docs)
 	for _, d := range docs {
 		errs = append(errs, d.errs...)
 		d.errs = nil
@@ -597,6 +601,10 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	return s
 }
 
+// hookVars matches the variables a hook is given as it runs, written
+// ${MCPCTL_SERVER} (not $${...}, already left to the shell).
+var hookVars = regexp.MustCompile(`(^|[^$])(\$\{MCPCTL_(?:SERVER|METHOD)\})`)
+
 // hook reads a hook from the server, its defaults, or else the file's top
 // level.
 func (r *fieldReader) hook(field string) *Hook {
@@ -614,6 +622,10 @@ func (r *fieldReader) hook(field string) *Hook {
 	scratch := &Server{where: map[string]string{}, shown: r.s.shown}
 	sub := &fieldReader{d: r.d, obj: obj, s: scratch, server: p, vars: r.vars}
 	if c, cp, ok := sub.get("command"); ok {
+		if cs, ok := c.(string); ok {
+			// Set for the hook when it runs: its shell expands them.
+			c = hookVars.ReplaceAllString(cs, "${1}$$${2}")
+		}
 		h.Command = sub.str("command", cp, c)
 	}
 	if t, ok := sub.duration("timeout", false); ok {
@@ -990,6 +1002,49 @@ func (d *document) checkInputs() {
 		d.errorAt(path, false, fmt.Sprintf("input id %q is set by %s, as %q is (declared at %d:%d)", id, env, other, line, col),
 			"give one an id that differs in more than case and punctuation")
 	}
+}
+
+// checkInputsAcross finds an input id that two files declare unlike (a
+// pickString in one, a password in the other): ${input:ID} is one value,
+// so a server of one file would get what the other declared. Declared
+// alike, it is one input, asked once.
+func checkInputsAcross(docs []*document) {
+	type decl struct {
+		d   *document
+		i   int
+		obj map[string]any
+	}
+	first := map[string]decl{} // InputEnv(id) → where it was first declared
+	for _, d := range docs {
+		list, _ := d.root["inputs"].([]any)
+		for i, item := range list {
+			obj, _ := item.(map[string]any)
+			id, _ := obj["id"].(string)
+			if id == "" {
+				continue
+			}
+			f, seen := first[InputEnv(id)]
+			if !seen {
+				first[InputEnv(id)] = decl{d, i, obj}
+				continue
+			}
+			if f.d == d || reflect.DeepEqual(withoutDescription(f.obj), withoutDescription(obj)) {
+				continue // one file's own clashes are checkInputs'
+			}
+			line, col := f.d.at([]string{"inputs", strconv.Itoa(f.i), "id"}, false)
+			d.errorAt([]string{"inputs", strconv.Itoa(i), "id"}, false,
+				fmt.Sprintf("input id %q is declared otherwise in %s:%d:%d; ${input:%s} has one value for both files", id, f.d.file, line, col, id),
+				"declare it alike in both, or give one another id")
+		}
+	}
+}
+
+// withoutDescription is an input's declaration without what only tells
+// the user about it.
+func withoutDescription(obj map[string]any) map[string]any {
+	out := maps.Clone(obj)
+	delete(out, "description")
+	return out
 }
 
 func newInputs(docs []*document, opts Options) *inputs {
