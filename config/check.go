@@ -1,12 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -99,7 +102,16 @@ func (s *Server) Check() []*CheckError {
 // the PATH the server itself will get, and relative to its cwd.
 func (s *Server) ResolveCommand() (string, error) {
 	notFound := func() error {
-		return s.checkError("command", "command not found: "+s.Redact(s.Command), fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name))
+		hint := fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name)
+		if name, args, ok := strings.Cut(strings.TrimSpace(s.Command), " "); ok {
+			// A whole command line in "command": the program is its first word.
+			quoted := make([]string, 0, 4)
+			for _, a := range strings.Fields(args) {
+				quoted = append(quoted, strconv.Quote(s.Redact(a)))
+			}
+			hint = fmt.Sprintf(`put the arguments in "args": "command": %q, "args": [%s]`, s.Redact(name), strings.Join(quoted, ", "))
+		}
+		return s.checkError("command", "command not found: "+s.Redact(s.Command), hint)
 	}
 	if strings.ContainsRune(s.Command, '/') {
 		p := s.Command
@@ -110,11 +122,23 @@ func (s *Server) ResolveCommand() (string, error) {
 		if err != nil {
 			return "", notFound()
 		}
-		if st.IsDir() || st.Mode()&0o111 == 0 {
+		if st.IsDir() {
+			return "", s.checkError("command", s.Redact(s.Command)+" is a directory", "name the program in it")
+		}
+		if st.Mode()&0o111 == 0 {
 			return "", s.checkError("command", s.Redact(s.Command)+" is not executable", fmt.Sprintf("chmod +x %s, or run it through its interpreter (e.g. \"command\": \"node\")", s.Redact(s.Command)))
 		}
-		return p, nil
+		return p, s.checkRunnable(p)
 	}
+	if p := s.lookPath(s.Command); p != "" {
+		return p, s.checkRunnable(p)
+	}
+	return "", notFound()
+}
+
+// lookPath finds an executable file called name on the PATH the server
+// will get, relative to its cwd; "" when there is none.
+func (s *Server) lookPath(name string) string {
 	pathEnv, ok := s.Env["PATH"]
 	if !ok {
 		pathEnv = os.Getenv("PATH")
@@ -126,12 +150,61 @@ func (s *Server) ResolveCommand() (string, error) {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(s.Cwd, dir)
 		}
-		p := filepath.Join(dir, s.Command)
+		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
+			return p
 		}
 	}
-	return "", notFound()
+	return ""
+}
+
+// checkRunnable finds why the system would refuse to run the program at p:
+// a script whose #! interpreter is not there (exec says "no such file" of
+// a file that is), or a file that is neither a script nor a program.
+func (s *Server) checkRunnable(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil // the start says why
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	if line, ok := bytes.CutPrefix(head, []byte("#!")); ok {
+		line, _, _ = bytes.Cut(line, []byte("\n"))
+		fields := strings.Fields(string(line))
+		if len(fields) == 0 {
+			return s.checkError("command", s.Redact(s.Command)+" starts with #! and names no interpreter", "name one on its first line, e.g. #!/bin/sh")
+		}
+		missing := func(interp string) error {
+			return s.checkError("command", fmt.Sprintf("%s needs the interpreter %s (its #! line), which is not there", s.Redact(s.Command), interp),
+				fmt.Sprintf("install it, or run the script through an interpreter that is installed: \"command\": \"INTERPRETER\", \"args\": [%q]", s.Redact(s.Command)))
+		}
+		if _, err := os.Stat(fields[0]); err != nil {
+			return missing(fields[0])
+		}
+		if filepath.Base(fields[0]) == "env" {
+			// #!/usr/bin/env node: node on the server's PATH.
+			for _, a := range fields[1:] {
+				if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+					if s.lookPath(a) == "" {
+						return missing(a)
+					}
+					break
+				}
+			}
+		}
+		return nil
+	}
+	for _, magic := range [][]byte{{0x7f, 'E', 'L', 'F'}, {0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf}, {0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe}} {
+		if bytes.HasPrefix(head, magic) {
+			return nil
+		}
+	}
+	if n == 0 {
+		return s.checkError("command", s.Redact(s.Command)+" is empty", "fix the command")
+	}
+	return s.checkError("command", s.Redact(s.Command)+" is neither a program nor a script with a #! line", "add a #! line naming its interpreter, or run it through one (e.g. \"command\": \"sh\")")
 }
 
 // Check checks every server that is not disabled; see [Server.Check].

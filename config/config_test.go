@@ -347,3 +347,51 @@ func TestHookVariablesLeftToTheShell(t *testing.T) {
 		t.Errorf("the hook's command: %q, want %q", got, want)
 	}
 }
+
+// A command the system would refuse to run is said before anything
+// starts, as one not found is: exec would say "no such file" of a script
+// whose interpreter is missing.
+func TestCommandThatCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"badshebang": "#!/nonexistent/interp\n",
+		"envshebang": "#!/usr/bin/env no-such-interpreter-x\n",
+		"garbage":    "not a program\n",
+		"fine":       "#!/bin/sh\nexit 0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
+	for command, want := range map[string]string{
+		"./badshebang":    "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
+		"./envshebang":    "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
+		"./garbage":       "./garbage is neither a program nor a script with a #! line",
+		"./adir":          "./adir is a directory",
+		"no-such-cmd-x y": `command not found: no-such-cmd-x y`,
+		"./fine":          "",
+	} {
+		body, _ := json.Marshal(map[string]any{"servers": map[string]any{"a": map[string]any{"command": command}}})
+		p := filepath.Join(dir, "mcp.json")
+		os.WriteFile(p, body, 0o644)
+		cfg, err := Load(p, Options{LookupEnv: env(nil), WorkDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := cfg.Check()
+		if want == "" {
+			if len(errs) > 0 {
+				t.Errorf("%s: %v", command, errs)
+			}
+			continue
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
+			t.Errorf("%s: %v, want %q", command, errs, want)
+		}
+		// A command line in "command": its arguments belong in args.
+		if command == "no-such-cmd-x y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "no-such-cmd-x", "args": ["y"]`)) {
+			t.Errorf("%s: hints %v", command, errs[0].Hints())
+		}
+	}
+}
