@@ -61,16 +61,8 @@ func (s *Server) Check() []*CheckError {
 		errs = append(errs, s.checkError(field, msg, hint))
 	}
 	if s.IsStdio() {
-		if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
-			why := "does not exist"
-			var pe *fs.PathError
-			switch {
-			case err == nil:
-				why = "is not a directory"
-			case !errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
-				why = "cannot be used: " + pe.Err.Error()
-			}
-			add("cwd", fmt.Sprintf("working directory %s %s", s.Redact(s.Cwd), why), "create it, or fix cwd")
+		if err := s.CheckCwd(); err != nil {
+			errs = append(errs, err.(*CheckError))
 		} else if _, err := s.ResolveCommand(); err != nil && s.Command != "" { // a missing command is the file's error
 			ce := err.(*CheckError)
 			errs = append(errs, ce)
@@ -96,6 +88,25 @@ func (s *Server) Check() []*CheckError {
 		}
 	}
 	return errs
+}
+
+// CheckCwd says when the server's working directory cannot be used (a
+// *CheckError), as [Server.Check] does: for a start long after the check,
+// the directory may have gone since.
+func (s *Server) CheckCwd() error {
+	st, err := os.Stat(s.Cwd)
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	why := "does not exist"
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		why = "is not a directory"
+	case !errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe):
+		why = "cannot be used: " + pe.Err.Error()
+	}
+	return s.checkError("cwd", fmt.Sprintf("working directory %s %s", s.Redact(s.Cwd), why), "create it, or fix cwd")
 }
 
 // ResolveCommand finds the server's program the way a shell would, but on

@@ -871,3 +871,17 @@ func TestFakeWithCloseStdinKeepsStdin(t *testing.T) {
 		}
 	}
 }
+
+// A server started on use, whose cwd has gone since the config was
+// checked, fails as a config error (exit 2), as a start with the engine
+// does: it was "unavailable" (exit 3).
+func TestStartOnUseMissingCwdIsConfigError(t *testing.T) {
+	lazy := fakeServer(t, "lz", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	lazy.Activation = "lazy"
+	lazy.Cwd = filepath.Join(t.TempDir(), "gone")
+	e := newEngine(t, lazy)
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "lz.echo"})
+	if KindOf(err) != KindConfig || !strings.Contains(err.Error(), "working directory "+lazy.Cwd+" does not exist") {
+		t.Errorf("call to a lazy server without its cwd: %v (%s)", err, KindOf(err))
+	}
+}

@@ -59,13 +59,14 @@ type process struct {
 // onProcess, when set, is told of the process group as it starts and once
 // stop has ended it.
 func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProcess func(pgid int, running bool), onLine func(string)) (*process, error) {
+	// Checked again: the start may come long after the config's check
+	// (a server started on use), and a config error stays one.
+	if err := s.CheckCwd(); err != nil {
+		return nil, checkError(err)
+	}
 	path, err := s.ResolveCommand()
 	if err != nil {
 		return nil, checkError(err)
-	}
-	if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
-		return nil, errorf(KindUnavailable, s.Name, "server %s: working directory %s does not exist", s.Name, s.Redact(s.Cwd)).
-			hint("fix cwd of server %s (%s)", s.Name, s.Source)
 	}
 	// The child's ends of three pipes. They are *os.File, so exec hands
 	// them over as they are and cmd.Wait never waits on a copying
