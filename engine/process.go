@@ -443,7 +443,7 @@ func (p *process) exitReason() string {
 // C++, Python, the C library) or file descriptors. They are noted as they
 // pass, since a stack trace after them can be longer than any tail.
 func (p *process) noteSigns(line string) {
-	if p.limits.Memory > 0 && (containsAny(line, "out of memory", "Cannot allocate memory", "std::bad_alloc", "MemoryError", "Fatal process OOM", "failed to reserve") ||
+	if p.limits.Memory > 0 && (containsAny(line, "out of memory", "Cannot allocate memory", "cannot allocate memory", "std::bad_alloc", "MemoryError", "Fatal process OOM", "failed to reserve") ||
 		// Go, when the limit stops it mapping a new thread's stack first.
 		strings.Contains(line, "failed to create new OS thread") && strings.Contains(line, "errno=12")) {
 		p.outOfMemory.Store(true)

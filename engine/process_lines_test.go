@@ -39,6 +39,7 @@ func TestCutResponseID(t *testing.T) {
 func TestNoteSignsMemory(t *testing.T) {
 	for _, line := range []string{
 		"fatal error: runtime: out of memory",
+		"fatal error: runtime: cannot allocate memory",
 		"runtime: failed to create new OS thread (have 7 already; errno=12)",
 		"FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
 		"MemoryError",
