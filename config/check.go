@@ -251,7 +251,7 @@ func Validate(paths []string, opts Options) (servers []string, problems Errors, 
 		problems = append(problems, ce.AsConfigError())
 	}
 	if len(cfg.Servers) == 0 && len(problems) == 0 {
-		problems = append(problems, &Error{File: cfg.File, Msg: "no servers defined"})
+		problems = append(problems, noServers(cfg.File))
 	}
 	sortByPlace(problems, files)
 	return servers, problems, nil

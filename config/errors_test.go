@@ -152,6 +152,8 @@ hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
 		{"Codex header variable not a name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nenv_http_headers = { X-K = 5 }\n"}}, nil, `config.toml:3:28: mcp_servers.a.env_http_headers.X-K: expected the name of an environment variable, got number
 hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
 		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: must be >= 0, got -5`},
+		{"TOML with Codex's table and mcp.toml's", [][2]string{{"mixed.toml", "model = \"o3\"\n[mcp_servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\n"}}, nil, `mixed.toml:4:2: servers: both [mcp_servers] (Codex) and [servers] are present
+hint: keep one: [mcp_servers.NAME] (Codex's config.toml) or [servers.NAME] (mcp.toml)`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,5 +237,19 @@ func TestClientFilesAsWritten(t *testing.T) {
 	_, err := loadFile(t, "mcp.json", `{"default": {}, "mcpServers": {"app": {"command": "node"}}}`, nil)
 	if err == nil || !strings.Contains(err.Error(), "default: unknown field") {
 		t.Errorf("a typo of defaults beside mcpServers: %v", err)
+	}
+}
+
+// Codex's own config.toml is Codex's, MCP servers or not: a file of its
+// settings alone has no server, and its keys are not mcpctl's to refuse.
+func TestCodexFileWithoutServers(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".codex", "config.toml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("model = \"o3\"\napproval_policy = \"never\"\n[profiles.x]\nmodel = \"y\"\n"), 0o644)
+	_, err := LoadFiles([]string{p}, Options{LookupEnv: env(nil), WorkDir: dir})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Msg != "no servers defined" || !strings.Contains(ce.Hint, "[mcp_servers.fs]") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -46,10 +46,23 @@ func load(files []file, opts Options) (*Config, error) {
 	case len(errs) > 0:
 		return nil, errs
 	case len(cfg.Servers) == 0:
-		return nil, &Error{File: cfg.File, Msg: "no servers defined",
-			Hint: `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`}
+		return nil, noServers(cfg.File)
 	}
 	return cfg, nil
+}
+
+// noServers is the error of a config without a server, with an example
+// in the file's own format.
+func noServers(file string) *Error {
+	hint := `add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`
+	if strings.HasSuffix(file, ".toml") {
+		table := "servers"
+		if isCodexFile(file) {
+			table = "mcp_servers"
+		}
+		hint = fmt.Sprintf(`add a server as a table, e.g. [%s.fs] with command = "npx" and args = ["-y", "@modelcontextprotocol/server-filesystem", "."]`, table)
+	}
+	return &Error{File: file, Msg: "no servers defined", Hint: hint}
 }
 
 // loadAll reads the files and returns every problem at once: a file that

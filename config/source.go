@@ -224,9 +224,11 @@ func readTOML(file string, data []byte) (*document, error) {
 	}
 	dates := tomlDates(raw, nil)
 	_, codex := raw["mcp_servers"]
+	// Codex's own file is Codex's, servers or not: model, profiles, ...
+	codex = codex || isCodexFile(file)
 	root, _ := jsonShape(raw).(map[string]any)
 	d := &document{file: file, data: data, root: root, ix: indexTOML(data)}
-	if _, ok := root["mcp_servers"]; ok {
+	if codex {
 		d.fromCodex()
 	}
 	for _, p := range dates {
@@ -396,7 +398,22 @@ var codexFields = map[string]string{
 	"enabled": "", "bearer_token_env_var": "", "env_http_headers": "", "env_vars": "", "required": "",
 }
 
+// isCodexFile says whether file is Codex's config.toml, in .codex/.
+func isCodexFile(file string) bool {
+	return filepath.Base(file) == "config.toml" && filepath.Base(filepath.Dir(file)) == ".codex"
+}
+
 func (d *document) fromCodex() {
+	if _, ok := d.root["servers"]; ok {
+		// mcp.toml's tables beside Codex's: one would be left out unsaid.
+		if _, both := d.root["mcp_servers"]; both {
+			d.errorAt([]string{"servers"}, true, "both [mcp_servers] (Codex) and [servers] are present",
+				"keep one: [mcp_servers.NAME] (Codex's config.toml) or [servers.NAME] (mcp.toml)")
+		} else {
+			d.errorAt([]string{"servers"}, true, "Codex's config.toml keeps MCP servers under [mcp_servers], not [servers]",
+				"rename [servers.NAME] to [mcp_servers.NAME]")
+		}
+	}
 	servers, _ := d.root["mcp_servers"].(map[string]any)
 	out := map[string]any{}
 	origin := map[string]string{}         // "server\x00field" → Codex field
