@@ -149,7 +149,7 @@ ${...} expanded, paths absolute, durations as Go writes them ("30s",
 "1m0s"); equivalent JSON, TOML
 and Codex files give the same output. Env and header values, and whatever
 came from the environment or an input, are shown as "<redacted>" unless
---show-secrets.
+--show-secrets (so an input is asked for only with --show-secrets).
 
   mcpctl config show
   mcpctl config show --resolved --jq '.servers.fs.args'`,
@@ -166,7 +166,13 @@ came from the environment or an input, are shown as "<redacted>" unless
 				return err
 			}
 			if resolved {
-				cfg, err := env.loadConfig()
+				load := env.loadConfig
+				if !showSecrets {
+					// Their values would be shown as <redacted>: nobody
+					// need be asked for them.
+					load = env.loadConfigHidingInputs
+				}
+				cfg, err := load()
 				if err != nil {
 					return err
 				}

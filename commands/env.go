@@ -165,13 +165,24 @@ func (env *Env) sessionName() string {
 // $MCPCTL_INPUT_<ID> are asked for when stdin and stderr are a terminal.
 func (env *Env) loadConfig() (*config.Config, error) { return env.loadConfigAsking(env.canAsk()) }
 
+// loadConfigHidingInputs is loadConfig for showing the config with its
+// secrets hidden: an input nothing gives a value is not asked for, and
+// is <redacted>.
+func (env *Env) loadConfigHidingInputs() (*config.Config, error) {
+	return env.loadConfigWith(false, config.Redacted)
+}
+
 // loadConfigAsking is loadConfig, asking for inputs only when ask is set.
 func (env *Env) loadConfigAsking(ask bool) (*config.Config, error) {
+	return env.loadConfigWith(ask, "")
+}
+
+func (env *Env) loadConfigWith(ask bool, placeholder string) (*config.Config, error) {
 	paths, err := env.configPaths()
 	if err != nil {
 		return nil, err
 	}
-	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir}
+	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Placeholder: placeholder}
 	switch {
 	case ask:
 		opts.Ask = env.askInput

@@ -426,6 +426,10 @@ type Options struct {
 	// checked. Such a config serves to list names and show the file; its
 	// servers cannot run.
 	Unresolved bool
+	// Placeholder, when set, is the value of an input that nothing gives
+	// one (no $MCPCTL_INPUT_<ID>, no default, nobody asked), instead of an
+	// error: for showing a config whose input values are hidden anyway.
+	Placeholder string
 	// NoAskHint, when set, is the hint for an input without a value
 	// (given its $MCPCTL_INPUT_<ID>), where nobody can be asked: a
 	// background session says how a reload gives it one.

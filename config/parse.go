@@ -1107,6 +1107,9 @@ func (in *inputs) value(id string) (string, error) {
 		in.values[id] = in.declared[i].Default
 		return in.declared[i].Default, nil
 	}
+	if in.opts.Ask == nil && in.opts.Placeholder != "" {
+		return in.opts.Placeholder, nil
+	}
 	if in.opts.Ask == nil {
 		return "", &expandError{msg: "has no value", hint: in.noAskHint(InputEnv(id))}
 	}
