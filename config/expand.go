@@ -17,7 +17,8 @@ type Vars struct {
 	// Input resolves ${input:ID}; nil means inputs cannot be resolved.
 	Input func(id string) (string, error)
 
-	unresolved bool // Options.Unresolved
+	unresolved bool                     // Options.Unresolved
+	unsetHint  func(name string) string // Options.UnsetHint
 }
 
 // An expandError says which reference in a value could not be resolved.
@@ -147,8 +148,11 @@ func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 		return def, false, nil
 	}
 	if !ok {
-		return "", false, &expandError{ref: ref, msg: "is not set",
-			hint: fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)}
+		hint := fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)
+		if v.unsetHint != nil {
+			hint = v.unsetHint(name)
+		}
+		return "", false, &expandError{ref: ref, msg: "is not set", hint: hint}
 	}
 	return val, true, nil
 }

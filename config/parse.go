@@ -142,7 +142,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		if d.unusable {
 			continue
 		}
-		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value, unresolved: opts.Unresolved}
+		vars := Vars{LookupEnv: opts.LookupEnv, WorkspaceFolder: d.dir, UserHome: home, Input: in.value, unresolved: opts.Unresolved, unsetHint: opts.UnsetHint}
 		if lvl, ok := d.root["logLevel"].(string); ok {
 			cfg.LogLevel = lvl
 		}
