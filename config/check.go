@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,6 +70,22 @@ func (s *Server) Check() []*CheckError {
 			errs = append(errs, ce)
 		}
 	}
+	if s.IsStdio() && runtime.GOOS == "linux" {
+		// Linux refuses to start a program with one argument or
+		// environment string this long ("argument list too long").
+		too := func(n int) bool { return n+1 > maxArgString }
+		limit := fmt.Sprintf("Linux passes a program no argument or environment string over %d KiB", maxArgString>>10)
+		for i, a := range s.Args {
+			if too(len(a)) {
+				add("args", fmt.Sprintf("args[%d] is %d bytes: %s", i, len(a), limit), "pass it in a file the server reads")
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if too(len(k) + 1 + len(s.Env[k])) {
+				add("env", fmt.Sprintf("env %s is %d bytes: %s", k, len(s.Env[k]), limit), "pass it in a file the server reads")
+			}
+		}
+	}
 	for _, f := range []struct{ field, path string }{{"caFile", s.CAFile}, {"clientCert", s.ClientCert}, {"clientKey", s.ClientKey}} {
 		if f.path == "" {
 			continue
@@ -89,6 +107,10 @@ func (s *Server) Check() []*CheckError {
 	}
 	return errs
 }
+
+// maxArgString is Linux's MAX_ARG_STRLEN: the longest argument or
+// environment string (with its NUL) exec takes.
+const maxArgString = 32 * 4096
 
 // CheckCwd says when the server's working directory cannot be used (a
 // *CheckError), as [Server.Check] does: for a start long after the check,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -393,5 +394,30 @@ func TestCommandThatCannotRun(t *testing.T) {
 		if command == "no-such-cmd-x y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "no-such-cmd-x", "args": ["y"]`)) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
 		}
+	}
+}
+
+// An argument or env value longer than Linux passes a program is said
+// before anything starts, not met as "argument list too long" at exec.
+func TestArgTooLong(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux's limit")
+	}
+	body, _ := json.Marshal(map[string]any{"servers": map[string]any{"a": map[string]any{
+		"command": "sh", "args": []string{"ok", strings.Repeat("z", 200000)}, "env": map[string]string{"BIG": strings.Repeat("y", 131072), "SMALL": "1"}}}})
+	cfg, err := loadFile(t, "mcp.json", string(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ce := range cfg.Check() {
+		got = append(got, ce.Msg)
+	}
+	want := []string{
+		"args[1] is 200000 bytes: Linux passes a program no argument or environment string over 128 KiB",
+		"env BIG is 131072 bytes: Linux passes a program no argument or environment string over 128 KiB",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%q\nwant\n%q", got, want)
 	}
 }
