@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,36 @@ func TestDefaultsAndAliases(t *testing.T) {
 	}
 	if !strings.HasPrefix(b.Where("startupTimeout"), "mcp.json:5:27") {
 		t.Errorf("alias placed at %s", b.Where("startupTimeout"))
+	}
+}
+
+// Defaults give each server the fields of its kind: a remote server does
+// not get a default command or env, nor a stdio one a default url or
+// headers; a default dependency is not the server's own.
+func TestDefaultsByKind(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{
+  "defaults": {"command": "x", "env": {"A": "1"}, "args": ["-v"], "url": "http://127.0.0.1:1/", "headers": {"H": "v"}, "dependsOn": ["a"]},
+  "servers": {
+    "a": {"args": ["z"]},
+    "s": {"command": "y"},
+    "r": {"url": "http://example.com/mcp"},
+    "h": {"type": "http"}
+  }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, st, r, h := cfg.Server("a"), cfg.Server("s"), cfg.Server("r"), cfg.Server("h")
+	if a.Type != "stdio" || a.Command != "x" || len(a.DependsOn) != 0 {
+		t.Errorf("a, all from defaults: %+v", a)
+	}
+	if st.Command != "y" || st.URL != "" || len(st.Headers) != 0 || st.Env["A"] != "1" || !slices.Equal(st.DependsOn, []string{"a"}) {
+		t.Errorf("a stdio server: %+v", st)
+	}
+	if r.Command != "" || len(r.Args) != 0 || len(r.Env) != 0 || r.Headers["H"] != "v" {
+		t.Errorf("a remote server: %+v", r)
+	}
+	if h.URL != "http://127.0.0.1:1/" || h.Command != "" {
+		t.Errorf("a remote server whose url is the default: %+v", h)
 	}
 }
 

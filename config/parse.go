@@ -240,6 +240,47 @@ type fieldReader struct {
 	// unexpanded holds the fields whose ${...} failed (and was reported):
 	// empty, but not missing.
 	unexpanded map[string]bool
+	// kind is "stdio" or "remote" when the server's own fields say
+	// (type, command or url): defaults of the other kind pass it by.
+	kind string
+}
+
+// ownKind is the kind of server obj's own fields make it (its type, or a
+// field only that kind has), or "" when they leave it to the defaults.
+// Fields of both kinds are checkTransport's to refuse.
+func ownKind(obj map[string]any) string {
+	if t, ok := obj["type"].(string); ok {
+		if t == "stdio" {
+			return "stdio"
+		}
+		return "remote"
+	}
+	has := func(fields ...string) bool {
+		return slices.ContainsFunc(fields, func(f string) bool { _, ok := obj[f]; return ok })
+	}
+	switch {
+	case has("command"):
+		return "stdio"
+	case has("url"):
+		return "remote"
+	case has(stdioOnly...):
+		return "stdio"
+	case has(remoteOnly...):
+		return "remote"
+	}
+	return ""
+}
+
+// otherKind says whether field is one that only the other kind of server
+// than kind has.
+func otherKind(field, kind string) bool {
+	switch kind {
+	case "stdio":
+		return field == "url" || slices.Contains(remoteOnly, field)
+	case "remote":
+		return field == "command" || slices.Contains(stdioOnly, field)
+	}
+	return false
 }
 
 // get returns a field's value and its path, from the server or defaults.
@@ -247,7 +288,7 @@ func (r *fieldReader) get(name string) (any, []string, bool) {
 	if v, ok := r.obj[name]; ok {
 		return v, append(append([]string(nil), r.server...), name), true
 	}
-	if v, ok := r.defaults[name]; ok {
+	if v, ok := r.defaults[name]; ok && !otherKind(name, r.kind) {
 		return v, []string{"defaults", name}, true
 	}
 	return nil, nil, false
@@ -451,7 +492,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj, shown: map[string]string{},
 		root: schemas.FieldPath(d.writtenPath(sp)),
 	}
-	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars}
+	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars, kind: ownKind(obj)}
 
 	if v, p, ok := r.get("command"); ok {
 		r.note("command", p)
@@ -551,8 +592,11 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if v, p, ok := r.alias("dependsOn", "dependencies"); ok {
 		r.note("dependsOn", p)
 		for i, e := range v.([]any) {
+			if p[0] == "defaults" && e == name {
+				continue // "every server depends on a": a itself does not
+			}
+			s.where["dependsOn."+strconv.Itoa(len(s.DependsOn))] = d.where(append(append([]string(nil), p...), strconv.Itoa(i)))
 			s.DependsOn = append(s.DependsOn, e.(string))
-			s.where["dependsOn."+strconv.Itoa(i)] = d.where(append(append([]string(nil), p...), strconv.Itoa(i)))
 		}
 	}
 	if v, p, ok := r.get("disabled"); ok {
