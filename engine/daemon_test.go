@@ -140,6 +140,12 @@ func TestSessionListen(t *testing.T) {
 	if s2, _ := SessionFor([]string{"/work/proj/.vscode/mcp.json"}, "", env); s2.Name == s.Name || !strings.HasPrefix(s2.Name, "proj-") {
 		t.Errorf(".vscode config: name %q", s2.Name)
 	}
+	// Two files are one session in either order: they run the same servers.
+	ab, _ := SessionFor([]string{"/work/proj/a.json", "/work/proj/b.json"}, "", env)
+	ba, _ := SessionFor([]string{"/work/proj/b.json", "/work/proj/a.json"}, "", env)
+	if ab.Name != ba.Name || ab.Name == s.Name {
+		t.Errorf("a and b: %q; b and a: %q", ab.Name, ba.Name)
+	}
 	ln, release, err := s.Listen()
 	if err != nil {
 		t.Fatal(err)

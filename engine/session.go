@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,9 +49,11 @@ func SessionFor(configPaths []string, name string, getenv func(string) string) (
 		return nil, errorf(KindUsage, "", "a session needs a config file or a name")
 	}
 	if name == "" {
-		// The same files in the same order are the same session.
-		configPath := configPaths[0]
-		sum := sha256.Sum256([]byte(strings.Join(configPaths, "\n")))
+		// The same files are the same session, in whatever order they are
+		// given: their servers are the same.
+		paths := slices.Sorted(slices.Values(configPaths))
+		configPath := paths[0]
+		sum := sha256.Sum256([]byte(strings.Join(paths, "\n")))
 		base := filepath.Base(filepath.Dir(configPath))
 		if base == ".vscode" {
 			base = filepath.Base(filepath.Dir(filepath.Dir(configPath)))
