@@ -1079,7 +1079,14 @@ func TestServeSignalEndsCalls(t *testing.T) {
 				t.Fatalf("serve still runs 3s after %v", sig)
 			}
 			select {
-			case <-called:
+			case err := <-called:
+				// Answered, if at all, saying why; not "context canceled".
+				if err != nil && strings.Contains(err.Error(), "context canceled") {
+					t.Errorf("the call's answer: %v", err)
+				}
+				if err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "closed") && !strings.Contains(err.Error(), "mcpctl serve is ending (interrupted by") {
+					t.Errorf("the call's answer: %v", err)
+				}
 			case <-time.After(3*time.Second - time.Since(t0)):
 				t.Fatalf("the call still runs 3s after %v to serve", sig)
 			}

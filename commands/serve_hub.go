@@ -28,9 +28,9 @@ type hub struct {
 
 	// ctx ends when serve ends: stopped, or the session it used is gone.
 	ctx    context.Context
-	cancel context.CancelFunc
-	dirty  chan struct{} // a resync is due
-	done   chan struct{} // the watch and the resync loop ended
+	cancel context.CancelCauseFunc // with why serve ends
+	dirty  chan struct{}           // a resync is due
+	done   chan struct{}           // the watch and the resync loop ended
 
 	mu sync.Mutex
 	// What the SDK server offers: name (or URI) → the JSON it came from,
@@ -74,10 +74,10 @@ func serveProtocolVersions() []string {
 // server. A first error from the host is returned as it is, so that "no
 // session" lets withHost start the servers itself.
 func (hb *hub) start(ctx context.Context) error {
-	hb.ctx, hb.cancel = context.WithCancel(ctx)
+	hb.ctx, hb.cancel = context.WithCancelCause(ctx)
 	ins, err := hb.inspect(hb.ctx)
 	if err != nil {
-		hb.cancel()
+		hb.cancel(nil)
 		return err
 	}
 	var instructions []string
@@ -123,14 +123,14 @@ func (hb *hub) start(ctx context.Context) error {
 	select {
 	case <-ready:
 	case err := <-watched:
-		hb.cancel()
+		hb.cancel(nil)
 		if err == nil {
 			err = ctx.Err()
 		}
 		return err
 	}
 	if err := hb.sync(hb.ctx); err != nil {
-		hb.cancel()
+		hb.cancel(nil)
 		<-watched
 		return err
 	}
@@ -154,7 +154,7 @@ func (hb *hub) start(ctx context.Context) error {
 
 // stop ends the watches and the resync loop.
 func (hb *hub) stop() {
-	hb.cancel()
+	hb.cancel(errServeStopped)
 	<-hb.done
 	// Their subscriptions are released before the host's servers stop.
 	hb.subs.running.Wait()
@@ -167,7 +167,7 @@ func (hb *hub) lose(err error) {
 		hb.lostErr = err
 	}
 	hb.mu.Unlock()
-	hb.cancel()
+	hb.cancel(err)
 }
 
 // sessionEnded is the error of a serve whose session went away (mcpctl
@@ -646,13 +646,40 @@ func rawString(raw json.RawMessage, name string) string {
 // arguments break the schema) is a result marked isError, so a model sees
 // why; a bad request (an unknown tool) and a server's own protocol error
 // are JSON-RPC errors.
+// errServeStopped is why a request ends when serve is stopped.
+var errServeStopped = errors.New("mcpctl serve was stopped")
+
+// servingEnded is the answer to a request that serve's end cut short
+// (a signal, stdin closed, its session gone): a JSON-RPC error that says
+// so, rather than the bare "context canceled". nil when ctx ended
+// otherwise (the client cancelled it: no answer is sent).
+func servingEnded(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || cause == nil || errors.Is(cause, context.Canceled) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpctl serve is ending (%v): the request was cancelled on its server", cause)}
+}
+
+// requestError is err, the host's answer to a request, as serve's client
+// is told it.
+func requestError(ctx context.Context, err error) error {
+	if ended := servingEnded(ctx); ended != nil {
+		return ended
+	}
+	return rpcError(err)
+}
+
 func toolFailure(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	if ctx.Err() != nil {
+		if ended := servingEnded(ctx); ended != nil {
+			return nil, ended
+		}
 		return nil, ctx.Err()
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) && (ee.Kind == engine.KindProtocol || (ee.Kind == engine.KindUsage && len(ee.Violations) == 0)) {
-		return nil, rpcError(err)
+		return nil, requestError(ctx, err)
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(err)}}}, nil
 }
@@ -713,7 +740,7 @@ func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 		markReached(ctx)
 		res, err := hb.h.GetPrompt(ctx, &engine.PromptRequest{Name: name, Arguments: req.Params.Arguments})
 		if err != nil {
-			return nil, rpcError(err)
+			return nil, requestError(ctx, err)
 		}
 		var out mcp.GetPromptResult
 		if err := json.Unmarshal(withoutHop(res.Result), &out); err != nil {
@@ -728,7 +755,7 @@ func (hb *hub) readResource(server string) mcp.ResourceHandler {
 		markReached(ctx)
 		res, err := hb.h.ReadResource(ctx, &engine.ResourceRequest{URI: req.Params.URI, Server: server})
 		if err != nil {
-			return nil, rpcError(err)
+			return nil, requestError(ctx, err)
 		}
 		var out mcp.ReadResourceResult
 		if err := json.Unmarshal(withoutHop(res.Result), &out); err != nil {
@@ -758,7 +785,7 @@ func (hb *hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	}
 	res, err := hb.h.Complete(ctx, creq)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, requestError(ctx, err)
 	}
 	var out mcp.CompleteResult
 	if err := json.Unmarshal(withoutHop(res.Result), &out); err != nil {
