@@ -116,6 +116,10 @@ func TestClientNoSession(t *testing.T) {
 	if _, err := c.Status(context.Background()); !errors.Is(err, ErrNoSession) {
 		t.Errorf("stale socket: %v", err)
 	}
+	// A Client without a Socket is the program's mistake, not no session.
+	if _, err := (&Client{}).Status(context.Background()); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "has no Socket") {
+		t.Errorf("zero Client: %v", err)
+	}
 }
 
 func TestSessionListen(t *testing.T) {
