@@ -53,7 +53,8 @@ it can answer them; its log messages are sent as notifications/message
 with the server's name as logger. A client's resource subscriptions are
 made on the server that has the resource, once however many clients
 follow it, and its updates go to those clients; the server is
-unsubscribed when the last of them unsubscribes or goes away.
+unsubscribed when the last of them unsubscribes or goes away (one speaking
+MCP 2026-07-28 when its connection ends).
 
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends; a server that
