@@ -594,6 +594,14 @@ func TestServeHTTP(t *testing.T) {
 			}
 			sc := w.connectHTTP(url, token)
 			checkServe(t, w, sc)
+			// A request as big as stdio takes (the SDK's own limit is 4 MiB).
+			big := strings.Repeat("a", 5<<20)
+			bctx, bcancel := context.WithTimeout(context.Background(), 60*time.Second)
+			res, err := sc.cs.GetPrompt(bctx, &mcp.GetPromptParams{Name: "fake.greet", Arguments: map[string]string{"who": big}})
+			bcancel()
+			if err != nil || len(res.Messages) != 1 || len(res.Messages[0].Content.(*mcp.TextContent).Text) != len("Hello ")+len(big) {
+				t.Errorf("a 5 MiB prompt argument over HTTP: %v", err)
+			}
 			if mode == "session" {
 				if out := w.mcpctl("tools", "--jq", ".[].name", "-r"); !strings.Contains(out, "fake.grown") {
 					t.Errorf("the session's tools after serve: %s", out)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -128,7 +129,11 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 			return err
 		}
 		if ln, err = net.Listen("tcp", opts.http); err != nil {
-			return usagef(fmt.Sprintf("cannot listen on %s: %v", opts.http, unwrapNetError(err)), "choose another port, or port 0 for a free one")
+			hint := "choose another port, or port 0 for a free one"
+			if errors.Is(err, syscall.EADDRNOTAVAIL) {
+				hint = "give an address of this machine (127.0.0.1 for this machine alone, 0.0.0.0 for every network)"
+			}
+			return usagef(fmt.Sprintf("cannot listen on %s: %v", opts.http, unwrapNetError(err)), hint)
 		}
 		defer ln.Close()
 	}
@@ -312,7 +317,10 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 // cross-origin protection, with its clients followed.
 func (hb *hub) httpHandler(token string, clients *presence, refused *refusals) http.Handler {
 	hb.srv.AddReceivingMiddleware(clients.track)
-	var h http.Handler = clients.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, nil))
+	// A request as big as one serve reads over stdio (the SDK's default
+	// is 4 MiB); only a client with the token gets this far.
+	opts := &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: int64(maxServeLine)}
+	var h http.Handler = clients.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, opts))
 	// Browsers' cross-origin requests are refused (the SDK already refuses
 	// a foreign Host on loopback: DNS rebinding).
 	h = http.NewCrossOriginProtection().Handler(h)
