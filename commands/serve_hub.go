@@ -461,13 +461,7 @@ func (hb *hub) callTool(name string) mcp.ToolHandler {
 			creq.Arguments = args
 		}
 		if token := req.Params.GetProgressToken(); token != nil {
-			creq.OnProgress = func(p engine.Progress) {
-				msg := p.Message
-				if msg == "" {
-					msg = p.Status
-				}
-				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: msg})
-			}
+			creq.OnProgress = progressRelay(token, func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) })
 		}
 		relayQuestions(ctx, req.Session, creq)
 		res, err := hb.h.CallTool(ctx, creq)
@@ -475,6 +469,37 @@ func (hb *hub) callTool(name string) mcp.ToolHandler {
 			return toolFailure(ctx, err)
 		}
 		return toolResult(res.Result)
+	}
+}
+
+// progressRelay sends a call's progress to the client that asked with
+// token. MCP wants each notification's progress above the last: a task's
+// status updates carry none (0), so they count on from the last sent; one
+// that says nothing new is not sent.
+func progressRelay(token any, send func(*mcp.ProgressNotificationParams)) func(engine.Progress) {
+	var mu sync.Mutex
+	var last float64
+	var lastMsg string
+	return func(p engine.Progress) {
+		msg := p.Message
+		if msg == "" {
+			msg = p.Status
+		}
+		mu.Lock()
+		n, total := p.Progress, p.Total
+		if n <= last {
+			if msg == lastMsg {
+				mu.Unlock()
+				return // a task polled again, no further on
+			}
+			n = last + 1
+		}
+		if total > 0 && n > total {
+			total = 0 // past what it said: unknown now
+		}
+		last, lastMsg = n, msg
+		mu.Unlock()
+		send(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: n, Total: total, Message: msg})
 	}
 }
 

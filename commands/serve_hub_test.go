@@ -3,10 +3,15 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A hint to serve's client keeps what it can act on, not what to type at
@@ -49,5 +54,29 @@ func TestServingEnded(t *testing.T) {
 	stop(errServeStopped)
 	if err := servingEnded(stopped); err == nil || !errors.Is(context.Cause(stopped), errServeStopped) {
 		t.Errorf("serve stopped: %v", err)
+	}
+}
+
+// A call's progress reaches the client ever increasing, as MCP asks: a
+// task's status updates (progress 0) count on from the last, and one that
+// says nothing new is not sent.
+func TestProgressRelayIncreases(t *testing.T) {
+	var sent []string
+	relay := progressRelay("tok", func(p *mcp.ProgressNotificationParams) {
+		sent = append(sent, fmt.Sprintf("%v/%v %s", p.Progress, p.Total, p.Message))
+	})
+	for _, p := range []engine.Progress{
+		{Progress: 1, Total: 3, Message: "one"},
+		{Status: "working", Message: "Gathering"},
+		{Status: "working", Message: "Gathering"},
+		{Status: "working", Message: "Analyzing"},
+		{Progress: 2, Total: 3, Message: "late"},
+		{Status: "completed"},
+	} {
+		relay(p)
+	}
+	want := []string{"1/3 one", "2/0 Gathering", "3/0 Analyzing", "4/0 late", "5/0 completed"}
+	if !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q", sent, want)
 	}
 }
