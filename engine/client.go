@@ -205,8 +205,8 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	if c == nil {
 		return nil, errorf(KindUsage, "", "a method of a nil *engine.Client was called").hint("make one with &engine.Client{Socket: session.Socket}")
 	}
-	if c.Socket == "" {
-		return nil, errorf(KindUsage, "", "the engine.Client has no Socket").hint("make one with &engine.Client{Socket: session.Socket}")
+	if c.Socket == "" && c.Dial == nil {
+		return nil, errorf(KindUsage, "", "the engine.Client has no Socket (nor Dial)").hint("make one with &engine.Client{Socket: session.Socket}")
 	}
 	var rd io.Reader
 	if body != nil {
