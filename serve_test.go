@@ -849,8 +849,9 @@ func TestServeManage(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			w := newServeWorld(t, map[string]string{
-				"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "mcpctl": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
-				"fake.json": `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+				"mcp.json":    `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "mcpctl": {"command": "mcp-fake", "args": ["hidden.json"]}}}`,
+				"fake.json":   `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+				"hidden.json": `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}], "prompts": [{"name": "greet", "text": "hi from hidden"}], "resources": [{"uri": "file:///hidden.txt", "name": "h", "text": "hidden text"}]}`,
 			})
 			if mode == "session" {
 				w.mcpctl("up")
@@ -923,6 +924,13 @@ func TestServeManage(t *testing.T) {
 			res, _ = call("mcpctl.restart", map[string]any{"server": "mcpctl"})
 			if !res.IsError || !strings.Contains(callText(t, res), "server mcpctl is not offered by serve --manage") {
 				t.Errorf("restart of the hidden server: %+v %q", res, callText(t, res))
+			}
+			// Nor are its prompts and resources, asked for by name.
+			if _, err := sc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mcpctl.greet"}); err == nil || strings.Contains(err.Error(), "hi from hidden") {
+				t.Errorf("prompt of the hidden server: %v", err)
+			}
+			if r, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///hidden.txt"}); err == nil {
+				t.Errorf("resource of the hidden server: %+v", r)
 			}
 			// Their arguments are checked as their schemas say.
 			for _, bad := range []struct {

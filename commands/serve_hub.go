@@ -38,9 +38,14 @@ type hub struct {
 	tools, prompts, resources, templates map[string]string
 	tmplServer                           map[string]string // URI template → its server, for completion
 	resServer                            map[string]string // resource URI → the server serve offers it from
-	warned                               map[string]bool
-	lostErr                              error
-	logLevel                             string // the most verbose a client asked for
+	// What serve does not offer, for askHostUnoffered: servers it hides
+	// (itself, "mcpctl" under --manage), items the SDK refused, and the
+	// URIs that servers down now listed (URI → server).
+	hidden, refused map[string]bool
+	downURIs        map[string]string
+	warned          map[string]bool
+	lostErr         error
+	logLevel        string // the most verbose a client asked for
 
 	subs subscriptions // resource subscriptions relayed to the host
 
@@ -246,16 +251,24 @@ func (hb *hub) sync(ctx context.Context) error {
 	}
 	var tools, prompts, resources, templates []item
 	tmplServer, resServer := map[string]string{}, map[string]string{}
+	hidden, refused, downURIs := map[string]bool{}, map[string]bool{}, map[string]string{}
 	for _, in := range servers {
-		if in.Stale {
-			continue
-		}
 		if hb.isSelf(in) {
 			hb.warnOnce("self "+in.Name, "server %s is this mcpctl serve itself (session %s); what it offers is not offered again", in.Name, hb.session)
+			hidden[in.Name] = true
 			continue
 		}
 		if hb.manage != nil && in.Name == manageServer {
 			hb.warnOnce("manage", "server %s is not offered: with --manage, %s.* are serve's own tools", in.Name, manageServer)
+			hidden[in.Name] = true
+			continue
+		}
+		if in.Stale {
+			for _, r := range in.Resources {
+				if _, ok := downURIs[r.URI]; !ok {
+					downURIs[r.URI] = r.Server
+				}
+			}
 			continue
 		}
 		for _, t := range in.Tools {
@@ -280,12 +293,16 @@ func (hb *hub) sync(ctx context.Context) error {
 	if hb.manage != nil {
 		tools = append(tools, hb.manageTools()...)
 	}
-	hb.mirror("tool", hb.tools, tools, hb.srv.RemoveTools)
-	hb.mirror("prompt", hb.prompts, prompts, hb.srv.RemovePrompts)
-	hb.mirror("resource", hb.resources, resources, hb.srv.RemoveResources)
-	hb.mirror("resource template", hb.templates, templates, hb.srv.RemoveResourceTemplates)
+	hb.mirror("tool", hb.tools, tools, hb.srv.RemoveTools, refused)
+	hb.mirror("prompt", hb.prompts, prompts, hb.srv.RemovePrompts, refused)
+	hb.mirror("resource", hb.resources, resources, hb.srv.RemoveResources, refused)
+	hb.mirror("resource template", hb.templates, templates, hb.srv.RemoveResourceTemplates, refused)
+	for uri := range resServer {
+		delete(downURIs, uri) // offered by a server up: it is not unoffered
+	}
 	hb.mu.Lock()
 	hb.tmplServer, hb.resServer = tmplServer, resServer
+	hb.hidden, hb.refused, hb.downURIs = hidden, refused, downURIs
 	hb.mu.Unlock()
 	return nil
 }
@@ -317,8 +334,9 @@ type item struct {
 // mirror makes the SDK server's set of one kind (have: key → what it was
 // made from) what want says: it removes what went, and adds what came or
 // changed. The SDK then tells the clients (list_changed). When two servers
-// offer one resource URI, the first in the config's order is offered.
-func (hb *hub) mirror(kind string, have map[string]string, want []item, remove func(...string)) {
+// offer one resource URI, the first in the config's order is offered. What
+// the SDK refuses is noted in refused, as "kind key".
+func (hb *hub) mirror(kind string, have map[string]string, want []item, remove func(...string), refused map[string]bool) {
 	seen := map[string]string{} // key → server
 	var gone []string
 	wanted := map[string]bool{}
@@ -348,6 +366,7 @@ func (hb *hub) mirror(kind string, have map[string]string, want []item, remove f
 			continue
 		}
 		if err := it.add(); err != nil {
+			refused[kind+" "+it.key] = true
 			hb.warnOnce(kind+" bad "+it.key+" "+fp, "%s %s of server %s is not offered: %v", kind, it.key, it.server, err)
 			if _, ok := have[it.key]; ok {
 				remove(it.key)
@@ -666,11 +685,6 @@ func rawString(raw json.RawMessage, name string) string {
 	return s
 }
 
-// toolFailure answers a call the host could not make. What the client or
-// model can act on (the server is unavailable, the call timed out, the
-// arguments break the schema) is a result marked isError, so a model sees
-// why; a bad request (an unknown tool) and a server's own protocol error
-// are JSON-RPC errors.
 // errServeStopped is why a request ends when serve is stopped.
 var errServeStopped = errors.New("mcpctl serve was stopped")
 
@@ -695,6 +709,11 @@ func requestError(ctx context.Context, err error) error {
 	return rpcError(err)
 }
 
+// toolFailure answers a call the host could not make. What the client or
+// model can act on (the server is unavailable, the call timed out, the
+// arguments break the schema) is a result marked isError, so a model sees
+// why; a bad request (an unknown tool) and a server's own protocol error
+// are JSON-RPC errors.
 func toolFailure(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	if ctx.Err() != nil {
 		if ended := servingEnded(ctx); ended != nil {
@@ -861,17 +880,35 @@ func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
-			if server, _, _ := strings.Cut(r.Params.Name, "."); hb.manage != nil && server == manageServer {
-				return res, err // serve's own tools are all offered
+			if hb.offersNot("tool", r.Params.Name) {
+				return res, err
 			}
 			return hb.callTool(r.Params.Name)(ctx, r)
 		case *mcp.GetPromptRequest:
+			if hb.offersNot("prompt", r.Params.Name) {
+				return res, err
+			}
 			return hb.getPrompt(r.Params.Name)(ctx, r)
 		case *mcp.ReadResourceRequest:
-			return hb.readResource("")(ctx, r)
+			hb.mu.Lock()
+			server, down := hb.downURIs[r.Params.URI]
+			hb.mu.Unlock()
+			if down {
+				return hb.readResource(server)(ctx, r)
+			}
 		}
 		return res, err
 	}
+}
+
+// offersNot says whether the tool or prompt called name is one serve
+// keeps from its clients: of a server it hides (itself, "mcpctl" under
+// --manage, whose mcpctl.* are serve's own), or refused by the SDK.
+func (hb *hub) offersNot(kind, name string) bool {
+	server, _, _ := strings.Cut(name, ".")
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return hb.hidden[server] || hb.refused[kind+" "+name] || hb.manage != nil && server == manageServer
 }
 
 // endWithServe cancels what a client asked when serve ends (a signal, or the
