@@ -136,13 +136,15 @@ func (s *Server) CheckCwd() error {
 func (s *Server) ResolveCommand() (string, error) {
 	notFound := func() error {
 		hint := fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name)
-		if name, args, ok := strings.Cut(strings.TrimSpace(s.Command), " "); ok {
-			// A whole command line in "command": the program is its first word.
+		// A whole command line in "command": its first word is a program.
+		// Split as shown (redacted first: a secret may hold a space).
+		shown := s.Redact(strings.TrimSpace(s.Command))
+		if name, args, ok := strings.Cut(shown, " "); ok && s.runs(strings.TrimSpace(s.Command)) {
 			quoted := make([]string, 0, 4)
 			for _, a := range strings.Fields(args) {
-				quoted = append(quoted, strconv.Quote(s.Redact(a)))
+				quoted = append(quoted, strconv.Quote(a))
 			}
-			hint = fmt.Sprintf(`put the arguments in "args": "command": %q, "args": [%s]`, s.Redact(name), strings.Join(quoted, ", "))
+			hint = fmt.Sprintf(`put the arguments in "args": "command": %q, "args": [%s]`, name, strings.Join(quoted, ", "))
 		}
 		return s.checkError("command", "command not found: "+s.Redact(s.Command), hint)
 	}
@@ -167,6 +169,20 @@ func (s *Server) ResolveCommand() (string, error) {
 		return p, s.checkRunnable(p)
 	}
 	return "", notFound()
+}
+
+// runs says whether the first word of line names a program: then line is
+// a command with its arguments (not a path with a space in it).
+func (s *Server) runs(line string) bool {
+	first, _, _ := strings.Cut(line, " ")
+	if !strings.ContainsRune(first, '/') {
+		return s.lookPath(first) != ""
+	}
+	if !filepath.IsAbs(first) {
+		first = filepath.Join(s.Cwd, first)
+	}
+	st, err := os.Stat(first)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // lookPath finds an executable file called name on the PATH the server

@@ -366,12 +366,13 @@ func TestCommandThatCannotRun(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
 	for command, want := range map[string]string{
-		"./badshebang":    "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
-		"./envshebang":    "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
-		"./garbage":       "./garbage is neither a program nor a script with a #! line",
-		"./adir":          "./adir is a directory",
-		"no-such-cmd-x y": `command not found: no-such-cmd-x y`,
-		"./fine":          "",
+		"./badshebang":   "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
+		"./envshebang":   "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
+		"./garbage":      "./garbage is neither a program nor a script with a #! line",
+		"./adir":         "./adir is a directory",
+		"sh y":           `command not found: sh y`,
+		"./no such/file": `command not found: ./no such/file`,
+		"./fine":         "",
 	} {
 		body, _ := json.Marshal(map[string]any{"servers": map[string]any{"a": map[string]any{"command": command}}})
 		p := filepath.Join(dir, "mcp.json")
@@ -390,9 +391,31 @@ func TestCommandThatCannotRun(t *testing.T) {
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
 			t.Errorf("%s: %v, want %q", command, errs, want)
 		}
-		// A command line in "command": its arguments belong in args.
-		if command == "no-such-cmd-x y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "no-such-cmd-x", "args": ["y"]`)) {
+		// A command line in "command": its arguments belong in args; a
+		// path with a space in it is not one.
+		if command == "sh y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "sh", "args": ["y"]`)) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
+		}
+		if command == "./no such/file" && (len(errs) != 1 || slices.ContainsFunc(errs[0].Hints(), func(h string) bool { return strings.Contains(h, "args") })) {
+			t.Errorf("%s: hints %v", command, errs[0].Hints())
+		}
+	}
+}
+
+// The hint to move a command line's arguments to args shows them as the
+// message shows the command: a secret in them, spaces and all, redacted.
+func TestCommandLineHintHidesSecrets(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "${CMD}"}, "b": {"command": "sh --key=${KEY}"}}}`,
+		map[string]string{"CMD": "sh --api-key s3cr3tvalue", "KEY": "abc def ghi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ce := range cfg.Check() {
+		all := ce.Error() + strings.Join(ce.Hints(), " ")
+		for _, secret := range []string{"s3cr3tvalue", "api-key", "abc", "ghi"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("%q shown: %s", secret, all)
+			}
 		}
 	}
 }
