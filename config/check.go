@@ -209,7 +209,9 @@ func (s *Server) lookPath(name string) string {
 
 // checkRunnable finds why the system would refuse to run the program at p:
 // a script whose #! interpreter is not there (exec says "no such file" of
-// a file that is), or a file that is neither a script nor a program.
+// a file that is), or whose #! line ends in a carriage return. Files that
+// are neither scripts nor this system's programs are left to exec: the
+// kernel may know them (binfmt_misc).
 func (s *Server) checkRunnable(p string) error {
 	f, err := os.Open(p)
 	if err != nil {
@@ -218,42 +220,48 @@ func (s *Server) checkRunnable(p string) error {
 	defer f.Close()
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	if line, ok := bytes.CutPrefix(head, []byte("#!")); ok {
-		line, _, _ = bytes.Cut(line, []byte("\n"))
-		fields := strings.Fields(string(line))
-		if len(fields) == 0 {
-			return s.checkError("command", s.Redact(s.Command)+" starts with #! and names no interpreter", "name one on its first line, e.g. #!/bin/sh")
-		}
-		missing := func(interp string) error {
-			return s.checkError("command", fmt.Sprintf("%s needs the interpreter %s (its #! line), which is not there", s.Redact(s.Command), interp),
-				fmt.Sprintf("install it, or run the script through an interpreter that is installed: \"command\": \"INTERPRETER\", \"args\": [%q]", s.Redact(s.Command)))
-		}
-		if _, err := os.Stat(fields[0]); err != nil {
-			return missing(fields[0])
-		}
-		if filepath.Base(fields[0]) == "env" {
-			// #!/usr/bin/env node: node on the server's PATH.
-			for _, a := range fields[1:] {
-				if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
-					if s.lookPath(a) == "" {
-						return missing(a)
-					}
-					break
-				}
-			}
-		}
+	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
+	if !ok {
 		return nil
 	}
-	for _, magic := range [][]byte{{0x7f, 'E', 'L', 'F'}, {0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf}, {0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe}} {
-		if bytes.HasPrefix(head, magic) {
-			return nil
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	if bytes.HasSuffix(line, []byte("\r")) {
+		return s.checkError("command", s.Redact(s.Command)+"'s #! line ends in a carriage return (the file has Windows line ends)", "convert it to Unix line ends, e.g. with dos2unix")
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return s.checkError("command", s.Redact(s.Command)+" starts with #! and names no interpreter", "name one on its first line, e.g. #!/bin/sh")
+	}
+	missing := func(interp string) error {
+		return s.checkError("command", fmt.Sprintf("%s needs the interpreter %s (its #! line), which is not there", s.Redact(s.Command), interp),
+			fmt.Sprintf("install it, or run the script through an interpreter that is installed: \"command\": \"INTERPRETER\", \"args\": [%q]", s.Redact(s.Command)))
+	}
+	interp := fields[0]
+	if !filepath.IsAbs(interp) {
+		interp = filepath.Join(s.Cwd, interp) // as the kernel finds it: from the server's cwd
+	}
+	if _, err := os.Stat(interp); err != nil {
+		return missing(fields[0])
+	}
+	if filepath.Base(interp) == "env" {
+		// #!/usr/bin/env node: node on the server's PATH. Options that
+		// take a value (-u VAR, -C DIR, -P PATH) are passed by; after -S
+		// the program is the next word.
+		for i := 1; i < len(fields); i++ {
+			a := fields[i]
+			switch {
+			case a == "-u" || a == "-C" || a == "-P":
+				i++
+			case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
+			default:
+				if s.lookPath(a) == "" {
+					return missing(a)
+				}
+				return nil
+			}
 		}
 	}
-	if n == 0 {
-		return s.checkError("command", s.Redact(s.Command)+" is empty", "fix the command")
-	}
-	return s.checkError("command", s.Redact(s.Command)+" is neither a program nor a script with a #! line", "add a #! line naming its interpreter, or run it through one (e.g. \"command\": \"sh\")")
+	return nil
 }
 
 // Check checks every server that is not disabled; see [Server.Check].

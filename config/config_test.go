@@ -359,6 +359,8 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"envshebang": "#!/usr/bin/env no-such-interpreter-x\n",
 		"garbage":    "not a program\n",
 		"fine":       "#!/bin/sh\nexit 0\n",
+		"crlf":       "#!/bin/sh\r\nexit 0\r\n",
+		"envflags":   "#!/usr/bin/env -u NO_SUCH_VAR -S sh -e\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -368,7 +370,9 @@ func TestCommandThatCannotRun(t *testing.T) {
 	for command, want := range map[string]string{
 		"./badshebang":   "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
 		"./envshebang":   "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
-		"./garbage":      "./garbage is neither a program nor a script with a #! line",
+		"./garbage":      "", // the kernel may know it (binfmt_misc); exec says if not
+		"./crlf":         "./crlf's #! line ends in a carriage return",
+		"./envflags":     "",
 		"./adir":         "./adir is a directory",
 		"sh y":           `command not found: sh y`,
 		"./no such/file": `command not found: ./no such/file`,

@@ -885,3 +885,18 @@ func TestStartOnUseMissingCwdIsConfigError(t *testing.T) {
 		t.Errorf("call to a lazy server without its cwd: %v (%s)", err, KindOf(err))
 	}
 }
+
+// A file the system cannot run (neither its program nor a script) fails
+// its start as a config error that says so, not "exec format error".
+func TestStartNotAProgram(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(p, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := &config.Server{Name: "g", Type: "stdio", Command: p, Cwd: dir, StartupTimeout: 5 * time.Second, Source: "test:1:1"}
+	err := newEngine(t, srv).Start(ctx(t))
+	if KindOf(err) != KindConfig || !strings.Contains(err.Error(), "is not a program this system runs, nor a script with a #! line") {
+		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+}

@@ -509,6 +509,11 @@ func startError(s *config.Server, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
 		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Redact(s.Command)).wrap(err)
 	}
+	if errors.Is(err, syscall.ENOEXEC) {
+		// Not a program this system runs, nor a script: the config's.
+		return errorf(KindConfig, s.Name, "server %s: %s is not a program this system runs, nor a script with a #! line (%s)", s.Name, s.Redact(s.Command), s.Source).
+			hint("run it through its interpreter, e.g. \"command\": \"sh\", \"args\": [%q]", s.Redact(s.Command)).wrap(err)
+	}
 	return errorf(KindUnavailable, s.Name, "server %s: cannot start %s: %s", s.Name, s.Redact(s.Command), s.Redact(err.Error())).wrap(err)
 }
 
