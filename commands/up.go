@@ -210,7 +210,7 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			if opts.logLevel != "" {
 				env.note("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
 			}
-			if !slices.Equal(st.Session.ConfigFiles, cfg.Paths) && len(st.Session.ConfigFiles) > 0 {
+			if !slices.Equal(slices.Sorted(slices.Values(st.Session.ConfigFiles)), slices.Sorted(slices.Values(cfg.Paths))) && len(st.Session.ConfigFiles) > 0 {
 				// A session named by --session may run another project's
 				// config: its servers are not this one's.
 				env.note("warning: it runs %s, not %s", strings.Join(st.Session.ConfigFiles, ", "), strings.Join(cfg.Paths, ", "))
