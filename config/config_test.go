@@ -340,11 +340,11 @@ func TestTransportAliases(t *testing.T) {
 // (MCPCTL_SERVER, MCPCTL_METHOD): they are left to its shell, not read
 // from mcpctl's environment, where they are not set.
 func TestHookVariablesLeftToTheShell(t *testing.T) {
-	cfg, err := loadFile(t, "mcp.json", `{"sampling": {"command": "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} $${MCPCTL_SERVER} ${WHO}"}, "servers": {"a": {"command": "x"}}}`, map[string]string{"WHO": "me"})
+	cfg, err := loadFile(t, "mcp.json", `{"sampling": {"command": "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} $${MCPCTL_SERVER} ${WHO} ${MCPCTL_SERVER}${MCPCTL_METHOD} $$$${MCPCTL_SERVER} ${MCPCTL_METHOD:-none}"}, "servers": {"a": {"command": "x"}}}`, map[string]string{"WHO": "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cfg.Server("a").Sampling.Command, "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} ${MCPCTL_SERVER} me"; got != want {
+	if got, want := cfg.Server("a").Sampling.Command, "log ${MCPCTL_SERVER} ${MCPCTL_METHOD} ${MCPCTL_SERVER} me ${MCPCTL_SERVER}${MCPCTL_METHOD} $${MCPCTL_SERVER} ${MCPCTL_METHOD:-none}"; got != want {
 		t.Errorf("the hook's command: %q, want %q", got, want)
 	}
 }

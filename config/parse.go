@@ -659,8 +659,9 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 }
 
 // hookVars matches the variables a hook is given as it runs, written
-// ${MCPCTL_SERVER} (not $${...}, already left to the shell).
-var hookVars = regexp.MustCompile(`(^|[^$])(\$\{MCPCTL_(?:SERVER|METHOD)\})`)
+// ${MCPCTL_SERVER} or ${MCPCTL_SERVER:-default}, and $$ (a $ already left
+// to the shell), so that one pass tells them apart.
+var hookVars = regexp.MustCompile(`\$\$|\$\{MCPCTL_(?:SERVER|METHOD)(?::-[^}]*)?\}`)
 
 // hook reads a hook from the server, its defaults, or else the file's top
 // level.
@@ -681,7 +682,12 @@ func (r *fieldReader) hook(field string) *Hook {
 	if c, cp, ok := sub.get("command"); ok {
 		if cs, ok := c.(string); ok {
 			// Set for the hook when it runs: its shell expands them.
-			c = hookVars.ReplaceAllString(cs, "${1}$$${2}")
+			c = hookVars.ReplaceAllStringFunc(cs, func(m string) string {
+				if m == "$$" {
+					return m
+				}
+				return "$" + m // $${...}: a literal ${...}
+			})
 		}
 		h.Command = sub.str("command", cp, c)
 	}
