@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -493,31 +494,37 @@ func (hb *hub) callTool(name string) mcp.ToolHandler {
 
 // progressRelay sends a call's progress to the client that asked with
 // token. MCP wants each notification's progress above the last: a task's
-// status updates carry none (0), so they count on from the last sent; one
-// that says nothing new is not sent.
+// status update (progress 0, a status) counts on from the last sent, and
+// one that says nothing new is not sent; a server's own value that went
+// back is sent a hair above the last. Sent under the lock, in order: task
+// polls and the server's notifications come from two goroutines.
 func progressRelay(token any, send func(*mcp.ProgressNotificationParams)) func(engine.Progress) {
 	var mu sync.Mutex
 	var last float64
 	var lastMsg string
+	sent := false
 	return func(p engine.Progress) {
 		msg := p.Message
 		if msg == "" {
 			msg = p.Status
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		n, total := p.Progress, p.Total
-		if n <= last {
-			if msg == lastMsg {
-				mu.Unlock()
+		if sent && n <= last {
+			switch {
+			case msg == lastMsg:
 				return // a task polled again, no further on
+			case p.Status != "" && n == 0:
+				n = last + 1
+			default:
+				n = math.Nextafter(last, math.Inf(1))
 			}
-			n = last + 1
 		}
 		if total > 0 && n > total {
 			total = 0 // past what it said: unknown now
 		}
-		last, lastMsg = n, msg
-		mu.Unlock()
+		last, lastMsg, sent = n, msg, true
 		send(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: n, Total: total, Message: msg})
 	}
 }

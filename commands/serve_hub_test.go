@@ -70,13 +70,24 @@ func TestProgressRelayIncreases(t *testing.T) {
 		{Status: "working", Message: "Gathering"},
 		{Status: "working", Message: "Gathering"},
 		{Status: "working", Message: "Analyzing"},
-		{Progress: 2, Total: 3, Message: "late"},
+		{Progress: 3, Total: 3, Message: "late"},
 		{Status: "completed"},
 	} {
 		relay(p)
 	}
-	want := []string{"1/3 one", "2/0 Gathering", "3/0 Analyzing", "4/0 late", "5/0 completed"}
+	want := []string{"1/3 one", "2/0 Gathering", "3/0 Analyzing", "3.0000000000000004/0 late", "4/0 completed"}
 	if !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q", sent, want)
+	}
+	// A server's own progress from 0 goes as it is, its total kept.
+	sent = nil
+	relay = progressRelay("tok", func(p *mcp.ProgressNotificationParams) {
+		sent = append(sent, fmt.Sprintf("%v/%v %s", p.Progress, p.Total, p.Message))
+	})
+	for _, p := range []engine.Progress{{Progress: 0, Total: 1, Message: "starting"}, {Progress: 0.5, Total: 1}, {Progress: 1, Total: 1}} {
+		relay(p)
+	}
+	if want := []string{"0/1 starting", "0.5/1 ", "1/1 "}; !slices.Equal(sent, want) {
 		t.Errorf("sent %q, want %q", sent, want)
 	}
 }
