@@ -100,16 +100,24 @@ func oneLine(s string) string {
 	}, s))
 }
 
+// invisible reports a format character (bidi controls, zero-width spaces,
+// tags) that would hide or reorder text unseen; not the joiners that
+// emoji and some scripts need.
+func invisible(r rune) bool {
+	return r >= 0xAD && unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D
+}
+
 // Printable makes s safe to show on a terminal: control characters other
-// than newline and tab (ESC, BEL, C1), bidi controls and bytes that are
-// not UTF-8 are written as escapes (\x1b, \u009b, \u202e), so that a
+// than newline and tab (ESC, BEL, C1), invisible format characters (bidi
+// controls, zero-width spaces) and bytes that are not UTF-8 are written as
+// escapes (\x1b, \u009b, \u202e), so that a
 // server's name, description or stderr line cannot move the cursor, clear
 // the screen, set the clipboard (OSC 52) or show its text in another order
 // than it has. JSON output is data for programs and is left as it is
 // (encoding/json escapes C0 controls there, not C1 or DEL).
 func Printable(s string) string {
 	unsafe := func(r rune, size int) bool {
-		return r == utf8.RuneError && size == 1 || r != '\n' && r != '\t' && unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+		return r == utf8.RuneError && size == 1 || r != '\n' && r != '\t' && unicode.IsControl(r) || invisible(r)
 	}
 	i := 0
 	for i < len(s) {
