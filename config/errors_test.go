@@ -104,6 +104,8 @@ hint: a variable's name is not empty and has no '='`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},
+		{"raw line break in a string", [][2]string{{"mcp.json", "{\n  \"servers\": {\n    \"a\": {\"command\": \"x\n\"}}}"}}, nil, `mcp.json:3:22: invalid JSON: a string holds a line break or another control character
+hint: write it escaped: \n, \t`},
 		{"nested too deep", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}}}"}}, nil, `mcp.json:1:73: invalid JSON: nested more than 32 levels deep
 hint: a config nests a few levels: servers, a server, its env`},
 		{"several problems, all listed", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"args\": [1]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]}}}"}}, nil, `mcp.json:2:34: servers.a.args[0]: expected string, got number

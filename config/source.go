@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/pelletier/go-toml/v2"
@@ -124,7 +125,9 @@ func onlyComments(data []byte, toml bool) bool {
 	return true
 }
 
-var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
+// hujsonPos reads hujson's errors; (?s): the literal it quotes may hold
+// the very line break that is wrong.
+var hujsonPos = regexp.MustCompile(`(?s)^hujson: line (\d+), column (\d+): (.*)$`)
 
 // maxDepth bounds how deep a JSON config nests. Real ones nest four
 // levels; the bound keeps a hostile file from costing time and memory that
@@ -177,7 +180,12 @@ func readJSON(file string, data []byte) (*document, error) {
 		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			col, _ := strconv.Atoi(m[2])
-			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + m[3]}
+			msg, hint := m[3], ""
+			if lit, ok := strings.CutPrefix(msg, "invalid literal: \""); ok && strings.ContainsFunc(lit, unicode.IsControl) {
+				// A string with a raw line break or tab in it.
+				msg, hint = "a string holds a line break or another control character", `write it escaped: \n, \t`
+			}
+			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + msg, Hint: hint}
 		}
 		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
 	}
