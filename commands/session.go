@@ -168,7 +168,13 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	if err := startErr; err != nil {
 		var ee *engine.Error
 		if !errors.As(err, &ee) {
-			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
+			msg := err.Error()
+			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+				// A signal to the session (kill, a supervisor's stop):
+				// up is told that, not "context canceled".
+				msg = fmt.Sprintf("the session was stopped while its servers started (%v)", cause)
+			}
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: msg}
 		}
 		notify(readyMsg{Error: ee})
 		stopServing()
