@@ -391,19 +391,22 @@ func (env *Env) argCandidates(ctx context.Context, kind nameKind, name string, g
 		return nil
 	}
 	client.OnVersionMismatch = func(string) {}
+	// What the servers listed, starting none: a TAB must not start a
+	// server (a lazy one would start, and a slow one eat the second).
+	listed, _ := client.Listed(ctx)
 	var params []engine.Parameter
-	if kind == promptNames {
-		prompts, _ := client.Prompts(ctx, name)
-		for _, p := range prompts {
-			if p.Name() == name {
-				for _, a := range p.Arguments() {
-					params = append(params, engine.Parameter{Name: a.Name, Required: a.Required, Description: a.Description})
+	for _, in := range listed {
+		if kind == promptNames {
+			for _, p := range in.Prompts {
+				if p.Name() == name {
+					for _, a := range p.Arguments() {
+						params = append(params, engine.Parameter{Name: a.Name, Required: a.Required, Description: a.Description})
+					}
 				}
 			}
+			continue
 		}
-	} else {
-		tools, _ := client.Tools(ctx, name)
-		for _, t := range tools {
+		for _, t := range in.Tools {
 			if t.Name() == name {
 				params = t.Parameters()
 			}
@@ -430,33 +433,33 @@ func (env *Env) argCandidates(ctx context.Context, kind nameKind, name string, g
 	return out
 }
 
-// sessionNames lists the names of kind k that the session offers.
+// sessionNames lists the names of kind k that the session offers, from
+// what its servers have listed: none is started.
 func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *engine.Status) []string {
 	var out []string
-	switch k {
-	case servers:
+	if k == servers {
 		for _, s := range st.Servers {
 			out = append(out, s.Name)
 		}
-	case toolNames:
-		tools, _ := client.Tools(ctx, "")
-		for _, t := range tools {
-			out = append(out, candidate(t.Name(), t.Description()))
-		}
-	case promptNames:
-		prompts, _ := client.Prompts(ctx, "")
-		for _, p := range prompts {
-			out = append(out, candidate(p.Name(), p.Description()))
-		}
-	case resourceURIs:
-		if res, _ := client.Resources(ctx, ""); res != nil {
-			for _, r := range res.Resources {
+		return out
+	}
+	listed, _ := client.Listed(ctx)
+	for _, in := range listed {
+		switch k {
+		case toolNames:
+			for _, t := range in.Tools {
+				out = append(out, candidate(t.Name(), t.Description()))
+			}
+		case promptNames:
+			for _, p := range in.Prompts {
+				out = append(out, candidate(p.Name(), p.Description()))
+			}
+		case resourceURIs:
+			for _, r := range in.Resources {
 				out = append(out, candidate(r.URI, ""))
 			}
-		}
-	case templateURIs:
-		if res, _ := client.Resources(ctx, ""); res != nil {
-			for _, t := range res.Templates {
+		case templateURIs:
+			for _, t := range in.Templates {
 				out = append(out, candidate(t.URITemplate, ""))
 			}
 		}

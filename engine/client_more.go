@@ -59,6 +59,14 @@ func (c *Client) Inspect(ctx context.Context, server string) ([]*Inspection, err
 	return out, err // out with an error: a partial list (see Engine.Tools)
 }
 
+// Listed is the session's [Engine.Listed]: what its servers have listed,
+// starting none.
+func (c *Client) Listed(ctx context.Context) ([]*Inspection, error) {
+	var out []*Inspection
+	err := c.send(ctx, http.MethodGet, "/v1/listed", nil, &out)
+	return out, err
+}
+
 // Metrics reports the session's request figures. Stable.
 func (c *Client) Metrics(ctx context.Context) ([]ServerMetrics, error) {
 	var out []ServerMetrics

@@ -175,6 +175,7 @@ func (d *Daemon) Handler() http.Handler {
 		"POST /v1/resources/read":  post(readResource),
 		"POST /v1/complete":        post(complete),
 		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
+		"GET /v1/listed":           get(func(*http.Request) ([]*Inspection, error) { return e.Listed() }),
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,
 		"POST /v1/reload":          d.unlessGone(d.serveReload),

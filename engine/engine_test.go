@@ -900,3 +900,21 @@ func TestStartNotAProgram(t *testing.T) {
 		t.Errorf("start: %v (%s)", err, KindOf(err))
 	}
 }
+
+// Listed gives what the servers have listed, starting none: a lazy server
+// that never ran is left out, and stays stopped.
+func TestListedStartsNothing(t *testing.T) {
+	lazy := fakeServer(t, "lz", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	lazy.Activation = "lazy"
+	e := newEngine(t, fakeServer(t, "up", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}), lazy)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := e.Listed()
+	if err != nil || len(listed) != 1 || listed[0].Name != "up" || len(listed[0].Tools) != 1 {
+		t.Fatalf("listed: %+v, %v", listed, err)
+	}
+	if st := e.Status()[1]; st.State != StateStopped {
+		t.Errorf("the lazy server after Listed: %s", st.State)
+	}
+}

@@ -647,40 +647,65 @@ type Inspection struct {
 func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 	out := []*Inspection{}
 	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
-		s.mu.Lock()
-		in := &Inspection{Name: s.cfg().Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
-		var init map[string]json.RawMessage
-		json.Unmarshal(s.initRaw, &init)
-		in.Capabilities = init["capabilities"]
-		in.ServerInfo = init["serverInfo"]
-		json.Unmarshal(init["instructions"], &in.Instructions)
-		if cs := s.cs; cs != nil && cs.InitializeResult() != nil {
-			ir := cs.InitializeResult()
-			if in.ServerInfo == nil && ir.ServerInfo != nil {
-				in.ServerInfo, _ = marshalVerbatim(ir.ServerInfo)
-			}
-			if in.Capabilities == nil && ir.Capabilities != nil {
-				in.Capabilities, _ = marshalVerbatim(ir.Capabilities)
-			}
-			if in.Instructions == "" {
-				in.Instructions = ir.Instructions
-			}
-		}
-		s.mu.Unlock()
-		in.Tools = append([]*Tool{}, stale(sn.tools, isStale, func(t *Tool) { t.Stale = true })...)
-		in.Prompts = append([]*Prompt{}, stale(sn.prompts, isStale, func(p *Prompt) { p.Stale = true })...)
-		in.Resources = append([]*Resource{}, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
-		in.Templates = []*Template{}
-		for _, t := range sn.templates {
-			if isStale {
-				t = &Template{Server: t.Server, URITemplate: t.URITemplate, Stale: true, raw: t.raw}
-			}
-			in.Templates = append(in.Templates, t)
-		}
-		out = append(out, in)
+		out = append(out, s.inspection(sn, isStale))
 	})
 	if err != nil {
 		return nil, err
 	}
 	return partial(out, unlisted)
+}
+
+// Listed is [Engine.Inspect] of every server that has listed what it
+// offers, as it last did: it starts no server, so one that starts on use
+// and never ran is left out. For lookups that must not start anything,
+// such as completing a word at a shell's TAB.
+func (e *Engine) Listed() ([]*Inspection, error) {
+	if err := e.open(); err != nil {
+		return nil, err
+	}
+	out := []*Inspection{}
+	for _, s := range e.all() {
+		if s.unknown() {
+			continue
+		}
+		if sn, isStale, err := s.offer(); err == nil {
+			out = append(out, s.inspection(sn, isStale))
+		}
+	}
+	return out, nil
+}
+
+// inspection is what server s declared, with sn, what it offers.
+func (s *server) inspection(sn *snapshot, isStale bool) *Inspection {
+	s.mu.Lock()
+	in := &Inspection{Name: s.cfg().Name, State: s.state, Stale: isStale, ProtocolVersion: s.protocol}
+	var init map[string]json.RawMessage
+	json.Unmarshal(s.initRaw, &init)
+	in.Capabilities = init["capabilities"]
+	in.ServerInfo = init["serverInfo"]
+	json.Unmarshal(init["instructions"], &in.Instructions)
+	if cs := s.cs; cs != nil && cs.InitializeResult() != nil {
+		ir := cs.InitializeResult()
+		if in.ServerInfo == nil && ir.ServerInfo != nil {
+			in.ServerInfo, _ = marshalVerbatim(ir.ServerInfo)
+		}
+		if in.Capabilities == nil && ir.Capabilities != nil {
+			in.Capabilities, _ = marshalVerbatim(ir.Capabilities)
+		}
+		if in.Instructions == "" {
+			in.Instructions = ir.Instructions
+		}
+	}
+	s.mu.Unlock()
+	in.Tools = append([]*Tool{}, stale(sn.tools, isStale, func(t *Tool) { t.Stale = true })...)
+	in.Prompts = append([]*Prompt{}, stale(sn.prompts, isStale, func(p *Prompt) { p.Stale = true })...)
+	in.Resources = append([]*Resource{}, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
+	in.Templates = []*Template{}
+	for _, t := range sn.templates {
+		if isStale {
+			t = &Template{Server: t.Server, URITemplate: t.URITemplate, Stale: true, raw: t.raw}
+		}
+		in.Templates = append(in.Templates, t)
+	}
+	return in
 }
