@@ -851,7 +851,7 @@ func TestServeManage(t *testing.T) {
 			w := newServeWorld(t, map[string]string{
 				"mcp.json":    `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "mcpctl": {"command": "mcp-fake", "args": ["hidden.json"]}}}`,
 				"fake.json":   `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
-				"hidden.json": `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}], "prompts": [{"name": "greet", "text": "hi from hidden"}], "resources": [{"uri": "file:///hidden.txt", "name": "h", "text": "hidden text"}]}`,
+				"hidden.json": `{"subscribe": true, "tools": [{"name": "echo"}, {"name": "die", "crash": 9}], "prompts": [{"name": "greet", "text": "hi from hidden"}], "resources": [{"uri": "file:///hidden.txt", "name": "h", "text": "hidden text"}]}`,
 			})
 			if mode == "session" {
 				w.mcpctl("up")
@@ -932,6 +932,18 @@ func TestServeManage(t *testing.T) {
 			if r, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///hidden.txt"}); err == nil {
 				t.Errorf("resource of the hidden server: %+v", r)
 			}
+			if err := sc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///hidden.txt"}); err == nil {
+				t.Error("a subscription to the hidden server's resource was made")
+			}
+			if _, err := sc.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "mcpctl.greet"}, Argument: mcp.CompleteParamsArgument{Name: "x"}}); err == nil || !strings.Contains(err.Error(), `unknown prompt "mcpctl.greet"`) {
+				t.Errorf("completion of the hidden server's prompt: %v", err)
+			}
+			_, st = call("mcpctl.status", nil)
+			for _, s := range st.Servers {
+				if s.Name == "mcpctl" {
+					t.Errorf("mcpctl.status shows the hidden server: %+v", s)
+				}
+			}
 			// Their arguments are checked as their schemas say.
 			for _, bad := range []struct {
 				tool string
@@ -954,7 +966,7 @@ func TestServeManage(t *testing.T) {
 					t.Errorf("fake's status after mcpctl stop: %+v", stopped)
 				}
 				res, _ = call("mcpctl.restart", map[string]any{"server": "fake"})
-				if !res.IsError || !strings.Contains(callText(t, res), "server fake was stopped with mcpctl stop; only a person starts it again (mcpctl start fake)") {
+				if !res.IsError || !strings.Contains(callText(t, res), "server fake was stopped by hand (mcpctl stop); only a person starts it again") {
 					t.Errorf("restart of a server stopped by hand: %+v %q", res, callText(t, res))
 				}
 			}

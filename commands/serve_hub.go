@@ -44,9 +44,13 @@ type hub struct {
 	// URIs that servers down now listed (URI → server).
 	hidden, refused map[string]bool
 	downURIs        map[string]string
-	warned          map[string]bool
-	lostErr         error
-	logLevel        string // the most verbose a client asked for
+	// The templates serve offers (the first of each), and the URIs and
+	// templates of the servers it hides, for subscriptions.
+	offeredTmpls, hiddenTmpls []*engine.Template
+	hiddenURIs                map[string]bool
+	warned                    map[string]bool
+	lostErr                   error
+	logLevel                  string // the most verbose a client asked for
 
 	subs subscriptions // resource subscriptions relayed to the host
 
@@ -253,15 +257,24 @@ func (hb *hub) sync(ctx context.Context) error {
 	var tools, prompts, resources, templates []item
 	tmplServer, resServer := map[string]string{}, map[string]string{}
 	hidden, refused, downURIs := map[string]bool{}, map[string]bool{}, map[string]string{}
+	hiddenURIs := map[string]bool{}
+	var offeredTmpls, hiddenTmpls []*engine.Template
+	hide := func(in *engine.Inspection) {
+		hidden[in.Name] = true
+		for _, r := range in.Resources {
+			hiddenURIs[r.URI] = true
+		}
+		hiddenTmpls = append(hiddenTmpls, in.Templates...)
+	}
 	for _, in := range servers {
 		if hb.isSelf(in) {
 			hb.warnOnce("self "+in.Name, "server %s is this mcpctl serve itself (session %s); what it offers is not offered again", in.Name, hb.session)
-			hidden[in.Name] = true
+			hide(in)
 			continue
 		}
 		if hb.manage != nil && in.Name == manageServer {
 			hb.warnOnce("manage", "server %s is not offered: with --manage, %s.* are serve's own tools", in.Name, manageServer)
-			hidden[in.Name] = true
+			hide(in)
 			continue
 		}
 		if in.Stale {
@@ -288,6 +301,7 @@ func (hb *hub) sync(ctx context.Context) error {
 			templates = append(templates, item{key: t.URITemplate, server: t.Server, raw: t.Raw(), add: hb.addTemplate(t)})
 			if _, ok := tmplServer[t.URITemplate]; !ok {
 				tmplServer[t.URITemplate] = t.Server
+				offeredTmpls = append(offeredTmpls, t)
 			}
 		}
 	}
@@ -304,6 +318,7 @@ func (hb *hub) sync(ctx context.Context) error {
 	hb.mu.Lock()
 	hb.tmplServer, hb.resServer = tmplServer, resServer
 	hb.hidden, hb.refused, hb.downURIs = hidden, refused, downURIs
+	hb.offeredTmpls, hb.hiddenTmpls, hb.hiddenURIs = offeredTmpls, hiddenTmpls, hiddenURIs
 	hb.mu.Unlock()
 	return nil
 }
@@ -825,12 +840,19 @@ func (hb *hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	}
 	switch p.Ref.Type {
 	case "ref/prompt":
+		if hb.offersNot("prompt", p.Ref.Name) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", p.Ref.Name)}
+		}
 		creq.Ref = p.Ref.Name
 	case "ref/resource":
 		creq.Ref = p.Ref.URI
 		hb.mu.Lock()
 		creq.Server = hb.tmplServer[p.Ref.URI]
+		hiddenTmpl := slices.ContainsFunc(hb.hiddenTmpls, func(t *engine.Template) bool { return t.URITemplate == p.Ref.URI })
 		hb.mu.Unlock()
+		if creq.Server == "" && hiddenTmpl {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", p.Ref.URI)}
+		}
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", p.Ref.Type)}
 	}
@@ -906,6 +928,27 @@ func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// subscribeServer is the server a subscription to uri goes to: the one
+// serve reads it from (listed, or matched by a template it offers), or
+// that listed it before it went down; "" leaves it to the host's routing.
+// hidden says uri is of a server serve hides: no subscription is made.
+func (hb *hub) subscribeServer(uri string) (server string, hidden bool) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if s, ok := hb.resServer[uri]; ok {
+		return s, false
+	}
+	for _, t := range hb.offeredTmpls {
+		if t.Match(uri) {
+			return t.Server, false
+		}
+	}
+	if s, ok := hb.downURIs[uri]; ok {
+		return s, false
+	}
+	return "", hb.hiddenURIs[uri] || slices.ContainsFunc(hb.hiddenTmpls, func(t *engine.Template) bool { return t.Match(uri) })
 }
 
 // offersNot says whether the tool or prompt called name is one serve

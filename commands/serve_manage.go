@@ -95,6 +95,10 @@ func (hb *hub) statusHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		return manageResult(ctx, nil, err)
 	}
 	states, err := hb.manage.states(ctx)
+	// What serve hides is not its clients' to see.
+	hb.mu.Lock()
+	states = slices.DeleteFunc(states, func(st engine.ServerStatus) bool { return hb.hidden[st.Name] })
+	hb.mu.Unlock()
 	return manageResult(ctx, states, err)
 }
 
@@ -146,7 +150,7 @@ func (hb *hub) restartHandler(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	for _, st := range states {
 		if st.Name == args.Server && st.StoppedByHand {
-			return manageResult(ctx, nil, fmt.Errorf("server %s was stopped with mcpctl stop; only a person starts it again (mcpctl start %s)", st.Name, st.Name))
+			return manageResult(ctx, nil, fmt.Errorf("server %s was stopped by hand (mcpctl stop); only a person starts it again", st.Name))
 		}
 	}
 	states, err = hb.manage.restart(ctx, args.Server)

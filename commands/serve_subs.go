@@ -2,9 +2,11 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,6 +37,9 @@ type subscriptions struct {
 // subscribe is the SDK server's SubscribeHandler.
 func (hb *hub) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri, client := req.Params.URI, req.Session
+	if _, hidden := hb.subscribeServer(uri); hidden {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no server serve offers has the resource %s", uri)}
+	}
 	subs := &hb.subs
 	subs.mu.Lock()
 	if subs.relays == nil {
@@ -125,10 +130,9 @@ func (hb *hub) forget(client *mcp.ServerSession) {
 // with it: its clients get no more updates (serve is ending: its host is
 // gone), and a later subscriber starts another.
 func (hb *hub) relay(ctx context.Context, uri string, r *relay) {
-	// On the server serve reads it from: two may list it.
-	hb.mu.Lock()
-	server := hb.resServer[uri]
-	hb.mu.Unlock()
+	// On the server serve reads it from: two may list it, or have a
+	// template that matches it.
+	server, _ := hb.subscribeServer(uri)
 	req := &engine.WatchRequest{Filter: engine.EventFilter{Types: []string{engine.EventResourceUpdated}}, Subscribe: []string{uri}, SubscribeServer: server}
 	readied := false
 	updated := func() { hb.srv.ResourceUpdated(hb.ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}) }
