@@ -120,7 +120,7 @@ func TestResolvedHidesSecretsInEveryField(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "hunter2"), 0o755)
 	os.WriteFile(filepath.Join(dir, "hunter2.env"), []byte("X=1\n"), 0o644)
 	body := `{"servers": {
-	  "a": {"command": "x", "cwd": "${TOKEN}", "envFile": "${TOKEN}.env", "roots": ["/srv/${TOKEN}"], "includeTools": ["${TOKEN}*"], "excludeTools": ["${TOKEN}"]},
+	  "a": {"command": "x", "cwd": "${TOKEN}", "envFile": "${TOKEN}.env", "roots": ["/srv/${TOKEN}"], "includeTools": ["${TOKEN}*"], "excludeTools": ["${TOKEN}"], "inheritEnv": ["${TOKEN}_*"]},
 	  "r": {"url": "https://example.com/mcp", "caFile": "${TOKEN}.pem", "clientCert": "${TOKEN}.crt", "clientKey": "${TOKEN}.key"}}}`
 	p := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -132,7 +132,7 @@ func TestResolvedHidesSecretsInEveryField(t *testing.T) {
 	}
 	for _, show := range []bool{false, true} {
 		out, _ := json.Marshal(cfg.Resolved(show))
-		if n := strings.Count(string(out), "hunter2"); (n > 0) != show || show && n != 8 {
+		if n := strings.Count(string(out), "hunter2"); (n > 0) != show || show && n != 9 {
 			t.Errorf("showSecrets %v: the secret shown %d times in %s", show, n, out)
 		}
 	}

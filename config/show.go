@@ -161,7 +161,7 @@ func (s *Server) resolved(showSecrets bool) *ResolvedServer {
 	case len(s.InheritEnv) == 0:
 		r.InheritEnv = false
 	default:
-		r.InheritEnv = s.InheritEnv
+		r.InheritEnv = hideAll(s.InheritEnv)
 	}
 	r.Headers = redactAll(s.Headers, showSecrets)
 	if s.Limits.Any() {

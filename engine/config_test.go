@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -590,5 +591,35 @@ func TestReloadStartedOnlyWhatStarted(t *testing.T) {
 	res, err := e.Reload(ctx(t), cfg)
 	if err != nil || len(res.Started) != 0 || len(res.Failed) != 1 || res.Failed[0].Server != "bad" {
 		t.Errorf("second reload: %+v, %v", res, err)
+	}
+}
+
+// A glob that came from the environment is a secret: the refusal of a tool
+// it hides does not show it.
+func TestHiddenToolGlobRedacted(t *testing.T) {
+	dir := t.TempDir()
+	spec, _ := json.Marshal(fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "hidden"}, {Name: "echo"}}})
+	os.WriteFile(filepath.Join(dir, "spec.json"), spec, 0o644)
+	exe, _ := os.Executable()
+	data, _ := json.Marshal(map[string]any{"servers": map[string]any{"fs": map[string]any{
+		"command": exe, "args": []string{filepath.Join(dir, "spec.json")}, "env": map[string]string{"MCPCTL_TEST_FAKE": "1"},
+		"excludeTools": []string{"${SECRET_GLOB}"}}}})
+	cfg, err := config.Parse("mcp.json", data, dir, func(k string) (string, bool) {
+		if k == "SECRET_GLOB" {
+			return "hid*", true
+		}
+		return os.LookupEnv(k)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cfg, nil)
+	defer e.Close()
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "fs.hidden"})
+	if err == nil || strings.Contains(err.Error(), "hid*") || !strings.Contains(err.Error(), "is hidden by the config") {
+		t.Errorf("calling a hidden tool: %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func (s *server) hidden(tool string) string {
 		return fmt.Sprintf("matches no glob of includeTools (%s)", s.cfg().Where("includeTools"))
 	}
 	if g := match(s.cfg().ExcludeTools); g != "" {
-		return fmt.Sprintf("matches %q of excludeTools (%s)", g, s.cfg().Where("excludeTools"))
+		return fmt.Sprintf("matches %q of excludeTools (%s)", s.cfg().Redact(g), s.cfg().Where("excludeTools"))
 	}
 	return ""
 }
