@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -882,9 +880,11 @@ func readEnvFile(path string) ([][2]string, error) {
 		return nil, err
 	}
 	var out [][2]string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	// Split, not scanned: a bufio.Scanner stops at a line over 64 KiB, and
+	// every line after it was lost unsaid.
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
