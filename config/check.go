@@ -260,6 +260,8 @@ func (s *Server) checkRunnable(p string) error {
 				return nil
 			}
 		}
+		// env runs the script itself, which runs env again, for ever.
+		return s.checkError("command", s.Redact(s.Command)+"'s #! line names env but no program for it to run", "name it, e.g. #!/usr/bin/env node")
 	}
 	return nil
 }

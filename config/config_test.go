@@ -361,6 +361,7 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"fine":       "#!/bin/sh\nexit 0\n",
 		"crlf":       "#!/bin/sh\r\nexit 0\r\n",
 		"envflags":   "#!/usr/bin/env -u NO_SUCH_VAR -S sh -e\n",
+		"envalone":   "#!/usr/bin/env -S\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -373,6 +374,7 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"./garbage":      "", // the kernel may know it (binfmt_misc); exec says if not
 		"./crlf":         "./crlf's #! line ends in a carriage return",
 		"./envflags":     "",
+		"./envalone":     "./envalone's #! line names env but no program for it to run",
 		"./adir":         "./adir is a directory",
 		"sh y":           `command not found: sh y`,
 		"./no such/file": `command not found: ./no such/file`,
