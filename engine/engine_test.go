@@ -884,6 +884,13 @@ func TestStartOnUseMissingCwdIsConfigError(t *testing.T) {
 	if KindOf(err) != KindConfig || !strings.Contains(err.Error(), "working directory "+lazy.Cwd+" does not exist") {
 		t.Errorf("call to a lazy server without its cwd: %v (%s)", err, KindOf(err))
 	}
+	// Made as the hint says, the next request starts it.
+	if err := os.Mkdir(lazy.Cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "lz.echo"}); err != nil {
+		t.Errorf("call once the cwd is there: %v", err)
+	}
 }
 
 // A file the system cannot run (neither its program nor a script) fails

@@ -137,9 +137,12 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			}
 		case StateUnavailable:
 			ch := s.lc.restartDone
-			if ch == nil && s.transientRetriesLocked() {
+			if ch == nil && (s.transientRetriesLocked() || s.configFailedLocked()) {
 				// Started for each request: one that crashed, or whose
-				// start failed, is no reason to refuse the next.
+				// start failed, is no reason to refuse the next. Nor is
+				// a start refused before anything ran (a cwd or command
+				// not there): it may be there now, and to look costs
+				// nothing.
 				s.mu.Unlock()
 				if err := s.startDependencies(ctx); err != nil {
 					return nil, err
@@ -372,6 +375,13 @@ func countsAsFailure(err error) bool {
 // transientRetriesLocked reports whether a transient server that is
 // unavailable is started again by the next request: unless it is stopped
 // by hand, or its restart policy gave up on it.
+// configFailedLocked reports a server whose last start was refused for
+// what the config names and is not there (its cwd, its command), not
+// stopped by hand.
+func (s *server) configFailedLocked() bool {
+	return s.lastErr != nil && s.lastErr.Kind == KindConfig && !s.lc.held
+}
+
 func (s *server) transientRetriesLocked() bool {
 	return s.cfg().Activation == "transient" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil
 }
