@@ -925,3 +925,16 @@ func TestListedStartsNothing(t *testing.T) {
 		t.Errorf("the lazy server after Listed: %s", st.State)
 	}
 }
+
+// Arguments that together pass the system's limit fail the start as a
+// config error that says so, not Go's "argument list too long".
+func TestStartArgumentsTooLong(t *testing.T) {
+	srv := fakeServer(t, "big", fakemcp.Spec{})
+	for range 40 {
+		srv.Args = append(srv.Args, strings.Repeat("a", 100<<10))
+	}
+	err := newEngine(t, srv).Start(ctx(t))
+	if KindOf(err) != KindConfig || !strings.Contains(err.Error(), "more than the system passes a program") {
+		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+}

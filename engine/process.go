@@ -509,6 +509,10 @@ func startError(s *config.Server, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
 		return errorf(KindUnavailable, s.Name, "server %s: cannot run %s: permission denied", s.Name, s.Redact(s.Command)).wrap(err)
 	}
+	if errors.Is(err, syscall.E2BIG) {
+		return errorf(KindConfig, s.Name, "server %s: its arguments and environment together are more than the system passes a program (argument list too long) (%s)", s.Name, s.Source).
+			hint("pass the long values in a file the server reads; with inheritEnv false it gets less of mcpctl's own environment").wrap(err)
+	}
 	if errors.Is(err, syscall.ENOEXEC) {
 		// Not a program this system runs, nor a script: the config's.
 		return errorf(KindConfig, s.Name, "server %s: %s is not a program this system runs, nor a script with a #! line (%s)", s.Name, s.Redact(s.Command), s.Source).
