@@ -197,7 +197,7 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 	// Bidi controls would show the text in another order than it has.
-	if got, want := Printable("evil.com\u202egro.elgoog \u2066x\u2069 zero\u200bwidth"), `evil.com\u202egro.elgoog \u2066x\u2069 zero\u200bwidth`; got != want {
+	if got, want := Printable("evil.com\u202egro.elgoog \u2066x\u2069 zero\u200bwidth tag\U000E0041"), `evil.com\u202egro.elgoog \u2066x\u2069 zero\u200bwidth tag\U000e0041`; got != want {
 		t.Errorf("Printable = %q, want %q", got, want)
 	}
 	if s := "plain é\ttext\n, a family 👨\u200d👩\u200d👧"; Printable(s) != s {

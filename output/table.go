@@ -139,6 +139,8 @@ func Printable(s string) string {
 			b.WriteString(s[i : i+size])
 		case size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r > 0xFFFF:
+			fmt.Fprintf(&b, `\U%08x`, r) // \ue0041 would read as \ue004 and 1
 		default:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
