@@ -188,14 +188,29 @@ func flagMistake(msg string, cmd *cli.Command) string {
 			reason = "not a number"
 		case strings.Contains(reason, "strconv.Parse"):
 			reason = "not a whole number"
-		case strings.Contains(reason, "missing unit in duration"):
-			reason = "a duration needs its unit, e.g. 30s, 5m or 1h"
 		case strings.HasPrefix(reason, "time: "):
-			reason = "not a duration: write it as 500ms, 30s, 5m or 1h"
+			reason = durationMistake(strings.Trim(m[1], `"`))
 		}
 		return fmt.Sprintf("invalid value %s for %s: %s", m[1], dashes(m[2]), reason)
 	}
 	return msg
+}
+
+var (
+	bareNumber  = regexp.MustCompile(`^[0-9.]+$`)
+	durationish = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+)
+
+// durationMistake says what is wrong with v, a duration Go's parser
+// refused, in mcpctl's words.
+func durationMistake(v string) string {
+	switch {
+	case bareNumber.MatchString(v) && strings.Count(v, ".") <= 1:
+		return "a duration needs its unit, e.g. 30s, 5m or 1h"
+	case durationish.MatchString(v):
+		return "too long: at most 2562047h"
+	}
+	return "not a duration: write it as 500ms, 30s, 5m or 1h"
 }
 
 // setUsageErrors makes a flag mistake anywhere in the tree a usage error
