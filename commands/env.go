@@ -91,12 +91,16 @@ func (env *Env) jsonRequested() bool { return env.format.JSON || env.format.JQ !
 
 // noJSON refuses --json and --jq for a command whose output is not JSON.
 func (env *Env) noJSON(cmd *cli.Command, prints string) error {
-	if !env.jsonRequested() {
+	if !env.jsonRequested() && !env.format.Raw {
 		return nil
 	}
 	flag := "--jq"
-	if env.format.JQ == "" {
+	switch {
+	case env.format.JQ != "":
+	case env.format.JSON:
 		flag = "--json"
+	default:
+		flag = "-r (--raw)"
 	}
 	return usagef(fmt.Sprintf("%s prints %s, not JSON: %s does not apply", cmd.FullName(), prints, flag), "leave "+flag+" out")
 }

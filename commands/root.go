@@ -110,6 +110,9 @@ before it exits; "mcpctl up" only makes it fast.`,
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if env.version {
+				if _, err := env.Printer(); err != nil {
+					return err // -r without --jq
+				}
 				if env.jsonRequested() {
 					return runVersion(env)
 				}

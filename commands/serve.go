@@ -130,7 +130,8 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		}
 		if ln, err = net.Listen("tcp", opts.http); err != nil {
 			hint := "choose another port, or port 0 for a free one"
-			if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			var dnsErr *net.DNSError
+			if errors.Is(err, syscall.EADDRNOTAVAIL) || errors.As(err, &dnsErr) {
 				hint = "give an address of this machine (127.0.0.1 for this machine alone, 0.0.0.0 for every network)"
 			}
 			return usagef(fmt.Sprintf("cannot listen on %s: %v", opts.http, unwrapNetError(err)), hint)
