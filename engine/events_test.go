@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // A subscriber that falls behind is told how many events it lost: on the
 // next event that finds room, and, when none comes, as the engine closes.
@@ -61,5 +64,13 @@ func TestBusStderrByType(t *testing.T) {
 	b.publish(Event{Type: EventStderr, Server: "s", Message: "hello"})
 	if ev := <-sub.C; ev.Type != EventStderr {
 		t.Errorf("got %+v", ev)
+	}
+}
+
+// A progress of 0 is sent as 0 (call --progress prints it), not left out.
+func TestProgressZeroKept(t *testing.T) {
+	data, _ := json.Marshal(Progress{Total: 3, Message: "v=0"})
+	if string(data) != `{"progress":0,"total":3,"message":"v=0"}` {
+		t.Errorf("progress 0 as JSON: %s", data)
 	}
 }

@@ -137,7 +137,7 @@ const (
 
 // Progress is how far a request got, as the server reported it.
 type Progress struct {
-	Progress float64 `json:"progress,omitempty"`
+	Progress float64 `json:"progress"` // 0 too: a progress of 0 is news
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
 	// Status is the status of a task (working, input_required,
