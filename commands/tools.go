@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/mattn/go-runewidth"
@@ -117,10 +118,13 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 func valuesNote(p engine.Parameter) string {
 	typed := func(raw json.RawMessage) string {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
+		if string(raw) == "null" || json.Unmarshal(raw, &s) != nil {
+			return string(raw) // key:=JSON
 		}
-		return string(raw)
+		if s == "" || strings.ContainsAny(s, ",;()") || strings.TrimSpace(s) != s || json.Valid([]byte(s)) {
+			return strconv.Quote(s) // bare, it would read as another value, or two
+		}
+		return s
 	}
 	var parts []string
 	if len(p.Enum) > 0 {
