@@ -94,8 +94,14 @@ func setCompletions(env *Env, root *cli.Command) {
 func valueless(env *Env, complete cli.ShellCompleteFunc) cli.ShellCompleteFunc {
 	return func(ctx context.Context, cmd *cli.Command) {
 		if args := cmd.Args().Slice(); len(args) > 0 && takesValue(cmd, args[len(args)-1]) {
-			for _, c := range env.flagValues(ctx, cmd, args[len(args)-1]) {
-				fmt.Fprintln(env.Out, candidateLine(c))
+			flag := args[len(args)-1]
+			// A value the flag was given already (--type a --type) is not
+			// offered again: those before it are parsed, and in its list.
+			given := cmd.StringSlice(strings.TrimLeft(flag, "-"))
+			for _, c := range env.flagValues(ctx, cmd, flag) {
+				if !slices.Contains(given, c) {
+					fmt.Fprintln(env.Out, candidateLine(c))
+				}
 			}
 			return
 		}
