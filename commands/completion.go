@@ -128,7 +128,7 @@ func (env *Env) completeCommandsAndFlags(ctx context.Context, cmd *cli.Command) 
 func (env *Env) flagValues(ctx context.Context, cmd *cli.Command, flag string) []string {
 	switch strings.TrimLeft(flag, "-") {
 	case "server":
-		return env.nameCandidates(ctx, []nameKind{servers})
+		return env.nameCandidates(ctx, []nameKind{servers}, "")
 	case "type":
 		if cmd.Name == "watch" {
 			return engine.EventTypes
@@ -336,7 +336,12 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 		if len(args) > 0 && !all {
 			return
 		}
-		for _, c := range env.nameCandidates(ctx, kinds) {
+		// resource --server S, complete --server S: S's names only.
+		only := ""
+		if slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "server") }) {
+			only = cmd.String("server")
+		}
+		for _, c := range env.nameCandidates(ctx, kinds, only) {
 			// A server named already ("stop a b") is not offered again.
 			if name, _, _ := strings.Cut(strings.ReplaceAll(c, `\:`, "\x00"), ":"); !slices.Contains(args, strings.ReplaceAll(name, "\x00", ":")) {
 				fmt.Fprintln(env.Out, candidateLine(c))
@@ -355,7 +360,7 @@ func candidateLine(c string) string {
 // nameCandidates lists names of kinds from the session within
 // completionTimeout; without an answer, the config's server names. It never
 // starts a server, never asks the user anything, and prints no error.
-func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
+func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only string) []string {
 	var out []string
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
@@ -363,7 +368,7 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind) []string {
 		client.OnVersionMismatch = func(string) {}
 		if st, err := client.Status(ctx); err == nil && st.Session != nil {
 			for _, k := range kinds {
-				out = append(out, sessionNames(ctx, client, k, st)...)
+				out = append(out, sessionNames(ctx, client, k, st, only)...)
 			}
 			return out
 		}
@@ -441,7 +446,7 @@ func (env *Env) argCandidates(ctx context.Context, kind nameKind, name string, g
 
 // sessionNames lists the names of kind k that the session offers, from
 // what its servers have listed: none is started.
-func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *engine.Status) []string {
+func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *engine.Status, only string) []string {
 	var out []string
 	if k == servers {
 		for _, s := range st.Servers {
@@ -451,6 +456,9 @@ func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *en
 	}
 	listed, _ := client.Listed(ctx)
 	for _, in := range listed {
+		if only != "" && in.Name != only {
+			continue
+		}
 		switch k {
 		case toolNames:
 			for _, t := range in.Tools {
