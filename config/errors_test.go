@@ -124,7 +124,7 @@ hint: use * and ? and [a-z]`},
 		{"one input id declared otherwise in two files", [][2]string{
 			{"mcp.json", `{"inputs": [{"id": "k", "type": "pickString", "options": ["x", "y"], "default": "x"}], "servers": {"a": {"command": "x"}}}`},
 			{"more.json", `{"inputs": [{"id": "k", "type": "promptString", "password": true}], "servers": {"b": {"command": "x"}}}`}}, nil,
-			`more.json:1:20: inputs[0].id: input id "k" is declared otherwise in mcp.json:1:20; ${input:k} has one value for both files
+			`more.json:1:20: inputs[0].id: input id "k" is declared otherwise in mcp.json:1:20 (default, options, password, type); ${input:k} has one value for both files
 hint: declare it alike in both, or give one another id`},
 		{"undeclared input", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"${input:api-key}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.K: ${input:api-key} refers to an input that "inputs" does not declare
 hint: declare it in "inputs", or set MCPCTL_INPUT_API_KEY`},
@@ -156,6 +156,8 @@ hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
 		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: must be >= 0, got -5`},
 		{"TOML with Codex's table and mcp.toml's", [][2]string{{"mixed.toml", "model = \"o3\"\n[mcp_servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\n"}}, nil, `mixed.toml:4:2: servers: both [mcp_servers] (Codex) and [servers] are present
 hint: keep one: [mcp_servers.NAME] (Codex's config.toml) or [servers.NAME] (mcp.toml)`},
+		{"Codex servers not a table", [][2]string{{"config.toml", "mcp_servers = 5\n"}}, nil, `config.toml:1:1: mcp_servers: expected a table of servers, got number
+hint: give each server a table: [mcp_servers.NAME] with command = "..."`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1095,8 +1095,17 @@ func checkInputsAcross(docs []*document) {
 				continue // one file's own clashes are checkInputs'
 			}
 			line, col := f.d.at([]string{"inputs", strconv.Itoa(f.i), "id"}, false)
+			// Which of its fields differ, so the user sees what to align.
+			fields := maps.Clone(withoutDescription(f.obj))
+			maps.Copy(fields, withoutDescription(obj))
+			var differ []string
+			for _, k := range slices.Sorted(maps.Keys(fields)) {
+				if !reflect.DeepEqual(f.obj[k], obj[k]) {
+					differ = append(differ, k)
+				}
+			}
 			d.errorAt([]string{"inputs", strconv.Itoa(i), "id"}, false,
-				fmt.Sprintf("input id %q is declared otherwise in %s:%d:%d; ${input:%s} has one value for both files", id, f.d.file, line, col, id),
+				fmt.Sprintf("input id %q is declared otherwise in %s:%d:%d (%s); ${input:%s} has one value for both files", id, f.d.file, line, col, strings.Join(differ, ", "), id),
 				"declare it alike in both, or give one another id")
 		}
 	}

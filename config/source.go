@@ -422,7 +422,10 @@ func (d *document) fromCodex() {
 				"rename [servers.NAME] to [mcp_servers.NAME]")
 		}
 	}
-	servers, _ := d.root["mcp_servers"].(map[string]any)
+	servers, ok := d.root["mcp_servers"].(map[string]any)
+	if v, given := d.root["mcp_servers"]; given && !ok {
+		d.errorAt([]string{"mcp_servers"}, true, "expected a table of servers, got "+typeName(v), `give each server a table: [mcp_servers.NAME] with command = "..."`)
+	}
 	out := map[string]any{}
 	origin := map[string]string{}         // "server\x00field" → Codex field
 	headerOrigin := map[string][]string{} // "server\x00header" → its path from the Codex field
