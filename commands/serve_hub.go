@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -878,87 +877,6 @@ func (hb *hub) forwardLog(ev engine.Event) {
 	for ss := range hb.srv.Sessions() {
 		ss.Log(hb.ctx, params)
 	}
-}
-
-// reachedKey marks a request's context so that askHostUnoffered can tell
-// whether one of serve's handlers got it.
-type reachedKey struct{}
-
-func markReached(ctx context.Context) {
-	if r, ok := ctx.Value(reachedKey{}).(*atomic.Bool); ok {
-		r.Store(true)
-	}
-}
-
-// askHostUnoffered hands the host a call, prompt get or read of a name that
-// serve does not offer, which the SDK would refuse as unknown: serve offers
-// only what runs, and a client that kept an older list (or never reads
-// one) is told why the name's server cannot answer (it crashed, failed to
-// start, was stopped), or what it may have meant, instead of "unknown tool".
-func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/call", "prompts/get", "resources/read":
-		default:
-			return next(ctx, method, req)
-		}
-		reached := new(atomic.Bool)
-		res, err := next(context.WithValue(ctx, reachedKey{}, reached), method, req)
-		if err == nil || reached.Load() || ctx.Err() != nil {
-			return res, err
-		}
-		switch r := req.(type) {
-		case *mcp.CallToolRequest:
-			if hb.offersNot("tool", r.Params.Name) {
-				return res, err
-			}
-			return hb.callTool(r.Params.Name)(ctx, r)
-		case *mcp.GetPromptRequest:
-			if hb.offersNot("prompt", r.Params.Name) {
-				return res, err
-			}
-			return hb.getPrompt(r.Params.Name)(ctx, r)
-		case *mcp.ReadResourceRequest:
-			hb.mu.Lock()
-			server, down := hb.downURIs[r.Params.URI]
-			hb.mu.Unlock()
-			if down {
-				return hb.readResource(server)(ctx, r)
-			}
-		}
-		return res, err
-	}
-}
-
-// subscribeServer is the server a subscription to uri goes to: the one
-// serve reads it from (listed, or matched by a template it offers), or
-// that listed it before it went down; "" leaves it to the host's routing.
-// hidden says uri is of a server serve hides: no subscription is made.
-func (hb *hub) subscribeServer(uri string) (server string, hidden bool) {
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	if s, ok := hb.resServer[uri]; ok {
-		return s, false
-	}
-	for _, t := range hb.offeredTmpls {
-		if t.Match(uri) {
-			return t.Server, false
-		}
-	}
-	if s, ok := hb.downURIs[uri]; ok {
-		return s, false
-	}
-	return "", hb.hiddenURIs[uri] || slices.ContainsFunc(hb.hiddenTmpls, func(t *engine.Template) bool { return t.Match(uri) })
-}
-
-// offersNot says whether the tool or prompt called name is one serve
-// keeps from its clients: of a server it hides (itself, "mcpctl" under
-// --manage, whose mcpctl.* are serve's own), or refused by the SDK.
-func (hb *hub) offersNot(kind, name string) bool {
-	server, _, _ := strings.Cut(name, ".")
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	return hb.hidden[server] || hb.refused[kind+" "+name] || hb.manage != nil && server == manageServer
 }
 
 // endWithServe cancels what a client asked when serve ends (a signal, or the
