@@ -158,6 +158,8 @@ hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
 hint: keep one: [mcp_servers.NAME] (Codex's config.toml) or [servers.NAME] (mcp.toml)`},
 		{"Codex servers not a table", [][2]string{{"config.toml", "mcp_servers = 5\n"}}, nil, `config.toml:1:1: mcp_servers: expected a table of servers, got number
 hint: give each server a table: [mcp_servers.NAME] with command = "..."`},
+		{"enum value near an allowed one", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "activation": "lazzy"}}}`}}, nil, `mcp.json:1:50: servers.a.activation: expected one of "eager", "lazy", "manual", "transient", got "lazzy"
+hint: did you mean "lazy"?`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

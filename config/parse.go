@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/mcpctl/mcpctl/schemas"
 )
@@ -63,6 +64,11 @@ func noServers(file string) *Error {
 	return &Error{File: file, Msg: "no servers defined", Hint: hint}
 }
 
+var (
+	enumMessage = regexp.MustCompile(`^expected one of (.*), got "(.*)"$`)
+	quoted      = regexp.MustCompile(`"([^"]*)"`)
+)
+
 // loadAll reads the files and returns every problem at once: a file that
 // is not valid JSON or TOML is skipped, a server the schema finds fault
 // with is not decoded further, and every other server is decoded and its
@@ -106,6 +112,18 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			switch {
 			case v.Keyword == "propertyNames":
 				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)"
+			case v.Keyword == "enum" && hint == "":
+				// A word near one allowed ("htp") gets it; not a version
+				// or a number, where near in letters is not near.
+				if m := enumMessage.FindStringSubmatch(msg); m != nil && strings.ContainsFunc(m[2], unicode.IsLetter) {
+					var allowed []string
+					for _, q := range quoted.FindAllStringSubmatch(m[1], -1) {
+						allowed = append(allowed, q[1])
+					}
+					if near := schemas.Closest(m[2], allowed); len(near) > 0 {
+						hint = fmt.Sprintf("did you mean %q?", near[0])
+					}
+				}
 			case v.Keyword == "pattern":
 				// The schema's patterns say it to a machine; say it to a person.
 				for pattern, what := range patternWords {
