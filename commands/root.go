@@ -131,6 +131,12 @@ before it exits; "mcpctl up" only makes it fast.`,
 			if near := schemas.Closest(name, known); len(near) > 0 {
 				hints = []string{fmt.Sprintf("did you mean mcpctl %s?", near[0])}
 			}
+			// A command of a group given alone: validate for config validate.
+			for _, c := range cmd.Commands {
+				if sub := c.Command(name); sub != nil && !sub.Hidden {
+					hints = []string{fmt.Sprintf("did you mean mcpctl %s %s?", c.Name, sub.Name)}
+				}
+			}
 			return usagef(fmt.Sprintf("unknown command %q", name), hints...)
 		},
 		// A config path may hold a comma.
