@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -84,6 +85,41 @@ func (env *Env) Printer() (*output.Printer, error) {
 		env.printer = p
 	}
 	return env.printer, nil
+}
+
+// mcpctlCommand finds where a hint tells to run mcpctl.
+var mcpctlCommand = regexp.MustCompile(`\bmcpctl ([a-z])`)
+
+// withGlobalFlags is hints with the -c and --session the user gave added to
+// each mcpctl command they advise ("mcpctl -c my.json up"): without them
+// the command copied from the hint finds another config, or none.
+func (env *Env) withGlobalFlags(hints []string) []string {
+	var flags []string
+	for _, c := range env.configFlags {
+		flags = append(flags, "-c "+shellWord(c))
+	}
+	if env.sessionFlag != "" {
+		flags = append(flags, "--session "+shellWord(env.sessionFlag))
+	}
+	if len(flags) == 0 {
+		return hints
+	}
+	out := make([]string, len(hints))
+	for i, h := range hints {
+		out[i] = h
+		if !strings.Contains(h, " -c ") && !strings.Contains(h, "--config") && !strings.Contains(h, "--session") {
+			out[i] = mcpctlCommand.ReplaceAllString(h, "mcpctl "+strings.ReplaceAll(strings.Join(flags, " "), "$", "$$")+" $1")
+		}
+	}
+	return out
+}
+
+// shellWord is s as a shell reads it back: as it is, or single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // jsonRequested says whether --json or --jq was given.

@@ -3,6 +3,9 @@ package commands
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -42,5 +45,31 @@ func TestErrorInfo(t *testing.T) {
 	info := errorInfo(&engine.Error{Kind: engine.KindUnavailable, Server: "fs", Message: "died", Stderr: []string{"boom"}, Hint: []string{"h"}})
 	if info.Server != "fs" || info.Message != "died" || info.Details["stderr"] == nil || len(info.Hints) != 1 || info.Text != "died\nlast stderr lines of fs:\n  boom" {
 		t.Errorf("engine error info: %+v", info)
+	}
+}
+
+// A hint's mcpctl command carries the -c and --session the user gave, quoted
+// for the shell; one that names its own config is left as it is.
+func TestHintsCarryGlobalFlags(t *testing.T) {
+	env := newEnv(strings.NewReader(""), io.Discard, io.Discard)
+	env.configFlags = []string{"my config.json", "b.json"}
+	env.sessionFlag = "s1"
+	got := env.withGlobalFlags([]string{
+		"start it again with: mcpctl restart fake",
+		"see the resources with: mcpctl resources; or name the server: --server SERVER",
+		"run serve on a config without it: mcpctl serve -c FILE",
+		"known servers: a, b",
+	})
+	want := []string{
+		"start it again with: mcpctl -c 'my config.json' -c b.json --session s1 restart fake",
+		"see the resources with: mcpctl -c 'my config.json' -c b.json --session s1 resources; or name the server: --server SERVER",
+		"run serve on a config without it: mcpctl serve -c FILE",
+		"known servers: a, b",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("hints:\n%q\nwant\n%q", got, want)
+	}
+	if shellWord("it's") != `'it'\''s'` {
+		t.Errorf("shellWord: %s", shellWord("it's"))
 	}
 }

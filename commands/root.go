@@ -30,6 +30,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitOK
 	}
 	info := errorInfo(err)
+	info.Hints = env.withGlobalFlags(info.Hints)
 	var sig Signaled
 	if info.ExitCode == exitInterrupted && errors.As(context.Cause(ctx), &sig) {
 		if n, ok := sig.Signal.(syscall.Signal); ok {
