@@ -128,7 +128,11 @@ func (env *Env) completeCommandsAndFlags(ctx context.Context, cmd *cli.Command) 
 func (env *Env) flagValues(ctx context.Context, cmd *cli.Command, flag string) []string {
 	switch strings.TrimLeft(flag, "-") {
 	case "server":
-		return env.nameCandidates(ctx, []nameKind{servers}, "")
+		var names []string
+		for _, c := range env.nameCandidates(ctx, []nameKind{servers}, "") {
+			names = append(names, c.name)
+		}
+		return names
 	case "type":
 		if cmd.Name == "watch" {
 			return engine.EventTypes
@@ -342,9 +346,8 @@ func completeNames(env *Env, kinds []nameKind, all, toolArgs bool) cli.ShellComp
 			only = cmd.String("server")
 		}
 		for _, c := range env.nameCandidates(ctx, kinds, only) {
-			// A server named already ("stop a b") is not offered again.
-			if name, _, _ := strings.Cut(strings.ReplaceAll(c, `\:`, "\x00"), ":"); !slices.Contains(args, strings.ReplaceAll(name, "\x00", ":")) {
-				fmt.Fprintln(env.Out, candidateLine(c))
+			if !slices.Contains(args, c.name) { // "stop a b": a is named already
+				fmt.Fprintln(env.Out, candidateLine(candidate(c.name, c.desc)))
 			}
 		}
 	}
@@ -360,17 +363,13 @@ func candidateLine(c string) string {
 // nameCandidates lists names of kinds from the session within
 // completionTimeout; without an answer, the config's server names. It never
 // starts a server, never asks the user anything, and prints no error.
-func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only string) []string {
-	var out []string
+func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only string) []nameCandidate {
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
 	if client, _, err := env.client(); err == nil {
 		client.OnVersionMismatch = func(string) {}
 		if st, err := client.Status(ctx); err == nil && st.Session != nil {
-			for _, k := range kinds {
-				out = append(out, sessionNames(ctx, client, k, st, only)...)
-			}
-			return out
+			return sessionNames(ctx, client, kinds, st, only)
 		}
 	}
 	// No session (or it did not answer): server names from the config,
@@ -386,8 +385,15 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only strin
 	if err != nil {
 		return nil
 	}
-	return cfg.Names()
+	var out []nameCandidate
+	for _, n := range cfg.Names() {
+		out = append(out, nameCandidate{name: n})
+	}
+	return out
 }
+
+// A nameCandidate is a name to complete and what it is.
+type nameCandidate struct{ name, desc string }
 
 // argCandidates lists "key=" for each argument of the tool (from its input
 // schema, as the session lists it) or prompt (kind says which) named that
@@ -444,45 +450,50 @@ func (env *Env) argCandidates(ctx context.Context, kind nameKind, name string, g
 	return out
 }
 
-// sessionNames lists the names of kind k that the session offers, from
-// what its servers have listed: none is started.
-func sessionNames(ctx context.Context, client *engine.Client, k nameKind, st *engine.Status, only string) []string {
-	var out []string
-	if k == servers {
-		for _, s := range st.Servers {
-			out = append(out, s.Name)
-		}
-		return out
+// sessionNames lists the names of kinds that the session offers, from
+// what its servers have listed (asked once): none is started.
+func sessionNames(ctx context.Context, client *engine.Client, kinds []nameKind, st *engine.Status, only string) []nameCandidate {
+	var out []nameCandidate
+	var listed []*engine.Inspection
+	if slices.ContainsFunc(kinds, func(k nameKind) bool { return k != servers }) {
+		listed, _ = client.Listed(ctx)
 	}
-	listed, _ := client.Listed(ctx)
-	for _, in := range listed {
-		if only != "" && in.Name != only {
+	for _, k := range kinds {
+		if k == servers {
+			for _, s := range st.Servers {
+				out = append(out, nameCandidate{name: s.Name})
+			}
 			continue
 		}
-		switch k {
-		case toolNames:
-			for _, t := range in.Tools {
-				out = append(out, candidate(t.Name(), t.Description()))
+		for _, in := range listed {
+			if only != "" && in.Name != only {
+				continue
 			}
-		case promptNames:
-			for _, p := range in.Prompts {
-				out = append(out, candidate(p.Name(), p.Description()))
-			}
-		case resourceURIs:
-			for _, r := range in.Resources {
-				out = append(out, candidate(r.URI, ""))
-			}
-		case templateURIs:
-			for _, t := range in.Templates {
-				out = append(out, candidate(t.URITemplate, ""))
+			switch k {
+			case toolNames:
+				for _, t := range in.Tools {
+					out = append(out, nameCandidate{t.Name(), t.Description()})
+				}
+			case promptNames:
+				for _, p := range in.Prompts {
+					out = append(out, nameCandidate{p.Name(), p.Description()})
+				}
+			case resourceURIs:
+				for _, r := range in.Resources {
+					out = append(out, nameCandidate{name: r.URI})
+				}
+			case templateURIs:
+				for _, t := range in.Templates {
+					out = append(out, nameCandidate{name: t.URITemplate})
+				}
 			}
 		}
 	}
 	// A URI two servers offer is one word to complete.
 	seen := map[string]bool{}
-	return slices.DeleteFunc(out, func(c string) bool {
-		dup := seen[c]
-		seen[c] = true
+	return slices.DeleteFunc(out, func(c nameCandidate) bool {
+		dup := seen[c.name]
+		seen[c.name] = true
 		return dup
 	})
 }
