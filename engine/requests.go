@@ -646,6 +646,11 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Only a URI with a brace can be a template as written: a read
+		// through a named server (serve's every read) looks no further.
+		if !strings.Contains(uri, "{") {
+			return s, nil
+		}
 		if sn := s.lastOffer(); sn != nil {
 			for _, t := range sn.templates {
 				if t.URITemplate == uri {
