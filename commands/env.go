@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -88,7 +89,7 @@ func (env *Env) Printer() (*output.Printer, error) {
 }
 
 // mcpctlCommand finds where a hint tells to run mcpctl.
-var mcpctlCommand = regexp.MustCompile(`\bmcpctl ([a-z])`)
+var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bmcpctl ([a-z])`) })
 
 // withGlobalFlags is hints with the -c and --session the user gave added to
 // each mcpctl command they advise ("mcpctl -c my.json up"): without them
@@ -108,7 +109,7 @@ func (env *Env) withGlobalFlags(hints []string) []string {
 	for i, h := range hints {
 		out[i] = h
 		if !strings.Contains(h, " -c ") && !strings.Contains(h, "--config") && !strings.Contains(h, "--session") {
-			out[i] = mcpctlCommand.ReplaceAllString(h, "mcpctl "+strings.ReplaceAll(strings.Join(flags, " "), "$", "$$")+" $1")
+			out[i] = mcpctlCommand().ReplaceAllString(h, "mcpctl "+strings.ReplaceAll(strings.Join(flags, " "), "$", "$$")+" $1")
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/mcpctl/mcpctl/engine"
@@ -206,18 +207,20 @@ func flagMistake(msg string, cmd *cli.Command) string {
 	return msg
 }
 
+// Compiled on first use, as the other regexps of error paths: every
+// command's start would pay for them.
 var (
-	bareNumber  = regexp.MustCompile(`^[0-9.]+$`)
-	durationish = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+	bareNumber  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9.]+$`) })
+	durationish = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`) })
 )
 
 // durationMistake says what is wrong with v, a duration Go's parser
 // refused, in mcpctl's words.
 func durationMistake(v string) string {
 	switch {
-	case bareNumber.MatchString(v) && strings.Count(v, ".") <= 1:
+	case bareNumber().MatchString(v) && strings.Count(v, ".") <= 1:
 		return "a duration needs its unit, e.g. 30s, 5m or 1h"
-	case durationish.MatchString(v):
+	case durationish().MatchString(v):
 		return "too long: at most 2562047h"
 	}
 	return "not a duration: write it as 500ms, 30s, 5m or 1h"

@@ -783,7 +783,7 @@ func describe(err error) string {
 }
 
 // cliAdvice matches advice to run an mcpctl command or give it a flag.
-var cliAdvice = regexp.MustCompile(`\bmcpctl [a-z]|(^|[\s(])--[a-z]`)
+var cliAdvice = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bmcpctl [a-z]|(^|[\s(])--[a-z]`) })
 
 // clientHint is hint without its parts ("; "-separated) that advise a
 // command line ("see the tool's input schema: mcpctl tools x", "add --retry
@@ -793,7 +793,7 @@ func clientHint(hint string) string {
 	parts := strings.Split(hint, "; ")
 	kept := parts[:0]
 	for _, p := range parts {
-		if !cliAdvice.MatchString(p) || strings.Contains(p, "mcpctl serve") {
+		if !cliAdvice().MatchString(p) || strings.Contains(p, "mcpctl serve") {
 			kept = append(kept, p)
 		}
 	}

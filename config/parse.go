@@ -64,9 +64,11 @@ func noServers(file string) *Error {
 	return &Error{File: file, Msg: "no servers defined", Hint: hint}
 }
 
+// Compiled on first use: only a config with mistakes, or with hooks,
+// needs them.
 var (
-	enumMessage = regexp.MustCompile(`^expected one of (.*), got "(.*)"$`)
-	quoted      = regexp.MustCompile(`"([^"]*)"`)
+	enumMessage = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^expected one of (.*), got "(.*)"$`) })
+	quoted      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"([^"]*)"`) })
 )
 
 // loadAll reads the files and returns every problem at once: a file that
@@ -115,9 +117,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			case v.Keyword == "enum" && hint == "":
 				// A word near one allowed ("htp") gets it; not a version
 				// or a number, where near in letters is not near.
-				if m := enumMessage.FindStringSubmatch(msg); m != nil && strings.ContainsFunc(m[2], unicode.IsLetter) {
+				if m := enumMessage().FindStringSubmatch(msg); m != nil && strings.ContainsFunc(m[2], unicode.IsLetter) {
 					var allowed []string
-					for _, q := range quoted.FindAllStringSubmatch(m[1], -1) {
+					for _, q := range quoted().FindAllStringSubmatch(m[1], -1) {
 						allowed = append(allowed, q[1])
 					}
 					if near := schemas.Closest(m[2], allowed); len(near) > 0 {
@@ -677,7 +679,9 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 // hookVars matches the variables a hook is given as it runs, written
 // ${MCPCTL_SERVER} or ${MCPCTL_SERVER:-default}, and $$ (a $ already left
 // to the shell), so that one pass tells them apart.
-var hookVars = regexp.MustCompile(`\$\$|\$\{MCPCTL_(?:SERVER|METHOD)(?::-[^}]*)?\}`)
+var hookVars = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$\$|\$\{MCPCTL_(?:SERVER|METHOD)(?::-[^}]*)?\}`)
+})
 
 // hook reads a hook from the server, its defaults, or else the file's top
 // level.
@@ -698,7 +702,7 @@ func (r *fieldReader) hook(field string) *Hook {
 	if c, cp, ok := sub.get("command"); ok {
 		if cs, ok := c.(string); ok {
 			// Set for the hook when it runs: its shell expands them.
-			c = hookVars.ReplaceAllStringFunc(cs, func(m string) string {
+			c = hookVars().ReplaceAllStringFunc(cs, func(m string) string {
 				if m == "$$" {
 					return m
 				}

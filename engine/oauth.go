@@ -286,10 +286,12 @@ func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return
 // insufficientScope finds the challenge of RFC 6750 §3.1 that asks for a
 // broader token (error="insufficient_scope"), not the words anywhere (an
 // error_description that mentions them).
-var insufficientScope = regexp.MustCompile(`(?i)(^|[\s,])error\s*=\s*"?insufficient_scope"?($|[\s,])`)
+var insufficientScope = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[\s,])error\s*=\s*"?insufficient_scope"?($|[\s,])`)
+})
 
 func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
-	if resp != nil && resp.StatusCode == http.StatusForbidden && !insufficientScope.MatchString(resp.Header.Get("WWW-Authenticate")) {
+	if resp != nil && resp.StatusCode == http.StatusForbidden && !insufficientScope().MatchString(resp.Header.Get("WWW-Authenticate")) {
 		// Not a login to run: the server does not let this client in
 		// (the SDK hands a 403 over as it does a 401).
 		return errorf(KindUnavailable, g.server, "server %s answered 403 Forbidden: it does not let mcpctl in", g.server).

@@ -317,7 +317,7 @@ func TestInsufficientScopeChallenge(t *testing.T) {
 		`Bearer realm="insufficient_scope"`:                                        false,
 		``:                                                                         false,
 	} {
-		if got := insufficientScope.MatchString(h); got != want {
+		if got := insufficientScope().MatchString(h); got != want {
 			t.Errorf("%q: %v, want %v", h, got, want)
 		}
 	}
