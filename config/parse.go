@@ -1113,32 +1113,29 @@ func checkInputsAcross(docs []*document) {
 				first[InputEnv(id)] = decl{d, i, obj}
 				continue
 			}
-			if f.d == d || reflect.DeepEqual(withoutDescription(f.obj), withoutDescription(obj)) {
+			if f.d == d {
 				continue // one file's own clashes are checkInputs'
 			}
-			line, col := f.d.at([]string{"inputs", strconv.Itoa(f.i), "id"}, false)
-			// Which of its fields differ, so the user sees what to align.
-			fields := maps.Clone(withoutDescription(f.obj))
-			maps.Copy(fields, withoutDescription(obj))
+			// The fields that differ (not the description, which only
+			// tells the user): none, and it is one input.
+			fields := maps.Clone(f.obj)
+			maps.Copy(fields, obj)
+			delete(fields, "description")
 			var differ []string
 			for _, k := range slices.Sorted(maps.Keys(fields)) {
 				if !reflect.DeepEqual(f.obj[k], obj[k]) {
 					differ = append(differ, k)
 				}
 			}
+			if len(differ) == 0 {
+				continue
+			}
+			line, col := f.d.at([]string{"inputs", strconv.Itoa(f.i), "id"}, false)
 			d.errorAt([]string{"inputs", strconv.Itoa(i), "id"}, false,
 				fmt.Sprintf("input id %q is declared otherwise in %s:%d:%d (%s); ${input:%s} has one value for both files", id, f.d.file, line, col, strings.Join(differ, ", "), id),
 				"declare it alike in both, or give one another id")
 		}
 	}
-}
-
-// withoutDescription is an input's declaration without what only tells
-// the user about it.
-func withoutDescription(obj map[string]any) map[string]any {
-	out := maps.Clone(obj)
-	delete(out, "description")
-	return out
 }
 
 func newInputs(docs []*document, opts Options) *inputs {
