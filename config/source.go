@@ -38,11 +38,21 @@ type document struct {
 	// server of the file is decoded.
 	unreadable map[string]bool
 	unusable   bool
+
+	pos *positions // made on first use
 }
 
 // at places a path of root in the file.
 func (d *document) at(path []string, key bool) (line, col int) {
-	return LineCol(d.data, d.ix.at(d.writtenPath(path), key))
+	return d.place(d.ix.at(d.writtenPath(path), key))
+}
+
+// place turns an offset into a line and column.
+func (d *document) place(off int) (line, col int) {
+	if d.pos == nil {
+		d.pos = newPositions(d.data)
+	}
+	return d.pos.at(off)
 }
 
 func (d *document) writtenPath(path []string) []string {
@@ -208,12 +218,12 @@ func readJSON(file string, data []byte) (*document, error) {
 	}
 	d := &document{file: file, data: data, root: root, ix: ix}
 	for _, dup := range ix.dups {
-		line, col := LineCol(data, dup.first)
+		line, col := d.place(dup.first)
 		what := "field"
 		if len(dup.path) == 2 && (dup.path[0] == "servers" || dup.path[0] == "mcpServers") {
 			what = "server name"
 		}
-		l2, c2 := LineCol(data, dup.second)
+		l2, c2 := d.place(dup.second)
 		d.errs = append(d.errs, &Error{File: file, Line: l2, Col: c2, Field: schemas.FieldPath(dup.path),
 			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, dup.path[len(dup.path)-1], line, col)})
 	}
@@ -245,7 +255,7 @@ func readTOML(file string, data []byte) (*document, error) {
 		}
 		// No field takes a date; as text it must be quoted. p is the path
 		// as written, as the index knows it.
-		line, col := LineCol(data, d.ix.at(p, false))
+		line, col := d.place(d.ix.at(p, false))
 		d.errs = append(d.errs, &Error{File: file, Line: line, Col: col, Field: schemas.FieldPath(p),
 			Msg: "a TOML date or time, where text is expected", Hint: "quote it to make it text"})
 	}
@@ -448,14 +458,14 @@ func (d *document) fromCodex() {
 				if near := schemas.Closest(k, names); len(near) > 0 {
 					hint = fmt.Sprintf("did you mean %q?", near[0])
 				}
-				line, col := LineCol(d.data, d.ix.at([]string{"mcp_servers", name, k}, true))
+				line, col := d.place(d.ix.at([]string{"mcp_servers", name, k}, true))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
 				continue
 			}
 			// bad reports a field of this server that Codex would refuse.
 			bad := func(msg, hint string, at ...string) {
 				path := append([]string{"mcp_servers", name, k}, at...)
-				line, col := LineCol(d.data, d.ix.at(path, false))
+				line, col := d.place(d.ix.at(path, false))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
 			}
 			switch k {
