@@ -243,27 +243,89 @@ func (s *Server) checkRunnable(p string) error {
 	if _, err := os.Stat(interp); err != nil {
 		return missing(fields[0])
 	}
-	if filepath.Base(interp) == "env" {
-		// #!/usr/bin/env node: node on the server's PATH. Options that
-		// take a value (-u VAR, -C DIR, -P PATH) are passed by; after -S
-		// the program is the next word.
-		for i := 1; i < len(fields); i++ {
-			a := fields[i]
-			switch {
-			case a == "-u" || a == "-C" || a == "-P":
-				i++
-			case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
-			default:
-				if s.lookPath(a) == "" {
-					return missing(a)
-				}
-				return nil
-			}
-		}
-		// env runs the script itself, which runs env again, for ever.
-		return s.checkError("command", s.Redact(s.Command)+"'s #! line names env but no program for it to run", "name it, e.g. #!/usr/bin/env node")
+	if filepath.Base(interp) != "env" {
+		return nil
 	}
-	return nil
+	words := fields[1:]
+	if runtime.GOOS == "linux" {
+		// Linux gives the interpreter all that follows it as one word:
+		// env reads "node --flag" as a program's name, unless -S splits it.
+		rest := strings.TrimSpace(strings.TrimSpace(string(line))[len(fields[0]):])
+		var known bool
+		words, known = linuxEnvWords(rest)
+		if !known {
+			return nil // an option mcpctl does not follow; env says if it is wrong
+		}
+		if len(words) == 1 && strings.ContainsAny(rest, " \t") && !strings.HasPrefix(rest, "-") {
+			return s.checkError("command", fmt.Sprintf("%s's #! line runs env with %q: Linux passes all after the interpreter as one word, so env looks for a program of that name", s.Redact(s.Command), rest),
+				"split it with -S: #!/usr/bin/env -S "+rest)
+		}
+		if words == nil && rest != "" {
+			split := slices.DeleteFunc(strings.Fields(rest), func(w string) bool { return w == "-S" })
+			hint := "begin with -S, which splits the rest into words: #!/usr/bin/env -S " + strings.Join(split, " ")
+			if envProgram(split) == "" {
+				hint = "name a program after -S, e.g. #!/usr/bin/env -S " + strings.Join(append(split, "node"), " ")
+			}
+			return s.checkError("command", fmt.Sprintf("%s's #! line gives env %q as one word (Linux passes all after the interpreter so), which leaves it no program: env would run the script itself, for ever", s.Redact(s.Command), rest), hint)
+		}
+	}
+	// #!/usr/bin/env node: node on the server's PATH.
+	if prog := envProgram(words); prog != "" {
+		if s.lookPath(prog) == "" {
+			return missing(prog)
+		}
+		return nil
+	}
+	// env runs the script itself, which runs env again, for ever.
+	return s.checkError("command", s.Redact(s.Command)+"'s #! line names env but no program for it to run", "name it, e.g. #!/usr/bin/env node")
+}
+
+// envProgram returns the program env's words run, "" if none. Options
+// that take a value (-u VAR, -C DIR, -P PATH) are passed by; after -S the
+// program is the next word.
+func envProgram(words []string) string {
+	for i := 0; i < len(words); i++ {
+		a := words[i]
+		switch {
+		case a == "-u" || a == "-C" || a == "-P":
+			i++
+		case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// linuxEnvWords returns the words GNU env reads from rest, the one word
+// Linux gives it after a #! line's interpreter: rest itself, or, from an
+// option word that holds -S, the words -S splits from it; nil when the
+// word is options without -S, which leave env no program. known is false
+// for options not followed here (long ones, unknown letters).
+func linuxEnvWords(rest string) (words []string, known bool) {
+	if rest == "" {
+		return nil, true
+	}
+	if !strings.HasPrefix(rest, "-") {
+		return []string{rest}, true
+	}
+	if strings.HasPrefix(rest, "--") {
+		return nil, false
+	}
+	for i, c := range rest[1:] {
+		switch c {
+		case 'i', '0', 'v':
+		case 'S':
+			// Not nil even when empty: -S was given, and the words it
+			// splits are what env runs (none: the plain no-program error).
+			return append([]string{}, strings.Fields(rest[1+i+1:])...), true
+		case 'u', 'C', 'P':
+			return nil, true // the rest of the word is the option's value
+		default:
+			return nil, false
+		}
+	}
+	return nil, true
 }
 
 // Check checks every server that is not disabled; see [Server.Check].

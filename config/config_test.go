@@ -362,6 +362,10 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"crlf":       "#!/bin/sh\r\nexit 0\r\n",
 		"envflags":   "#!/usr/bin/env -u NO_SUCH_VAR -S sh -e\n",
 		"envalone":   "#!/usr/bin/env -S\n",
+		"envspace":   "#!/usr/bin/env sh -e\n",
+		"envsplit":   "#!/usr/bin/env -vS sh -e\n",
+		"envsplitx":  "#!/usr/bin/env -S -u X no-such-interpreter-y -e\n",
+		"envi":       "#!/usr/bin/env -i\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -369,11 +373,18 @@ func TestCommandThatCannotRun(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
 	for command, want := range map[string]string{
-		"./badshebang":   "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
-		"./envshebang":   "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
-		"./garbage":      "", // the kernel may know it (binfmt_misc); exec says if not
-		"./crlf":         "./crlf's #! line ends in a carriage return",
-		"./envflags":     "",
+		"./badshebang": "./badshebang needs the interpreter /nonexistent/interp (its #! line), which is not there",
+		"./envshebang": "./envshebang needs the interpreter no-such-interpreter-x (its #! line), which is not there",
+		"./garbage":    "", // the kernel may know it (binfmt_misc); exec says if not
+		"./crlf":       "./crlf's #! line ends in a carriage return",
+		// Linux passes all after the interpreter as one word: env is
+		// given "-u NO_SUCH_VAR -S sh -e", unsets a variable of a strange
+		// name and runs the script again, for ever.
+		"./envflags":     `./envflags's #! line gives env "-u NO_SUCH_VAR -S sh -e" as one word`,
+		"./envspace":     `./envspace's #! line runs env with "sh -e": Linux passes all after the interpreter as one word`,
+		"./envsplit":     "",
+		"./envsplitx":    "./envsplitx needs the interpreter no-such-interpreter-y (its #! line), which is not there",
+		"./envi":         `./envi's #! line gives env "-i" as one word`,
 		"./envalone":     "./envalone's #! line names env but no program for it to run",
 		"./adir":         "./adir is a directory",
 		"sh y":           `command not found: sh y`,
@@ -401,6 +412,13 @@ func TestCommandThatCannotRun(t *testing.T) {
 		// path with a space in it is not one.
 		if command == "sh y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "sh", "args": ["y"]`)) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
+		}
+		if hint := map[string]string{
+			"./envflags": "begin with -S, which splits the rest into words: #!/usr/bin/env -S -u NO_SUCH_VAR sh -e",
+			"./envspace": "split it with -S: #!/usr/bin/env -S sh -e",
+			"./envi":     "name a program after -S, e.g. #!/usr/bin/env -S -i node",
+		}[command]; hint != "" && !slices.Contains(errs[0].Hints(), hint) {
+			t.Errorf("%s: hints %v, want %q", command, errs[0].Hints(), hint)
 		}
 		if command == "./no such/file" && (len(errs) != 1 || slices.ContainsFunc(errs[0].Hints(), func(h string) bool { return strings.Contains(h, "args") })) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
