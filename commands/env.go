@@ -1,16 +1,20 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -370,7 +374,7 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &engine.Client{Socket: sess.Socket, Unpooled: true, OnVersionMismatch: func(v string) {
+	c := &engine.Client{Socket: sess.Socket, Dial: dialSession(sess), Unpooled: true, OnVersionMismatch: func(v string) {
 		env.note("warning: the session runs mcpctl %s, this is mcpctl %s", v, engine.Version())
 		env.note("hint: restart it to use this version: mcpctl down && mcpctl up")
 	}, OnConfigError: func(why string) {
@@ -378,6 +382,33 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		env.note("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
 	}}
 	return c, sess, nil
+}
+
+// sessionWait bounds how long a command waits for a session that holds its
+// lock but does not listen: one starting (its up claimed it), or one
+// putting back a socket file removed under it (within 2s).
+const sessionWait = 3 * time.Second
+
+// dialSession dials the session's socket. While nothing listens there but
+// a session holds its lock, it waits for it: a down right after an up
+// found no session and left the one starting running.
+func dialSession(sess *engine.Session) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		deadline := time.Now().Add(sessionWait)
+		for {
+			conn, err := d.DialContext(ctx, "unix", sess.Socket)
+			if err == nil || !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) ||
+				time.Now().After(deadline) || !sess.Running() {
+				return conn, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // noteStale is for a command that found no session answering: when the

@@ -26,7 +26,8 @@ const reloadDebounce = 150 * time.Millisecond
 // reloads its config when a config file changes, on `mcpctl reload`, and,
 // when detached, on SIGHUP. With a ttl it ends by itself after that long
 // without a request.
-func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, notifyFD int, ttl time.Duration, logLevel string) error {
+func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Config, sess *engine.Session, opts upOptions) error {
+	notifyFD, ttl, logLevel := opts.notifyFD, opts.ttl, opts.logLevel
 	notify := func(m readyMsg) {}
 	var notifyMu sync.Mutex // progress lines and the last message, whole
 	if notifyFD > 0 {
@@ -44,7 +45,14 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 			}
 		}
 	}
-	ln, release, err := sess.Listen()
+	var lock *os.File
+	if opts.lockFD > 0 {
+		// Nor the lock: a server holding it would keep the session
+		// "running" after the session is gone.
+		syscall.CloseOnExec(opts.lockFD)
+		lock = os.NewFile(uintptr(opts.lockFD), "session lock")
+	}
+	ln, release, err := sess.ListenHolding(lock)
 	if errors.Is(err, engine.ErrSessionRunning) {
 		notify(readyMsg{Running: true})
 		env.note("session %s is already running", sess.Name)
@@ -167,19 +175,21 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	stopProgress()
 	if err := startErr; err != nil {
 		var ee *engine.Error
-		if !errors.As(err, &ee) {
-			msg := err.Error()
-			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
-				// A signal to the session (kill, a supervisor's stop):
-				// up is told that, not "context canceled".
-				msg = fmt.Sprintf("the session was stopped while its servers started (%v)", cause)
-			}
-			ee = &engine.Error{Kind: engine.KindUnavailable, Message: msg}
+		switch cause := context.Cause(ctx); {
+		case ctx.Err() != nil && cause != nil:
+			// A signal to the session (kill, a supervisor's stop): up is
+			// told that, not "context canceled".
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: fmt.Sprintf("the session was stopped while its servers started (%v)", cause)}
+		case d.Stopping():
+			// Not a server's failure: each start was cut short.
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: "the session was stopped (mcpctl down) while its servers started"}
+		case !errors.As(err, &ee):
+			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
 		}
 		notify(readyMsg{Error: ee})
 		stopServing()
 		<-served
-		logger.Info("session ended: a server failed to start", "error", err.Error())
+		logger.Error("session ended before it was ready", "error", ee.Error())
 		return err
 	}
 	d.SetReady()

@@ -25,6 +25,7 @@ import (
 type upOptions struct {
 	foreground bool
 	notifyFD   int
+	lockFD     int // the session's lock, claimed by the up that started this one
 	ttl        time.Duration
 	logLevel   string
 }
@@ -66,6 +67,7 @@ as it runs: a long call, or an open "watch".
 			&cli.DurationFlag{Name: "ttl", Usage: "stop the session after `DURATION` (e.g. 30s, 5m) without a request", Destination: &opts.ttl},
 			&cli.StringFlag{Name: "log-level", Usage: "the session log's `LEVEL`: debug, info, warn or error (default: the config's logLevel, else info)", Destination: &opts.logLevel},
 			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
+			&cli.IntFlag{Name: "lock-fd", Hidden: true, Destination: &opts.lockFD},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -138,13 +140,13 @@ func droppedConn(err error) bool {
 var errSessionGone = errors.New("the session ended")
 
 func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cfg *config.Config, client *engine.Client, sess *engine.Session) error {
-	if opts.notifyFD == 0 {
+	if opts.notifyFD == 0 && opts.lockFD == 0 { // not the session an up started
 		if _, err := client.Status(ctx); err == nil {
 			return alreadyUp(ctx, env, p, opts, client, sess, cfg)
 		}
 	}
 	if opts.foreground {
-		return runSession(ctx, env, p, cfg, sess, opts.notifyFD, opts.ttl, opts.logLevel)
+		return runSession(ctx, env, p, cfg, sess, opts)
 	}
 	var board *startBoard
 	if env.liveOK() {
@@ -268,12 +270,24 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	// What the log holds before is earlier sessions': an error of this
 	// one shows only its own lines.
 	logStart, _ := logf.Seek(0, io.SeekEnd)
+	// The session is claimed here and its lock handed to the process:
+	// from now on a down, a status or another up finds it starting, where
+	// in the moments before it listened they found no session (and a down
+	// left it running).
+	lock, err := sess.Claim()
+	if errors.Is(err, engine.ErrSessionRunning) {
+		return nil, nil // another up started it: alreadyUp waits for it
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	args := []string{"up", "--foreground", "--notify-fd=3", "--session", sess.Name}
+	args := []string{"up", "--foreground", "--notify-fd=3", "--lock-fd=4", "--session", sess.Name}
 	if ttl > 0 {
 		args = append(args, "--ttl", ttl.String())
 	}
@@ -289,7 +303,7 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	// its environment only; it keeps them from the servers' environments.
 	cmd.Env = append(os.Environ(), cfg.InputEnviron()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{w}
+	cmd.ExtraFiles = []*os.File{w, lock}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()

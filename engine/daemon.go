@@ -147,6 +147,10 @@ func (d *Daemon) IdleEnded() bool { return d.idled.Load() }
 // ShutdownRequested is closed when a client asked the session to end.
 func (d *Daemon) ShutdownRequested() <-chan struct{} { return d.stopped }
 
+// Stopping reports whether the session is stopping: a shutdown was asked
+// for and its servers are being stopped, or are.
+func (d *Daemon) Stopping() bool { return d.engine.closed.Load() }
+
 // Handler returns the API's HTTP handler.
 func (d *Daemon) Handler() http.Handler {
 	e := d.engine
@@ -358,7 +362,7 @@ wait:
 func (d *Daemon) status() *Status {
 	info := d.info
 	info.Ready = d.ready.Load()
-	info.Stopping = d.engine.closed.Load()
+	info.Stopping = d.Stopping()
 	return &Status{Session: &info, Servers: d.engine.Status(), ConfigError: d.engine.ConfigError()}
 }
 

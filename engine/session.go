@@ -196,14 +196,39 @@ var ErrSessionRunning = errors.New("a session is already running")
 // replaces a stale socket file, listens, and restricts the socket to its
 // owner. Connections from other users are refused.
 func (s *Session) Listen() (ln net.Listener, release func(), err error) {
+	return s.ListenHolding(nil)
+}
+
+// Claim takes the session's lock for a session process about to be
+// started, which is handed it (see [Session.ListenHolding]): from then on
+// the session counts as running ([Session.Running]), so a command in the
+// moments before it listens waits for it instead of finding none. It
+// returns [ErrSessionRunning] when another holds the lock.
+func (s *Session) Claim() (*os.File, error) {
+	if err := s.CheckSocket(); err != nil {
+		return nil, err
+	}
+	if err := ensureDir(s.Dir); err != nil {
+		return nil, fmt.Errorf("runtime directory: %w", err)
+	}
+	return lockFile(s.Lock)
+}
+
+// ListenHolding is [Session.Listen] for a process given the session's lock
+// by the one that claimed it ([Session.Claim]); nil takes the lock here.
+func (s *Session) ListenHolding(lock *os.File) (ln net.Listener, release func(), err error) {
 	if err := s.CheckSocket(); err != nil {
 		return nil, nil, err
 	}
 	if err := ensureDir(s.Dir); err != nil {
 		return nil, nil, fmt.Errorf("runtime directory: %w", err)
 	}
-	lock, err := lockFile(s.Lock)
-	if err != nil {
+	if lock == nil {
+		if lock, err = lockFile(s.Lock); err != nil {
+			return nil, nil, err
+		}
+	} else if err := holdsLock(lock, s.Lock); err != nil {
+		lock.Close()
 		return nil, nil, err
 	}
 	release = func() { lock.Close() }
@@ -253,8 +278,12 @@ func (s *Session) Listen() (ln net.Listener, release func(), err error) {
 	return &peerListener{Listener: hl}, release, nil
 }
 
-// Running reports whether a session process holds the session's lock.
+// Running reports whether a session process holds the session's lock: it
+// runs, or is about to listen, or is ending.
 func (s *Session) Running() bool {
+	if _, err := os.Stat(s.Lock); err != nil {
+		return false // no session ever ran here: leave no lock file behind
+	}
 	f, err := lockFile(s.Lock)
 	if err != nil {
 		return errors.Is(err, ErrSessionRunning)

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"syscall"
@@ -25,6 +26,26 @@ func lockFile(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// holdsLock checks that f, handed over by the process that claimed the
+// session, is the lock file at path and holds its lock: flock again on the
+// same open file succeeds only then.
+func holdsLock(f *os.File, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("the session's lock %s: %w", path, err)
+	}
+	if held, err := f.Stat(); err != nil || !os.SameFile(st, held) {
+		return fmt.Errorf("the file handed over as the session's lock is not %s", path)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if err == syscall.EWOULDBLOCK {
+			return ErrSessionRunning
+		}
+		return err
+	}
+	return nil
 }
 
 // A peerListener accepts only connections from processes of our own user.
