@@ -159,6 +159,12 @@ func (env *Env) note(format string, args ...any) {
 	}
 }
 
+// noteHint is note for a line that advises an mcpctl command: it is given
+// with the -c and --session this command was run with (withGlobalFlags).
+func (env *Env) noteHint(format string, args ...any) {
+	env.note("%s", env.withGlobalFlags([]string{fmt.Sprintf(format, args...)})[0])
+}
+
 // discovery finds the config files: every --config, else $MCPCTL_CONFIG,
 // else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml,
 // ./.codex/config.toml.
@@ -376,10 +382,10 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 	}
 	c := &engine.Client{Socket: sess.Socket, Dial: dialSession(sess), Unpooled: true, OnVersionMismatch: func(v string) {
 		env.note("warning: the session runs mcpctl %s, this is mcpctl %s", v, engine.Version())
-		env.note("hint: restart it to use this version: mcpctl down && mcpctl up")
+		env.noteHint("hint: restart it to use this version: mcpctl down && mcpctl up")
 	}, OnConfigError: func(why string) {
 		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
-		env.note("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
+		env.noteHint("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
 	}}
 	return c, sess, nil
 }
@@ -418,7 +424,7 @@ func dialSession(sess *engine.Session) func(context.Context) (net.Conn, error) {
 func (env *Env) noteStale(sess *engine.Session, goingOn string) (noted bool) {
 	if sess.RemoveStale() {
 		env.note("session %s is gone: it ended without stopping (killed or crashed); removed its stale socket %s", sess.Name, sess.Socket)
-		env.note("hint: %s; start the session again with: mcpctl up", goingOn)
+		env.noteHint("hint: %s; start the session again with: mcpctl up", goingOn)
 		return true
 	}
 	return false

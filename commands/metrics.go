@@ -70,7 +70,7 @@ func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
 		ms = e.Metrics()
 		e.Close()
 		if env.StderrTTY {
-			env.note("no session is running: no figures yet; start one with: mcpctl up")
+			env.noteHint("no session is running: no figures yet; start one with: mcpctl up")
 		}
 	} else if err != nil {
 		return err

@@ -52,6 +52,11 @@ func runStatus(ctx context.Context, env *Env) error {
 	}
 	client.OnConfigError = nil // status shows it itself
 	st, err := client.Status(ctx)
+	if err == nil && st.ConfigError != nil {
+		// The session's hints name its commands without the flags this
+		// one was run with.
+		st.ConfigError.Hint = env.withGlobalFlags(st.ConfigError.Hint)
+	}
 	if errors.Is(err, engine.ErrNoSession) {
 		env.noteStale(sess, "its servers are stopped")
 		cfg, cfgErr, err := env.loadConfigForNames()
@@ -71,7 +76,7 @@ func runStatus(ctx context.Context, env *Env) error {
 			st.Servers = append(st.Servers, ss)
 		}
 		if env.StderrTTY {
-			env.note("no session is running; start one with: mcpctl up")
+			env.noteHint("no session is running; start one with: mcpctl up")
 		}
 	} else if err != nil {
 		return err

@@ -163,7 +163,7 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 		return alreadyUp(ctx, env, p, opts, client, sess, cfg)
 	}
 	if env.StderrTTY {
-		env.note("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
+		env.noteHint("session %s is up (pid %d); stop it with: mcpctl down", st.Session.Name, st.Session.PID)
 	}
 	return printUp(p, st)
 }
@@ -172,7 +172,7 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 // session that already runs.
 func noteTTL(env *Env, st *engine.Status, ttl time.Duration) {
 	if ttl > 0 && st.Session != nil && st.Session.TTLSeconds != ttl.Seconds() {
-		env.note("the running session keeps its ttl; to change it: mcpctl down && mcpctl up --ttl %s", ttl)
+		env.noteHint("the running session keeps its ttl; to change it: mcpctl down && mcpctl up --ttl %s", ttl)
 	}
 }
 
@@ -210,7 +210,7 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			noteTTL(env, st, opts.ttl)
 			if opts.logLevel != "" {
-				env.note("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
+				env.noteHint("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
 			}
 			if !slices.Equal(slices.Sorted(slices.Values(st.Session.ConfigFiles)), slices.Sorted(slices.Values(cfg.Paths))) && len(st.Session.ConfigFiles) > 0 {
 				// A session named by --session may run another project's
@@ -222,9 +222,9 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			for _, s := range st.Servers {
 				switch {
 				case s.StoppedByHand:
-					env.note("warning: server %s is stopped (mcpctl stop); to start it: mcpctl start %s", s.Name, s.Name)
+					env.noteHint("warning: server %s is stopped (mcpctl stop); to start it: mcpctl start %s", s.Name, s.Name)
 				case s.State == engine.StateUnavailable:
-					env.note("warning: server %s is unavailable: %s; to start it again: mcpctl restart %s", s.Name, s.LastError, s.Name)
+					env.noteHint("warning: server %s is unavailable: %s; to start it again: mcpctl restart %s", s.Name, s.LastError, s.Name)
 				}
 			}
 			return printUp(p, st)
