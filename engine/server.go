@@ -127,7 +127,16 @@ func (s *server) setStateNote(st State, cause *Error, note string) {
 	if note != "" {
 		attrs = append(attrs, "note", note)
 	}
-	s.log.Info("server state", attrs...)
+	// A server down with a cause is an error, one degraded a warning:
+	// logs --jq 'select(.level == "ERROR")' finds what failed.
+	level := slog.LevelInfo
+	switch {
+	case st == StateUnavailable && cause != nil:
+		level = slog.LevelError
+	case st == StateDegraded:
+		level = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), level, "server state", attrs...)
 	s.e.bus.publish(ev)
 }
 
