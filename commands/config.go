@@ -143,7 +143,9 @@ func newConfigShowCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "show",
 		Usage: "Print the config as mcpctl reads it",
-		Description: `Prints the servers of the config files, merged, as JSON. With --resolved,
+		Description: `Prints the servers of the config files, merged, as JSON, as they are
+written, with the inputs and the log level. What the top-level "defaults",
+"sampling" and "elicitation" give each server shows with --resolved. With --resolved,
 each server as it will run: defaults applied, field names normalised,
 ${...} expanded, paths absolute, durations as Go writes them ("30s",
 "1m0s"); equivalent JSON, TOML

@@ -210,6 +210,9 @@ func (c *Config) Document(showSecrets bool) map[string]any {
 		}
 		doc["inputs"] = inputs
 	}
+	if c.LogLevel != "" {
+		doc["logLevel"] = c.LogLevel
+	}
 	return doc
 }
 
