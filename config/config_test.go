@@ -74,7 +74,8 @@ func TestLoadVSCodeProjectDir(t *testing.T) {
 func TestExpansion(t *testing.T) {
 	body := `{"servers": {"a": {
   "command": "${BIN}",
-  "args": ["${env:ARG}", "${MISSING:-dflt}", "${EMPTY:-dflt2}", "$$HOME", "$PLAIN", "${workspaceFolder}/x"],
+  "args": ["${env:ARG}", "${MISSING:-dflt}", "${EMPTY:-dflt2}", "$$HOME", "$PLAIN", "${workspaceFolder}/x",
+    "${MISSING:-${ARG}}", "${MISSING:-${MISSING2:-deep}}", "${MISSING:-{}}", "${MISSING:-a}b}"],
   "env": {"TOKEN": "Bearer ${TOKEN}"},
   "cwd": "${DIR:-.}",
   "startupTimeout": "1m30s"
@@ -84,9 +85,14 @@ func TestExpansion(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := cfg.Server("a")
-	want := []string{"one", "dflt", "dflt2", "$HOME", "$PLAIN", cfg.Dir + "/x"}
+	// A default may name a variable too; a brace that opens no ${ is text.
+	want := []string{"one", "dflt", "dflt2", "$HOME", "$PLAIN", cfg.Dir + "/x", "one", "deep", "{}", "ab}"}
 	if a.Command != "srv" || strings.Join(a.Args, "|") != strings.Join(want, "|") {
 		t.Errorf("command %q args %q, want srv %q", a.Command, a.Args, want)
+	}
+	// What a default took from the environment is a secret like the rest.
+	if shown := cfg.Resolved(false)["a"].Args; shown[6] != Redacted || shown[7] != "deep" {
+		t.Errorf("shown args %q", shown)
 	}
 	if a.Env["TOKEN"] != "Bearer s3cret" {
 		t.Errorf("env = %v", a.Env)

@@ -37,7 +37,8 @@ func (e *expandError) Unwrap() error { return e.cause }
 // there at run time, but is not now. What it would fill is not checked.
 var errValueUnknown = errors.New("not known until the servers run")
 
-// expand replaces ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID},
+// expand replaces ${VAR}, ${VAR:-default} (a default may hold another
+// ${...}), ${env:VAR}, ${input:ID},
 // ${workspaceFolder} and ${userHome} in s, and $$ with a literal $. Any other
 // $ is kept as written. A variable that is unset and has no default is an
 // error. secrets are the values that came from the environment or inputs:
@@ -67,7 +68,7 @@ func expand(s string, v Vars) (out, shown string, secrets []string, err error) {
 			i++
 			continue
 		}
-		end := strings.IndexByte(s[i:], '}')
+		end := closingBrace(s[i:])
 		if end < 0 {
 			return "", "", nil, &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
 		}
@@ -145,7 +146,9 @@ func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 		val, ok = v.LookupEnv(name)
 	}
 	if hasDef && (!ok || val == "") {
-		return def, false, nil
+		// The default may name variables too: ${A:-${B}}.
+		out, _, secrets, err := expand(def, v)
+		return out, len(secrets) > 0, err
 	}
 	if !ok {
 		hint := fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)
@@ -155,6 +158,25 @@ func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 		return "", false, &expandError{ref: ref, msg: "is not set", hint: hint}
 	}
 	return val, true, nil
+}
+
+// closingBrace returns the index in s, which starts with "${", of the }
+// that closes it, counting the ${ opened inside it (a default such as
+// ${A:-${B}}); -1 if none does.
+func closingBrace(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "${"):
+			depth++
+			i++
+		case s[i] == '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func validVarName(s string) bool {
