@@ -348,6 +348,10 @@ func (env *Env) runningSessionOf(named []string) *engine.Session {
 // canonicalPath is the path that names a session: symlinks resolved, of
 // its directory when the file itself is gone.
 func canonicalPath(p string) string {
+	if st, err := os.Stat(p); err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice|os.ModeDevice|os.ModeSocket) != 0 {
+		// /dev/stdin, a shell's <(...): the link names a pipe, no file.
+		return p
+	}
 	for range 8 { // a dangling symlink names the file it pointed to
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			return real

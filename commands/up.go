@@ -105,6 +105,9 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.Rereadable(); err != nil {
+		return err
+	}
 	client, sess, err := env.client()
 	if err != nil {
 		return err

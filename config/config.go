@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -474,16 +475,26 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		if err != nil {
 			return nil, err
 		}
+		// /dev/stdin and a shell's <(...) resolve to "pipe:[N]", which is
+		// no path: those are read where they are.
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
+			if _, err := os.Stat(real); err == nil {
+				abs = real
+			}
 		}
 		shown := displayPath(abs, opts.WorkDir)
-		if st, err := os.Stat(abs); err == nil && st.Size() > maxFileSize {
+		tooBig := &Error{File: shown, Msg: fmt.Sprintf("is more than %d bytes; a config file is at most %d", maxFileSize, maxFileSize),
+			Hint: "check that --config names the config file"}
+		st, err := os.Stat(abs)
+		if err == nil && st.Size() > maxFileSize {
 			return nil, &Error{File: shown, Msg: fmt.Sprintf("is %d bytes; a config file is at most %d", st.Size(), maxFileSize),
 				Hint: "check that --config names the config file"}
 		}
-		data, err := os.ReadFile(abs)
+		data, err := readAtMost(abs, maxFileSize)
 		if err != nil {
+			if errors.Is(err, errTooBig) {
+				return nil, tooBig
+			}
 			if st, serr := os.Stat(abs); errors.Is(err, os.ErrNotExist) || serr != nil || st.IsDir() {
 				return nil, notFound(shown, abs, serr)
 			}
@@ -493,9 +504,43 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		if b := filepath.Base(dir); b == ".vscode" || b == ".codex" {
 			dir = filepath.Dir(dir)
 		}
+		if st != nil && !st.Mode().IsRegular() {
+			// A pipe's directory (/dev, /proc/self/fd) is no project's.
+			dir = opts.WorkDir
+		}
 		files = append(files, file{shown: shown, path: abs, dir: dir, data: data})
 	}
 	return files, nil
+}
+
+var errTooBig = errors.New("too big")
+
+// readAtMost reads the file at path, a pipe too, refusing more than max
+// bytes.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		return nil, errTooBig
+	}
+	return data, err
+}
+
+// Rereadable returns an error naming the first config file that cannot be
+// read again, a pipe (/dev/stdin, a shell's <(...)): a session reads its
+// files again at its start and at each reload.
+func (c *Config) Rereadable() error {
+	for _, p := range c.Paths {
+		if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+			return &Error{File: displayPath(p, c.Dir), Msg: "is not a file but a pipe, which a session cannot read again (it reads its config at its start and at each reload)",
+				Hint: "write the config to a file and give that with -c; a pipe serves a command run without up"}
+		}
+	}
+	return nil
 }
 
 // Parse reads a config from data, as Load reads a file: for programs that
