@@ -122,9 +122,9 @@ func TestTableWidthsAndLines(t *testing.T) {
 	}
 }
 
-// On a terminal of known width the last column is cut so that no row wraps
-// (counting cells: 日本 takes four); in a pipe, or with too little room
-// left for it, rows stay whole.
+// On a terminal of known width the widest columns but the first are cut so
+// that no row wraps (counting cells: 日本 takes four); in a pipe, or when
+// cutting each to 10 cells would not do, rows stay whole.
 func TestTableFitsTerminal(t *testing.T) {
 	rows := [][]string{{"日本", "a long description that goes on"}, {"fs", "short"}}
 	table := func(w io.Writer) error { return Table(w, []string{"name", "description"}, rows) }
@@ -148,6 +148,26 @@ func TestTableFitsTerminal(t *testing.T) {
 			if tc.f.Width == 24 && runewidth.StringWidth(line) > 23 {
 				t.Errorf("width 24: %q is wider than 23 cells", line)
 			}
+		}
+	}
+}
+
+// A long column in the middle (a URI) is cut too, with the last: only the
+// last was, and rows with a long URI wrapped however short the rest.
+func TestTableFitsTerminalMiddleColumn(t *testing.T) {
+	var b bytes.Buffer
+	p, _ := New(&b, Format{TTY: true, Width: 50})
+	rows := [][]string{{"fs", "file:///home/someone/projects/a/very/long/path/README.md", "text/markdown", "the project's readme"}}
+	if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"server", "uri", "type", "description"}, rows) }); err != nil {
+		t.Fatal(err)
+	}
+	want := "SERVER   URI            TYPE          DESCRIPTION\nfs       file:///hom…   text/markd…   the projec…\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if runewidth.StringWidth(line) > 49 {
+			t.Errorf("%q is wider than 49 cells", line)
 		}
 	}
 }

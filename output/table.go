@@ -43,7 +43,7 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 		}
 	}
 	if tw, ok := w.(terminalWriter); ok && tw.width > 0 && len(widths) > 1 {
-		fitLastColumn(cells, widths, tw.width)
+		fitColumns(cells, widths, tw.width)
 	}
 	var b strings.Builder
 	for _, row := range cells {
@@ -64,26 +64,40 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 	return err
 }
 
-// fitLastColumn cuts the last column's cells so that a row fits a terminal
-// width cells wide, less one (a line that ends in the last column wraps on
-// some terminals): a wrapped row reads as two. The other columns, names
-// mostly, are kept whole; a last column left with fewer than 10 cells is
-// not cut.
-func fitLastColumn(cells [][]string, widths []int, width int) {
-	last := len(widths) - 1
+// fitColumns cuts cells so that a row fits a terminal width cells wide,
+// less one (a line that ends in the last column wraps on some terminals):
+// a wrapped row reads as two. The widest columns are cut first, down to
+// 10 cells each; the first, names mostly, is kept whole. When that cannot
+// make a row fit, nothing is cut.
+func fitColumns(cells [][]string, widths []int, width int) {
+	const least = 10
 	room := width - 1
-	for _, w := range widths[:last] {
-		room -= w + 3
-	}
-	if room < 10 || widths[last] <= room {
-		return
-	}
-	for _, row := range cells {
-		if len(row) > last && runewidth.StringWidth(row[last]) > room {
-			row[last] = runewidth.Truncate(row[last], room, "…")
+	total, saving := 3*(len(widths)-1), 0
+	for i, w := range widths {
+		total += w
+		if i > 0 && w > least {
+			saving += w - least
 		}
 	}
-	widths[last] = room
+	if total <= room || total-saving > room {
+		return
+	}
+	for excess := total - room; excess > 0; excess-- {
+		widest := 1
+		for i := 2; i < len(widths); i++ {
+			if widths[i] >= widths[widest] {
+				widest = i // of equals, the later: descriptions come last
+			}
+		}
+		widths[widest]--
+	}
+	for _, row := range cells {
+		for i := 1; i < len(row) && i < len(widths); i++ {
+			if runewidth.StringWidth(row[i]) > widths[i] {
+				row[i] = runewidth.Truncate(row[i], widths[i], "…")
+			}
+		}
+	}
 }
 
 // oneLine turns the line breaks and tabs in s into spaces and trims it.
