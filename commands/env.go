@@ -36,6 +36,9 @@ type Env struct {
 	StderrTTY bool
 	LookupEnv func(string) (string, bool)
 	WorkDir   string
+	// ctx is the run's: a signal ends it. What outlives a command's own
+	// context (the --jq filter of its result) stops with it.
+	ctx context.Context
 
 	// Global flags.
 	configFlags []string
@@ -79,6 +82,7 @@ func (env *Env) Printer() (*output.Printer, error) {
 				"e.g. mcpctl call SERVER.TOOL --jq '.content[0].text' -r")
 		}
 		f := env.format
+		f.Context = env.ctx
 		f.TTY = env.StdoutTTY
 		if f.TTY {
 			f.Width = terminalWidth(env.Out, env.getenv)

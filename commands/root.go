@@ -26,6 +26,7 @@ import (
 // streams and exits with its result.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := newEnv(stdin, stdout, stderr)
+	env.ctx = ctx
 	err := newRootCmd(env).Run(ctx, args)
 	if err == nil {
 		return exitOK

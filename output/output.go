@@ -7,6 +7,7 @@ package output
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Format struct {
 	// Width is the terminal's width in cells (0: unknown): a table's last
 	// column is cut to fit it.
 	Width int
+	// Context, when set, ends a --jq filter's run when it is done (Ctrl-C):
+	// a filter may run for ever (repeat).
+	Context context.Context
 }
 
 // A Printer writes results to one writer in one format.
@@ -152,9 +156,21 @@ func (p *Printer) runJQ(data []byte, indent bool) (n int, err error) {
 	if err := dec.Decode(&in); err != nil {
 		return 0, err
 	}
-	iter := p.jq.Run(in)
+	ctx := p.f.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	iter := p.jq.RunWithContext(ctx, in)
 	var b bytes.Buffer
 	for ; ; n++ {
+		if b.Len() >= 64<<10 {
+			// What a filter makes goes out as it is made: a reader that
+			// has had enough (head) ends it, and a long run holds no more.
+			if _, err := p.out.Write(b.Bytes()); err != nil {
+				return n, err
+			}
+			b.Reset()
+		}
 		v, ok := iter.Next()
 		if !ok {
 			break
@@ -162,6 +178,10 @@ func (p *Printer) runJQ(data []byte, indent bool) (n int, err error) {
 		if err, isErr := v.(error); isErr {
 			if h, halt := err.(*gojq.HaltError); halt && h.Value() == nil {
 				break
+			}
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				p.out.Write(b.Bytes())
+				return n, err // interrupted, not a filter's failure
 			}
 			p.out.Write(b.Bytes())
 			return n, &JQError{Msg: fmt.Sprintf("--jq filter failed: %v", err),

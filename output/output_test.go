@@ -2,11 +2,13 @@ package output
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-runewidth"
 )
@@ -224,3 +226,49 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("Printable changed %q", s)
 	}
 }
+
+// A --jq filter that runs for ever (repeat) ends with the run's context,
+// as Ctrl-C ends it: it ignored Ctrl-C and SIGTERM.
+func TestJQStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := New(io.Discard, Format{JQ: "last(repeat(1))", Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Print(map[string]any{}, nil) }()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the filter did not stop with its context")
+	}
+}
+
+// What a filter makes is written as it is made, so a reader that closes
+// (head) ends an endless one: it was all kept in memory (9 GB in ten
+// minutes) and written at the end, which never came.
+func TestJQWritesAsItGoes(t *testing.T) {
+	closed := errors.New("the reader has gone")
+	p, err := New(failingWriter{closed}, Format{JQ: "repeat(1)", Context: context.Background()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Print(map[string]any{}, nil) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, closed) {
+			t.Errorf("err = %v, want the writer's", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the filter's output was not written as it was made")
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
