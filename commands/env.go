@@ -96,8 +96,16 @@ func (env *Env) Printer() (*output.Printer, error) {
 	return env.printer, nil
 }
 
-// mcpctlCommand finds where a hint tells to run mcpctl.
-var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bmcpctl ([a-z])`) })
+// mcpctlCommands are the commands a hint may advise; TestHintCommands
+// keeps the list the command tree's.
+var mcpctlCommands = []string{"auth", "call", "complete", "completion", "config", "down", "help", "inspect", "logs", "metrics",
+	"prompt", "prompts", "reload", "resource", "resources", "restart", "serve", "start", "status", "stop", "tools", "up", "version", "watch"}
+
+// mcpctlCommand finds where a hint tells to run mcpctl: its name and a
+// command's, not a sentence about mcpctl ("mcpctl as it is").
+var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\bmcpctl ((?:` + strings.Join(mcpctlCommands, "|") + `)\b)`)
+})
 
 // withGlobalFlags is hints with the -c and --session the user gave added to
 // each mcpctl command they advise ("mcpctl -c my.json up"): without them

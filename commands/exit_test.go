@@ -59,17 +59,37 @@ func TestHintsCarryGlobalFlags(t *testing.T) {
 		"see the resources with: mcpctl resources; or name the server: --server SERVER",
 		"run serve on a config without it: mcpctl serve -c FILE",
 		"known servers: a, b",
+		"the server does not work with mcpctl as it is",
+		"run mcpctl up first; mcpctl uptime is no command",
 	})
 	want := []string{
 		"start it again with: mcpctl -c 'my config.json' -c b.json --session s1 restart fake",
 		"see the resources with: mcpctl -c 'my config.json' -c b.json --session s1 resources; or name the server: --server SERVER",
 		"run serve on a config without it: mcpctl serve -c FILE",
 		"known servers: a, b",
+		"the server does not work with mcpctl as it is",
+		"run mcpctl -c 'my config.json' -c b.json --session s1 up first; mcpctl uptime is no command",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("hints:\n%q\nwant\n%q", got, want)
 	}
 	if shellWord("it's") != `'it'\''s'` {
 		t.Errorf("shellWord: %s", shellWord("it's"))
+	}
+}
+
+// The commands hints may advise are the command tree's, hidden ones aside.
+func TestHintCommands(t *testing.T) {
+	var names []string
+	for _, c := range newRootCmd(newEnv(strings.NewReader(""), io.Discard, io.Discard)).Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	slices.Sort(names)
+	// completion is added as the tree runs (urfave's, reshaped).
+	want := slices.DeleteFunc(slices.Clone(mcpctlCommands), func(n string) bool { return n == "completion" })
+	if !slices.Equal(names, want) {
+		t.Errorf("commands %q, the hint list has %q", names, want)
 	}
 }
