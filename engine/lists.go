@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,7 +35,53 @@ type snapshot struct {
 	// unlisted are the lists not asked for yet (Options.LazyLists): fill
 	// lists them on first use.
 	unlisted []string
+	// failed are the lists (by method: "prompts/list") the server answered
+	// with an error: its tools and other lists still serve, and a list
+	// that leaves them out says why.
+	failed map[string]*Error
 }
+
+// failures returns why the server could not give list ("" for any), in
+// the order of its methods.
+func (sn *snapshot) failures(list string) []*Error {
+	var out []*Error
+	for _, m := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+		if e := sn.failed[m]; e != nil && (list == "" || listOf(m) == list) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// listOf names the list a list method gives.
+func listOf(method string) string {
+	if method == "prompts/list" {
+		return listPrompts
+	}
+	return listResources
+}
+
+// listFailed records a list's error answer in sn, and reports whether it
+// did: only an error the server answered with is kept (its other lists
+// serve); a broken connection or a caller gone fails the whole listing.
+func (s *server) listFailed(ctx context.Context, sn *snapshot, method string, err error) bool {
+	var werr *jsonrpc.Error
+	if ctx.Err() != nil || !errors.As(err, &werr) {
+		return false
+	}
+	name := s.cfg().Name
+	what := strings.TrimSuffix(strings.ReplaceAll(method, "/", " "), " list")
+	if what == "resources templates" {
+		what = "resource templates"
+	}
+	sn.failed[method] = errorf(KindProtocol, name, "server %s could not list its %s: it answered %s with error %d: %s", name, what, method, werr.Code, s.cfg().Redact(werr.Message)).
+		hint("its tools and its other lists still serve; its log may say more: mcpctl logs %s", name).wrap(err)
+	s.log.Warn("listing failed", "method", method, "error", sn.failed[method].Message)
+	return true
+}
+
+// listed records that method answered in sn: an earlier failure is gone.
+func (sn *snapshot) listed(method string) { delete(sn.failed, method) }
 
 func (sn *snapshot) toolCount() int {
 	if sn == nil {
@@ -105,6 +155,10 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 	want := func(list string) bool { return len(only) == 0 || slices.Contains(only, list) }
 	sn := *base
 	sn.unlisted = slices.DeleteFunc(slices.Clone(sn.unlisted), want)
+	sn.failed = maps.Clone(base.failed)
+	if sn.failed == nil {
+		sn.failed = map[string]*Error{}
+	}
 	cctx, cp := withCapture(ctx)
 	defer conn.release(cp)
 	if want(listTools) && caps.Tools != nil {
@@ -130,57 +184,89 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 			sn.toolByName[t.Tool] = t
 		}
 	}
-	if want(listPrompts) && caps.Prompts != nil {
-		var keys []string
-		for p, err := range cs.Prompts(cctx, nil) {
+	// each gathers one list's keys; false: the list failed, and is kept
+	// as it was (none, at a start) with why.
+	each := func(method string, items iter.Seq2[string, error]) (keys []string, ok bool, err error) {
+		var lerr error
+		for k, err := range items {
 			if err != nil {
-				return nil, err
+				lerr = err
+				break
 			}
-			keys = append(keys, p.Name)
+			keys = append(keys, k)
 		}
-		sn.prompts, sn.promptByName = nil, map[string]*Prompt{}
-		for _, raw := range s.rawList(cp, "prompts/list", "prompts", "name", keys) {
-			if p, err := newItem(s.cfg().Name, raw, "name", func(server, name string, raw json.RawMessage) *Prompt {
-				return &Prompt{Server: server, Prompt: name, raw: raw}
-			}); err == nil {
-				sn.prompts = append(sn.prompts, p)
-				sn.promptByName[p.Prompt] = p
+		if lerr == nil {
+			sn.listed(method)
+			return keys, true, nil
+		}
+		if s.listFailed(ctx, &sn, method, lerr) {
+			return nil, false, nil
+		}
+		return nil, false, lerr
+	}
+	if want(listPrompts) && caps.Prompts != nil {
+		keys, ok, err := each("prompts/list", keysOf(cs.Prompts(cctx, nil), func(p *mcp.Prompt) string { return p.Name }))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			sn.prompts, sn.promptByName = nil, map[string]*Prompt{}
+			for _, raw := range s.rawList(cp, "prompts/list", "prompts", "name", keys) {
+				if p, err := newItem(s.cfg().Name, raw, "name", func(server, name string, raw json.RawMessage) *Prompt {
+					return &Prompt{Server: server, Prompt: name, raw: raw}
+				}); err == nil {
+					sn.prompts = append(sn.prompts, p)
+					sn.promptByName[p.Prompt] = p
+				}
 			}
 		}
 	}
 	if want(listResources) && caps.Resources != nil {
-		var keys []string
-		for r, err := range cs.Resources(cctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, r.URI)
+		keys, ok, err := each("resources/list", keysOf(cs.Resources(cctx, nil), func(r *mcp.Resource) string { return r.URI }))
+		if err != nil {
+			return nil, err
 		}
-		sn.resources = nil
-		for _, raw := range s.rawList(cp, "resources/list", "resources", "uri", keys) {
-			if r, err := newItem(s.cfg().Name, raw, "uri", func(server, uri string, raw json.RawMessage) *Resource {
-				return &Resource{Server: server, URI: uri, raw: raw}
-			}); err == nil {
-				sn.resources = append(sn.resources, r)
+		if ok {
+			sn.resources = nil
+			for _, raw := range s.rawList(cp, "resources/list", "resources", "uri", keys) {
+				if r, err := newItem(s.cfg().Name, raw, "uri", func(server, uri string, raw json.RawMessage) *Resource {
+					return &Resource{Server: server, URI: uri, raw: raw}
+				}); err == nil {
+					sn.resources = append(sn.resources, r)
+				}
 			}
 		}
-		keys = nil
-		for t, err := range cs.ResourceTemplates(cctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, t.URITemplate)
+		keys, ok, err = each("resources/templates/list", keysOf(cs.ResourceTemplates(cctx, nil), func(t *mcp.ResourceTemplate) string { return t.URITemplate }))
+		if err != nil {
+			return nil, err
 		}
-		sn.templates = nil
-		for _, raw := range s.rawList(cp, "resources/templates/list", "resourceTemplates", "uriTemplate", keys) {
-			if t, err := newItem(s.cfg().Name, raw, "uriTemplate", func(server, tmpl string, raw json.RawMessage) *Template {
-				return &Template{Server: server, URITemplate: tmpl, raw: raw}
-			}); err == nil {
-				sn.templates = append(sn.templates, t)
+		if ok {
+			sn.templates = nil
+			for _, raw := range s.rawList(cp, "resources/templates/list", "resourceTemplates", "uriTemplate", keys) {
+				if t, err := newItem(s.cfg().Name, raw, "uriTemplate", func(server, tmpl string, raw json.RawMessage) *Template {
+					return &Template{Server: server, URITemplate: tmpl, raw: raw}
+				}); err == nil {
+					sn.templates = append(sn.templates, t)
+				}
 			}
 		}
 	}
 	return &sn, nil
+}
+
+// keysOf is a list's items as their keys, and its error.
+func keysOf[T any](items iter.Seq2[T, error], key func(T) string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for it, err := range items {
+			k := ""
+			if err == nil {
+				k = key(it)
+			}
+			if !yield(k, err) {
+				return
+			}
+		}
+	}
 }
 
 // rawList returns the raw objects for keys, in order. They come from the
@@ -531,6 +617,29 @@ func unlistedError(servers []*server, failed map[*server]error) *Error {
 	return e.hint("the other servers' items are listed; see their states with: mcpctl status")
 }
 
+// withFailures is the error of a list that leaves out, besides the servers
+// that could not start (unlisted), lists servers answered with an error.
+func withFailures(unlisted *Error, failures []*Error) *Error {
+	switch {
+	case len(failures) == 0:
+		return unlisted
+	case unlisted != nil:
+		for _, f := range failures {
+			unlisted.hint("%s", f.Message)
+		}
+		return unlisted
+	case len(failures) == 1:
+		f := *failures[0] // the snapshot's own is not changed
+		f.Hint = slices.Clone(f.Hint)
+		return &f
+	}
+	e := errorf(KindProtocol, "", "%d lists are left out: their servers answered with an error", len(failures))
+	for _, f := range failures {
+		e.hint("%s", f.Message)
+	}
+	return e.hint("their tools and other lists still serve; see their logs with: mcpctl logs SERVER")
+}
+
 // partial is out with unlisted, the error of a list some servers are left
 // out of (see [Engine.Tools]); nil stays an untyped nil error.
 func partial[T any](out T, unlisted *Error) (T, error) {
@@ -581,7 +690,9 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 		return nil, err
 	}
 	out := []*Prompt{}
+	var failures []*Error
 	unlisted, err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+		failures = append(failures, sn.failures(listPrompts)...)
 		prompts := sn.prompts
 		if onePrompt {
 			prompts = nil
@@ -595,11 +706,14 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 		return nil, err
 	}
 	if onePrompt && len(out) == 0 {
+		if len(failures) > 0 {
+			return nil, failures[0] // the prompt may be there, unlisted
+		}
 		s, _ := e.lookup(srvName)
 		sn, _, _ := s.offer()
 		return nil, unknownName("prompt", filter, srvName, sn.names(listPrompts))
 	}
-	return partial(out, unlisted)
+	return partial(out, withFailures(unlisted, failures))
 }
 
 // Resources is the resources and resource templates of the servers.
@@ -611,7 +725,9 @@ type Resources struct {
 // Resources lists the resources and templates of every server, or of one.
 func (e *Engine) Resources(name string) (*Resources, error) {
 	out := &Resources{Resources: []*Resource{}, Templates: []*Template{}}
+	var failures []*Error
 	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+		failures = append(failures, sn.failures(listResources)...)
 		out.Resources = append(out.Resources, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
 		for _, t := range sn.templates {
 			if isStale {
@@ -623,7 +739,7 @@ func (e *Engine) Resources(name string) (*Resources, error) {
 	if err != nil {
 		return nil, err
 	}
-	return partial(out, unlisted)
+	return partial(out, withFailures(unlisted, failures))
 }
 
 // An Inspection is everything one server declared.
@@ -646,13 +762,15 @@ type Inspection struct {
 // and its lists.
 func (e *Engine) Inspect(name string) ([]*Inspection, error) {
 	out := []*Inspection{}
+	var failures []*Error
 	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+		failures = append(failures, sn.failures("")...)
 		out = append(out, s.inspection(sn, isStale))
 	})
 	if err != nil {
 		return nil, err
 	}
-	return partial(out, unlisted)
+	return partial(out, withFailures(unlisted, failures))
 }
 
 // Listed is [Engine.Inspect] of every server that has listed what it

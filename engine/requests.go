@@ -478,6 +478,9 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	}
 	prompt := h.snap.promptByName[promptName]
 	if prompt == nil {
+		if f := h.snap.failures(listPrompts); len(f) > 0 {
+			return nil, f[0] // it may be there, unlisted: not "unknown"
+		}
 		return nil, unknownName("prompt", req.Name, srvName, h.snap.names(listPrompts))
 	}
 	args, err := promptArguments(prompt, req)
@@ -686,6 +689,9 @@ func (e *Engine) route(ctx context.Context, uri, name string) (*server, error) {
 				if t.URITemplate == uri {
 					err.hint("it is a template of server %s: fill in %s", o.s.cfg().Name, braced(t.variables()))
 				}
+			}
+			for _, f := range o.sn.failures(listResources) {
+				err.hint("%s; name it to read from it: --server %s", f.Message, o.s.cfg().Name)
 			}
 		}
 		if near := schemas.Closest(uri, uris); len(near) > 0 {
