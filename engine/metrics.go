@@ -70,8 +70,9 @@ func (m *metrics) record(server, method string, d time.Duration, err error) {
 // MethodMetrics are the figures of one method of one server. Requests,
 // Errors and SumMs count every request since the engine started;
 // the percentiles are over the last 1024 requests, in milliseconds. A
-// request its caller gave up on (its context cancelled) counts, until then,
-// and not as an error: it is not the server's.
+// request its caller gave up on (its context cancelled, or its own timeout,
+// shorter than the server's requestTimeout, passed) counts, until then, and
+// not as an error: it is not the server's.
 type MethodMetrics struct {
 	Method   string `json:"method"`
 	Requests int64  `json:"requests"`

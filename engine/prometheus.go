@@ -55,7 +55,7 @@ func WritePrometheus(w io.Writer, metrics []ServerMetrics) error {
 		perMethod(func(s ServerMetrics, m MethodMetrics) {
 			sample("mcpctl_requests_total", itoa(m.Requests), "server", s.Server, "method", m.Method)
 		}))
-	family("mcpctl_request_errors_total", "counter", "Requests that failed: no answer, or a JSON-RPC error (one its caller gave up on is not a failure).",
+	family("mcpctl_request_errors_total", "counter", "Requests that failed: no answer, or a JSON-RPC error (one its caller gave up on, by Ctrl-C or a timeout shorter than the server's, is not a failure).",
 		perMethod(func(s ServerMetrics, m MethodMetrics) {
 			sample("mcpctl_request_errors_total", itoa(m.Errors), "server", s.Server, "method", m.Method)
 		}))

@@ -17,7 +17,7 @@ func ExampleWritePrometheus() {
 	// # HELP mcpctl_requests_total Requests mcpctl sent to a server, by method.
 	// # TYPE mcpctl_requests_total counter
 	// mcpctl_requests_total{server="github",method="tools/call"} 2
-	// # HELP mcpctl_request_errors_total Requests that failed: no answer, or a JSON-RPC error (one its caller gave up on is not a failure).
+	// # HELP mcpctl_request_errors_total Requests that failed: no answer, or a JSON-RPC error (one its caller gave up on, by Ctrl-C or a timeout shorter than the server's, is not a failure).
 	// # TYPE mcpctl_request_errors_total counter
 	// mcpctl_request_errors_total{server="github",method="tools/call"} 0
 	// # HELP mcpctl_request_duration_seconds Request latency; quantiles over the last 1024 requests.

@@ -119,7 +119,13 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
-	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), err)
+	recorded := err
+	if KindOf(err) == KindTimeout && callerShort {
+		// The caller's own, shorter timeout: its giving up, as Ctrl-C
+		// is, not the server's error.
+		recorded = nil
+	}
+	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), recorded)
 	if KindOf(err) != KindTimeout || !callerShort {
 		h.noteOutcome(ctx, err)
 	}

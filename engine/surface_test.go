@@ -674,10 +674,18 @@ func TestSamplingHandler(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "slow", Sleep: "1s"}}})
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "slow", Sleep: "1s"}}})
+	srv.RequestTimeout = 300 * time.Millisecond
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
 	}
+	// The server's own timeout is its error; a caller's shorter one is
+	// the caller giving up, as health has it.
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
 	e.CallTool(ctx(t), &CallRequest{Name: "srv.slow", TimeoutMs: 50})
 	// A call its caller gave up (Ctrl-C) is a request, not the server's
 	// error.
@@ -687,7 +695,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("a cancelled call: %v", err)
 	}
 	m := e.Metrics()
-	if len(m) != 1 || m[0].Requests != 5 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
+	if len(m) != 1 || m[0].Requests != 6 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
 		t.Errorf("metrics: %+v", m)
 	}
 }
