@@ -101,6 +101,19 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.notifyFD == 0 && opts.lockFD == 0 && !opts.foreground {
+		// A session that runs has its inputs and variables: up again says
+		// so without them (and asks for none), as any other command would.
+		if client, sess, err := env.client(); err == nil {
+			if _, err := client.Status(ctx); err == nil {
+				if cfg, _, err := env.loadConfigForNames(); err == nil {
+					if err := alreadyUp(ctx, env, p, opts, client, sess, cfg); !errors.Is(err, errSessionGone) {
+						return err
+					}
+				}
+			}
+		}
+	}
 	cfg, err := env.loadConfig()
 	if err != nil {
 		return err
