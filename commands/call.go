@@ -224,6 +224,11 @@ func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
 		}
 		return nil, usagef(fmt.Sprintf("--args %s: %s:%s: not valid JSON: %s", v, from, pos, why), "the arguments must be a JSON object")
 	}
+	if string(bytes.TrimSpace(data)) == "null" {
+		// The engine reads null as no arguments (a Go nil map); given by
+		// hand it is a mistake, as a string or a number is.
+		return nil, usagef("--args "+v+": the arguments must be a JSON object, got null", "for no arguments leave --args out, or pass {}")
+	}
 	return data, nil
 }
 
