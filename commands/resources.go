@@ -218,8 +218,8 @@ func newInspectCmd(env *Env) *cli.Command {
 		ArgsUsage: "[SERVER]",
 		Description: `Shows, for every server or one: its info, the negotiated protocol version, its
 capabilities and instructions as it sent them, and its tools, prompts,
-resources and resource templates. JSON is an array with one object per
-server.
+resources and resource templates (on a terminal by name; JSON has each
+whole). JSON is an array with one object per server.
 
   mcpctl inspect everything
   mcpctl inspect --jq '.[] | {name, protocolVersion, capabilities}'`,
@@ -263,7 +263,11 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 			sort.Strings(names)
 			fmt.Fprintf(w, "%s%s: %s %s (protocol %s)\n", in.Name, staleMark(in.Stale), info.Name, info.Version, in.ProtocolVersion)
 			fmt.Fprintf(w, "  capabilities: %s\n", joinOr(names, "none"))
-			fmt.Fprintf(w, "  tools %d, prompts %d, resources %d, resource templates %d\n", len(in.Tools), len(in.Prompts), len(in.Resources), len(in.Templates))
+			// What it offers, by name (the details: tools, prompts, resources).
+			listLine(w, "tools", in.Tools, func(t *engine.Tool) string { return t.Tool })
+			listLine(w, "prompts", in.Prompts, func(p *engine.Prompt) string { return p.Prompt })
+			listLine(w, "resources", in.Resources, func(r *engine.Resource) string { return r.URI })
+			listLine(w, "resource templates", in.Templates, func(t *engine.Template) string { return t.URITemplate })
 			// Whole: they tell how to use the server.
 			if ins := strings.TrimSpace(in.Instructions); strings.Contains(ins, "\n") {
 				fmt.Fprintln(w, "  instructions:")
@@ -274,6 +278,19 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 		}
 		return nil
 	}))
+}
+
+// listLine writes "  what (n): a, b, c", or "  what: none".
+func listLine[T any](w io.Writer, what string, items []T, name func(T) string) {
+	if len(items) == 0 {
+		fmt.Fprintf(w, "  %s: none\n", what)
+		return
+	}
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = output.Printable(name(it))
+	}
+	fmt.Fprintf(w, "  %s (%d): %s\n", what, len(items), strings.Join(names, ", "))
 }
 
 type completeOptions struct {
