@@ -148,7 +148,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	opts.ShutdownGrace = oneShotGrace
 	opts.LazyLists = true
 	if hopts.guard {
-		if wd, err := startWatchdog(); err != nil {
+		if wd, err := startWatchdog(false); err != nil {
 			env.note("warning: cannot start the watchdog (%v); a kill -9 of mcpctl would leave what its servers started running", err)
 		} else {
 			// Closed after the servers are stopped (deferred first).

@@ -39,7 +39,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			info.ExitCode = 128 + int(n) // as a shell reports a process the signal ended
 		}
 	}
-	output.PrintError(stderr, info, env.jsonErrors())
+	output.PrintError(env.ErrOut, info, env.jsonErrors())
 	return info.ExitCode
 }
 

@@ -74,7 +74,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	defer obs.close()
 	logger := obs.logger.With("session", sess.Name)
 	eopts := env.engineOptions(sess, logger)
-	if wd, err := startWatchdog(); err != nil {
+	if wd, err := startWatchdog(notifyFD > 0); err != nil {
 		logger.Warn("cannot start the watchdog; a kill -9 of this session would leave its servers' children running", "error", err.Error())
 	} else {
 		// Deferred before Serve returns, which stops every server: on a

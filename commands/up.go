@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -97,6 +99,11 @@ type readyMsg struct {
 }
 
 func runUp(ctx context.Context, env *Env, opts upOptions) error {
+	if opts.notifyFD > 0 {
+		// A session up started: its stderr is its log, which holds JSON
+		// lines only.
+		env.ErrOut = &logLines{log: slog.New(slog.NewJSONHandler(env.ErrOut, nil))}
+	}
 	p, err := env.Printer()
 	if err != nil {
 		return err
@@ -419,4 +426,50 @@ func tailFile(path string, from int64, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// logLines turns what a detached session writes on stderr (a note, its
+// last error) into lines of its JSON log: an error object becomes an ERROR
+// line with its message, "warning:" a WARN line, anything else INFO.
+type logLines struct {
+	mu  sync.Mutex
+	log *slog.Logger
+	buf []byte
+}
+
+func (w *logLines) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+func (w *logLines) line(s string) {
+	var e struct {
+		Error *struct {
+			Code    string   `json:"code"`
+			Message string   `json:"message"`
+			Hints   []string `json:"hints"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(s), &e) == nil && e.Error != nil {
+		w.log.Error(e.Error.Message, "code", e.Error.Code, "hints", e.Error.Hints)
+		return
+	}
+	s = strings.TrimPrefix(s, "mcpctl: ")
+	level := slog.LevelInfo
+	switch {
+	case strings.HasPrefix(s, "error: "):
+		level = slog.LevelError
+	case strings.HasPrefix(s, "warning: "):
+		level = slog.LevelWarn
+	}
+	w.log.Log(context.Background(), level, s)
 }

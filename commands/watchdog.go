@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,6 +31,10 @@ const watchdogCmd = "_watchdog"
 
 // watchdogParentEnv gives the watchdog the pid of the mcpctl it watches.
 const watchdogParentEnv = "MCPCTL_WATCHDOG_PARENT"
+
+// watchdogJSONEnv, "1", has the watchdog write a JSON log line: its stderr
+// is a detached session's log.
+const watchdogJSONEnv = "MCPCTL_WATCHDOG_JSON"
 
 func newWatchdogCmd(env *Env) *cli.Command {
 	return &cli.Command{
@@ -83,10 +88,16 @@ func runWatchdog(in io.Reader, log io.Writer) {
 		}
 	}
 	slices.Sort(killed)
-	if len(killed) > 0 {
-		// The parent is a session, or a command without one (watch, serve).
-		fmt.Fprintf(log, "mcpctl watchdog: mcpctl (pid %d) ended without stopping its servers; killed process groups %v\n", parent, killed)
+	if len(killed) == 0 {
+		return
 	}
+	// The parent is a session, or a command without one (watch, serve).
+	if os.Getenv(watchdogJSONEnv) == "1" {
+		// Into the session's log, a line like its others.
+		slog.New(slog.NewJSONHandler(log, nil)).Warn("watchdog: the session died, leaving its servers running; killed their process groups", "pid", parent, "groups", killed)
+		return
+	}
+	fmt.Fprintf(log, "mcpctl watchdog: mcpctl (pid %d) ended without stopping its servers; killed process groups %v\n", parent, killed)
 }
 
 // A watchdog is the session's end of the pipe to its watchdog process. One
@@ -98,6 +109,7 @@ type watchdog struct {
 	groups   map[int]bool                  // the groups registered, for a replacement
 	warn     func(msg string, args ...any) // set by report: slog's Warn, or a note
 	replaced int
+	jsonLog  bool // its stderr is a detached session's log (watchdogJSONEnv)
 }
 
 // maxReplacements bounds how often a dying watchdog is replaced: one that
@@ -109,8 +121,8 @@ const maxReplacements = 5
 // the read end of a pipe as stdin and nothing else of ours: every other
 // descriptor of this process is close-on-exec. Its stderr is the session's
 // log when that is a file.
-func startWatchdog() (*watchdog, error) {
-	wd := &watchdog{groups: map[int]bool{}, warn: func(string, ...any) {}}
+func startWatchdog(jsonLog bool) (*watchdog, error) {
+	wd := &watchdog{groups: map[int]bool{}, warn: func(string, ...any) {}, jsonLog: jsonLog}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	if err := wd.spawnLocked(); err != nil {
@@ -141,11 +153,14 @@ func (wd *watchdog) spawnLocked() error {
 	}
 	// Input values stay with the session.
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, config.InputEnvPrefix) && !strings.HasPrefix(kv, watchdogParentEnv+"=") {
+		if !strings.HasPrefix(kv, config.InputEnvPrefix) && !strings.HasPrefix(kv, watchdogParentEnv+"=") && !strings.HasPrefix(kv, watchdogJSONEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", watchdogParentEnv, os.Getpid()))
+	if wd.jsonLog {
+		cmd.Env = append(cmd.Env, watchdogJSONEnv+"=1")
+	}
 	if st, err := os.Stderr.Stat(); err == nil && st.Mode().IsRegular() {
 		cmd.Stderr = os.Stderr
 	}
