@@ -190,6 +190,9 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		stopServing()
 		<-served
 		logger.Error("session ended before it was ready", "error", ee.Error())
+		if d.Stopping() && ctx.Err() == nil {
+			return ee // up --foreground says it as up does
+		}
 		return err
 	}
 	d.SetReady()

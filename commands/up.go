@@ -108,17 +108,43 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.notifyFD == 0 && opts.lockFD == 0 && !opts.foreground {
+	client, sess, err := env.client()
+	if err != nil {
+		return err
+	}
+	if opts.notifyFD == 0 && opts.lockFD == 0 {
 		// A session that runs has its inputs and variables: up again says
-		// so without them (and asks for none), as any other command would.
-		if client, sess, err := env.client(); err == nil {
-			if _, err := client.Status(ctx); err == nil {
-				if cfg, _, err := env.loadConfigForNames(); err == nil {
-					if err := alreadyUp(ctx, env, p, opts, client, sess, cfg); !errors.Is(err, errSessionGone) {
-						return err
-					}
-				}
+		// so without them (and asks for none), as any other command would,
+		// even when the config no longer loads (the session says so).
+		if _, err := client.Status(ctx); err == nil {
+			cfg, _, err := env.loadConfigForNames()
+			if err != nil {
+				paths, _ := env.configPaths()
+				cfg = &config.Config{Paths: paths}
 			}
+			if err := alreadyUp(ctx, env, p, opts, client, sess, cfg); !errors.Is(err, errSessionGone) {
+				return err
+			}
+		}
+	}
+	if err := sess.CheckSocket(); err != nil {
+		return err
+	}
+	if err := sess.MakeDirs(); err != nil {
+		return err
+	}
+	// The session is claimed before its config is read (and its inputs
+	// asked for): a down, a status or another up from now on finds it
+	// starting, not missing. Its lock goes to the session process.
+	var claimed *os.File
+	if !opts.foreground && opts.notifyFD == 0 {
+		if lock, err := sess.Claim(); err == nil {
+			claimed = lock
+			defer func() {
+				if claimed != nil {
+					claimed.Close()
+				}
+			}()
 		}
 	}
 	cfg, err := env.loadConfig()
@@ -128,21 +154,11 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err := cfg.Rereadable(); err != nil {
 		return err
 	}
-	client, sess, err := env.client()
-	if err != nil {
-		return err
-	}
-	if err := sess.CheckSocket(); err != nil {
-		return err
-	}
-	if err := sess.MakeDirs(); err != nil {
-		return err
-	}
 	// A session found running may be ending (a down under way), or one
 	// another up started may fail: either way it is gone, and this up
 	// starts one of its own, as often as three times.
 	for try := 1; ; try++ {
-		err := upOnce(ctx, env, p, opts, cfg, client, sess)
+		err := upOnce(ctx, env, p, opts, cfg, client, sess, &claimed)
 		if !errors.Is(err, errSessionGone) {
 			return err
 		}
@@ -162,8 +178,11 @@ func droppedConn(err error) bool {
 // errSessionGone: the session alreadyUp waited for ended.
 var errSessionGone = errors.New("the session ended")
 
-func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cfg *config.Config, client *engine.Client, sess *engine.Session) error {
-	if opts.notifyFD == 0 && opts.lockFD == 0 { // not the session an up started
+// upOnce starts the session, or finds it running. claimed is the session's
+// lock when this up holds it (no session runs), handed to the session
+// process it starts.
+func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cfg *config.Config, client *engine.Client, sess *engine.Session, claimed **os.File) error {
+	if opts.notifyFD == 0 && opts.lockFD == 0 && *claimed == nil { // not the session an up started
 		if _, err := client.Status(ctx); err == nil {
 			return alreadyUp(ctx, env, p, opts, client, sess, cfg)
 		}
@@ -175,7 +194,7 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 	if env.liveOK() {
 		board = newStartBoard(env.ErrOut, env.colorOK(), env.stderrWidth(), cfg.Names())
 	}
-	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, opts.logLevel, board)
+	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, opts.logLevel, board, claimed)
 	if board != nil {
 		board.done()
 	}
@@ -277,7 +296,24 @@ func printUp(p *output.Printer, st *engine.Status) error {
 // spawnSession starts `mcpctl up --foreground` detached (its own session id,
 // stdin from /dev/null, output to the session log) and waits for its report
 // on a pipe. A nil status with no error means another session runs.
-func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration, logLevel string, board *startBoard) (*engine.Status, error) {
+func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engine.Session, ttl time.Duration, logLevel string, board *startBoard, claimed **os.File) (*engine.Status, error) {
+	// The session is claimed (by runUp, else here) and its lock handed to
+	// the process: from then on a down, a status or another up finds it
+	// starting, where in the moments before it listened they found no
+	// session (and a down left it running).
+	lock := *claimed
+	*claimed = nil
+	if lock == nil {
+		var err error
+		lock, err = sess.Claim()
+		if errors.Is(err, engine.ErrSessionRunning) {
+			return nil, nil // another up started it: alreadyUp waits for it
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	defer lock.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding mcpctl's own executable: %w", err)
@@ -293,18 +329,6 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	// What the log holds before is earlier sessions': an error of this
 	// one shows only its own lines.
 	logStart, _ := logf.Seek(0, io.SeekEnd)
-	// The session is claimed here and its lock handed to the process:
-	// from now on a down, a status or another up finds it starting, where
-	// in the moments before it listened they found no session (and a down
-	// left it running).
-	lock, err := sess.Claim()
-	if errors.Is(err, engine.ErrSessionRunning) {
-		return nil, nil // another up started it: alreadyUp waits for it
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err

@@ -75,24 +75,28 @@ func TestExpansion(t *testing.T) {
 	body := `{"servers": {"a": {
   "command": "${BIN}",
   "args": ["${env:ARG}", "${MISSING:-dflt}", "${EMPTY:-dflt2}", "$$HOME", "$PLAIN", "${workspaceFolder}/x",
-    "${MISSING:-${ARG}}", "${MISSING:-${MISSING2:-deep}}", "${MISSING:-{}}", "${MISSING:-a}b}"],
+    "${MISSING:-${ARG}}", "${MISSING:-${MISSING2:-deep}}", "${MISSING:-{}}", "${MISSING:-a}b}", "${MISSING:-https://${NESTED}@host}"],
   "env": {"TOKEN": "Bearer ${TOKEN}"},
   "cwd": "${DIR:-.}",
   "startupTimeout": "1m30s"
 }}}`
-	cfg, err := loadFile(t, "mcp.json", body, map[string]string{"BIN": "srv", "ARG": "one", "EMPTY": "", "TOKEN": "s3cret"})
+	cfg, err := loadFile(t, "mcp.json", body, map[string]string{"BIN": "srv", "ARG": "one", "EMPTY": "", "TOKEN": "s3cret", "NESTED": "n3sted-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := cfg.Server("a")
 	// A default may name a variable too; a brace that opens no ${ is text.
-	want := []string{"one", "dflt", "dflt2", "$HOME", "$PLAIN", cfg.Dir + "/x", "one", "deep", "{}", "ab}"}
+	want := []string{"one", "dflt", "dflt2", "$HOME", "$PLAIN", cfg.Dir + "/x", "one", "deep", "{}", "ab}", "https://n3sted-secret@host"}
 	if a.Command != "srv" || strings.Join(a.Args, "|") != strings.Join(want, "|") {
 		t.Errorf("command %q args %q, want srv %q", a.Command, a.Args, want)
 	}
-	// What a default took from the environment is a secret like the rest.
+	// What a default took from the environment is a secret like the rest,
+	// alone too, as a server's stderr may repeat it.
 	if shown := cfg.Resolved(false)["a"].Args; shown[6] != Redacted || shown[7] != "deep" {
 		t.Errorf("shown args %q", shown)
+	}
+	if got := a.Redact("the url https://n3sted-secret@host was refused; token n3sted-secret"); strings.Contains(got, "n3sted") {
+		t.Errorf("redacted: %s", got)
 	}
 	if a.Env["TOKEN"] != "Bearer s3cret" {
 		t.Errorf("env = %v", a.Env)

@@ -73,11 +73,14 @@ func expand(s string, v Vars) (out, shown string, secrets []string, err error) {
 			return "", "", nil, &expandError{ref: s[i:], msg: "is not closed", hint: "close it with }, or write $$ for a literal $"}
 		}
 		ref := s[i : i+end+1]
-		val, fromEnv, err := resolve(ref, s[i+2:i+end], v)
+		val, fromEnv, inner, err := resolve(ref, s[i+2:i+end], v)
 		if err != nil {
 			return "", "", nil, err
 		}
 		b.WriteString(val)
+		// A default's own secrets too: in free text (a server's stderr)
+		// they may come back alone.
+		secrets = append(secrets, inner...)
 		if fromEnv && val != "" {
 			secrets = append(secrets, val)
 			sh.WriteString(Redacted)
@@ -106,39 +109,41 @@ func InputEnv(id string) string {
 	return b.String()
 }
 
-func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
+// resolve returns the value of one ${...}; secret says it came from the
+// environment or an input, inner are the secrets a default held.
+func resolve(ref, body string, v Vars) (val string, secret bool, inner []string, err error) {
 	name, def, hasDef := strings.Cut(body, ":-")
 	switch {
 	case name == "workspaceFolder":
-		return v.WorkspaceFolder, false, nil
+		return v.WorkspaceFolder, false, nil, nil
 	case name == "userHome":
-		return v.UserHome, false, nil
+		return v.UserHome, false, nil, nil
 	case strings.HasPrefix(name, "env:"):
 		name = strings.TrimPrefix(name, "env:")
 	case strings.HasPrefix(name, "input:"):
 		id := strings.TrimPrefix(name, "input:")
 		if strings.TrimSpace(id) == "" {
-			return "", false, &expandError{ref: ref, msg: "names no input", hint: `write ${input:ID}, with the id of an input declared in "inputs"`}
+			return "", false, nil, &expandError{ref: ref, msg: "names no input", hint: `write ${input:ID}, with the id of an input declared in "inputs"`}
 		}
 		if v.Input == nil {
-			return "", false, &expandError{ref: ref, msg: "cannot be resolved here", hint: "set " + InputEnv(id)}
+			return "", false, nil, &expandError{ref: ref, msg: "cannot be resolved here", hint: "set " + InputEnv(id)}
 		}
 		val, err := v.Input(id)
 		if err != nil {
 			var ee *expandError
 			if errors.As(err, &ee) {
 				ee.ref = ref
-				return "", false, ee
+				return "", false, nil, ee
 			}
-			return "", false, &expandError{ref: ref, msg: err.Error(), hint: "set " + InputEnv(id)}
+			return "", false, nil, &expandError{ref: ref, msg: err.Error(), hint: "set " + InputEnv(id)}
 		}
-		return val, true, nil
+		return val, true, nil, nil
 	case strings.Contains(name, ":"):
-		return "", false, &expandError{ref: ref, msg: "is not a known variable",
+		return "", false, nil, &expandError{ref: ref, msg: "is not a known variable",
 			hint: "write ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${workspaceFolder} or ${userHome}"}
 	}
 	if !validVarName(name) {
-		return "", false, &expandError{ref: ref, msg: "is not a valid variable name",
+		return "", false, nil, &expandError{ref: ref, msg: "is not a valid variable name",
 			hint: "variable names use letters, digits and _, and do not start with a digit"}
 	}
 	var ok bool
@@ -148,16 +153,16 @@ func resolve(ref, body string, v Vars) (val string, secret bool, err error) {
 	if hasDef && (!ok || val == "") {
 		// The default may name variables too: ${A:-${B}}.
 		out, _, secrets, err := expand(def, v)
-		return out, len(secrets) > 0, err
+		return out, len(secrets) > 0, secrets, err
 	}
 	if !ok {
 		hint := fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)
 		if v.unsetHint != nil {
 			hint = v.unsetHint(name)
 		}
-		return "", false, &expandError{ref: ref, msg: "is not set", hint: hint}
+		return "", false, nil, &expandError{ref: ref, msg: "is not set", hint: hint}
 	}
-	return val, true, nil
+	return val, true, nil, nil
 }
 
 // closingBrace returns the index in s, which starts with "${", of the }
