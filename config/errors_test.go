@@ -301,7 +301,16 @@ func TestLineColOutside(t *testing.T) {
 func TestPositionsMatchScan(t *testing.T) {
 	data := []byte("{\n  \"a\": \"é€😀\",\n\n\"b\": 1}\r\nx\n")
 	p := newPositions(data)
+	// In file order, then backwards: a place before the last one found on
+	// its line is counted from the line's start.
+	offs := []int{}
 	for off := -1; off <= len(data)+1; off++ {
+		offs = append(offs, off)
+	}
+	for off := len(data) + 1; off >= -1; off-- {
+		offs = append(offs, off)
+	}
+	for _, off := range offs {
 		o := min(max(off, 0), len(data))
 		line, last := 1, 0
 		for i := 0; i < o; i++ {
@@ -321,7 +330,7 @@ func TestPositionsMatchScan(t *testing.T) {
 // server by a scan from the file's start made it quadratic: 3.6 s an op, 0.21 s since.
 func BenchmarkValidateManyServers(b *testing.B) {
 	var sb strings.Builder
-	sb.WriteString(`{"servers":{`)
+	sb.WriteString(`{"servers":{"e":{"command":"true","env":{"X":"é"}},`) // a line not ASCII
 	for i := range 5000 {
 		if i > 0 {
 			fmt.Fprintf(&sb, `,"s%d":{"command":"true","dependsOn":["s%d"]}`, i, i-1)

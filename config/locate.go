@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,7 +186,13 @@ type positions struct {
 	data   []byte
 	starts []int  // the offset of each line's first byte
 	ascii  []int8 // per line: 0 not yet known, 1 ASCII only, -1 not
+	// marks, per line that is not ASCII, are the column at a character
+	// every 4 KiB or so: a place on a long line is counted from the mark
+	// before it, not from the line's start.
+	marks map[int][]mark
 }
+
+type mark struct{ off, col int }
 
 func newPositions(data []byte) *positions {
 	p := &positions{data: data, starts: []int{0}}
@@ -219,7 +226,38 @@ func (p *positions) at(off int) (line, col int) {
 	if p.ascii[i] == 1 {
 		return i + 1, off - start + 1
 	}
-	return i + 1, utf8.RuneCount(p.data[start:off]) + 1
+	from, col := start, 1
+	marks := p.lineMarks(i)
+	if j, _ := slices.BinarySearchFunc(marks, off, func(m mark, off int) int { return cmp.Compare(m.off, off+1) }); j > 0 {
+		from, col = marks[j-1].off, marks[j-1].col
+	}
+	return i + 1, col + utf8.RuneCount(p.data[from:off])
+}
+
+// lineMarks returns the marks of line i, found on first use.
+func (p *positions) lineMarks(i int) []mark {
+	if m, ok := p.marks[i]; ok {
+		return m
+	}
+	start, end := p.starts[i], len(p.data)
+	if i+1 < len(p.starts) {
+		end = p.starts[i+1]
+	}
+	var marks []mark
+	col, next := 1, start+4096
+	for b := start; b < end; col++ {
+		if b >= next {
+			marks = append(marks, mark{b, col})
+			next = b + 4096
+		}
+		_, size := utf8.DecodeRune(p.data[b:end])
+		b += size
+	}
+	if p.marks == nil {
+		p.marks = map[int][]mark{}
+	}
+	p.marks[i] = marks
+	return marks
 }
 
 func isASCII(b []byte) bool {
