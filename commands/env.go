@@ -407,9 +407,9 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 }
 
 // sessionWait bounds how long a command waits for a session that holds its
-// lock but does not listen: one starting (its up claimed it), or one
-// putting back a socket file removed under it (within 2s).
-const sessionWait = 3 * time.Second
+// lock but has no socket: one starting (its up claimed it), or one putting
+// back a socket file removed under it (within 2s).
+const sessionWait = 5 * time.Second
 
 // dialSession dials the session's socket. While nothing listens there but
 // a session holds its lock, it waits for it: a down right after an up
@@ -420,8 +420,10 @@ func dialSession(sess *engine.Session) func(context.Context) (net.Conn, error) {
 		deadline := time.Now().Add(sessionWait)
 		for {
 			conn, err := d.DialContext(ctx, "unix", sess.Socket)
-			if err == nil || !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) ||
-				time.Now().After(deadline) || !sess.Running() {
+			// No socket file: starting, or healing. One that refuses is
+			// a session ending (its lock held while its servers stop),
+			// or a dead one's: no wait.
+			if err == nil || !errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) || !sess.Running() {
 				return conn, err
 			}
 			select {

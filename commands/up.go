@@ -354,6 +354,10 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()
+	// The lock is the session process's now (or nobody's): a copy held
+	// here would keep the session "running" should this up be stopped
+	// (Ctrl-Z) and the session die.
+	lock.Close()
 	if err != nil {
 		return nil, fmt.Errorf("starting the session: %w", err)
 	}

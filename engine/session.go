@@ -211,20 +211,39 @@ func (s *Session) Claim() (*os.File, error) {
 	if err := ensureDir(s.Dir); err != nil {
 		return nil, fmt.Errorf("runtime directory: %w", err)
 	}
-	return lockFile(s.Lock)
+	return lockSoon(s.Lock)
+}
+
+// lockSoon is lockFile tried a few times: a command that asks whether a
+// session runs ([Session.Running]) holds the lock for a moment, and one
+// taken then is not a session.
+func lockSoon(path string) (*os.File, error) {
+	for try := 1; ; try++ {
+		f, err := lockFile(path)
+		if !errors.Is(err, ErrSessionRunning) || try == 4 {
+			return f, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // ListenHolding is [Session.Listen] for a process given the session's lock
 // by the one that claimed it ([Session.Claim]); nil takes the lock here.
 func (s *Session) ListenHolding(lock *os.File) (ln net.Listener, release func(), err error) {
-	if err := s.CheckSocket(); err != nil {
+	fail := func(err error) (net.Listener, func(), error) {
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, nil, err
 	}
+	if err := s.CheckSocket(); err != nil {
+		return fail(err)
+	}
 	if err := ensureDir(s.Dir); err != nil {
-		return nil, nil, fmt.Errorf("runtime directory: %w", err)
+		return fail(fmt.Errorf("runtime directory: %w", err))
 	}
 	if lock == nil {
-		if lock, err = lockFile(s.Lock); err != nil {
+		if lock, err = lockSoon(s.Lock); err != nil {
 			return nil, nil, err
 		}
 	} else if err := holdsLock(lock, s.Lock); err != nil {
