@@ -251,17 +251,24 @@ func (s *Server) checkRunnable(p string) error {
 		// Linux gives the interpreter all that follows it as one word:
 		// env reads "node --flag" as a program's name, unless -S splits it.
 		rest := strings.TrimSpace(strings.TrimSpace(string(line))[len(fields[0]):])
-		var known bool
-		words, known = linuxEnvWords(rest)
+		var known, refused bool
+		words, known, refused = linuxEnvWords(rest)
+		split := slices.DeleteFunc(strings.Fields(rest), func(w string) bool { return w == "-S" })
+		if refused {
+			return s.checkError("command", fmt.Sprintf("%s's #! line gives env %q as one word (Linux passes all after the interpreter so), which env refuses: a space among its options", s.Redact(s.Command), rest),
+				"begin with -S, which splits the rest into words: #!/usr/bin/env -S "+strings.Join(split, " "))
+		}
 		if !known {
 			return nil // an option mcpctl does not follow; env says if it is wrong
 		}
-		if len(words) == 1 && strings.ContainsAny(rest, " \t") && !strings.HasPrefix(rest, "-") {
+		if len(words) == 1 && strings.ContainsAny(rest, " \t") && !strings.HasPrefix(rest, "-") && !strings.Contains(strings.Fields(rest)[0], "=") {
 			return s.checkError("command", fmt.Sprintf("%s's #! line runs env with %q: Linux passes all after the interpreter as one word, so env looks for a program of that name", s.Redact(s.Command), rest),
 				"split it with -S: #!/usr/bin/env -S "+rest)
 		}
+		if len(words) == 1 && strings.Contains(strings.Fields(rest)[0], "=") {
+			words = nil // VAR=1 node: one assignment, of "1 node"
+		}
 		if words == nil && rest != "" {
-			split := slices.DeleteFunc(strings.Fields(rest), func(w string) bool { return w == "-S" })
 			hint := "begin with -S, which splits the rest into words: #!/usr/bin/env -S " + strings.Join(split, " ")
 			if envProgram(split) == "" {
 				hint = "name a program after -S, e.g. #!/usr/bin/env -S " + strings.Join(append(split, "node"), " ")
@@ -301,16 +308,17 @@ func envProgram(words []string) string {
 // Linux gives it after a #! line's interpreter: rest itself, or, from an
 // option word that holds -S, the words -S splits from it; nil when the
 // word is options without -S, which leave env no program. known is false
-// for options not followed here (long ones, unknown letters).
-func linuxEnvWords(rest string) (words []string, known bool) {
+// for options not followed here (long ones, other letters); refused says
+// env would refuse the word (a space among its options: "-i node").
+func linuxEnvWords(rest string) (words []string, known, refused bool) {
 	if rest == "" {
-		return nil, true
+		return nil, true, false
 	}
 	if !strings.HasPrefix(rest, "-") {
-		return []string{rest}, true
+		return []string{rest}, true, false
 	}
 	if strings.HasPrefix(rest, "--") {
-		return nil, false
+		return nil, false, false
 	}
 	for i, c := range rest[1:] {
 		switch c {
@@ -318,14 +326,16 @@ func linuxEnvWords(rest string) (words []string, known bool) {
 		case 'S':
 			// Not nil even when empty: -S was given, and the words it
 			// splits are what env runs (none: the plain no-program error).
-			return append([]string{}, strings.Fields(rest[1+i+1:])...), true
-		case 'u', 'C', 'P':
-			return nil, true // the rest of the word is the option's value
+			return append([]string{}, strings.Fields(rest[1+i+1:])...), true, false
+		case 'u', 'C':
+			return nil, true, false // the rest of the word is the option's value
+		case ' ', '\t':
+			return nil, true, true
 		default:
-			return nil, false
+			return nil, false, false
 		}
 	}
-	return nil, true
+	return nil, true, false
 }
 
 // Check checks every server that is not disabled; see [Server.Check].

@@ -376,6 +376,8 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"envsplit":   "#!/usr/bin/env -vS sh -e\n",
 		"envsplitx":  "#!/usr/bin/env -S -u X no-such-interpreter-y -e\n",
 		"envi":       "#!/usr/bin/env -i\n",
+		"envinode":   "#!/usr/bin/env -i sh\n",
+		"envassign":  "#!/usr/bin/env A=1 sh\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -390,11 +392,15 @@ func TestCommandThatCannotRun(t *testing.T) {
 		// Linux passes all after the interpreter as one word: env is
 		// given "-u NO_SUCH_VAR -S sh -e", unsets a variable of a strange
 		// name and runs the script again, for ever.
-		"./envflags":     `./envflags's #! line gives env "-u NO_SUCH_VAR -S sh -e" as one word`,
-		"./envspace":     `./envspace's #! line runs env with "sh -e": Linux passes all after the interpreter as one word`,
-		"./envsplit":     "",
-		"./envsplitx":    "./envsplitx needs the interpreter no-such-interpreter-y (its #! line), which is not there",
-		"./envi":         `./envi's #! line gives env "-i" as one word`,
+		"./envflags":  `./envflags's #! line gives env "-u NO_SUCH_VAR -S sh -e" as one word`,
+		"./envspace":  `./envspace's #! line runs env with "sh -e": Linux passes all after the interpreter as one word`,
+		"./envsplit":  "",
+		"./envsplitx": "./envsplitx needs the interpreter no-such-interpreter-y (its #! line), which is not there",
+		"./envi":      `./envi's #! line gives env "-i" as one word`,
+		// GNU env refuses the space: "invalid option -- ' '".
+		"./envinode": `./envinode's #! line gives env "-i sh" as one word (Linux passes all after the interpreter so), which env refuses`,
+		// One assignment, of "1 sh": no program.
+		"./envassign":    `./envassign's #! line gives env "A=1 sh" as one word`,
 		"./envalone":     "./envalone's #! line names env but no program for it to run",
 		"./adir":         "./adir is a directory",
 		"sh y":           `command not found: sh y`,
@@ -424,9 +430,11 @@ func TestCommandThatCannotRun(t *testing.T) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
 		}
 		if hint := map[string]string{
-			"./envflags": "begin with -S, which splits the rest into words: #!/usr/bin/env -S -u NO_SUCH_VAR sh -e",
-			"./envspace": "split it with -S: #!/usr/bin/env -S sh -e",
-			"./envi":     "name a program after -S, e.g. #!/usr/bin/env -S -i node",
+			"./envflags":  "begin with -S, which splits the rest into words: #!/usr/bin/env -S -u NO_SUCH_VAR sh -e",
+			"./envspace":  "split it with -S: #!/usr/bin/env -S sh -e",
+			"./envi":      "name a program after -S, e.g. #!/usr/bin/env -S -i node",
+			"./envinode":  "begin with -S, which splits the rest into words: #!/usr/bin/env -S -i sh",
+			"./envassign": "begin with -S, which splits the rest into words: #!/usr/bin/env -S A=1 sh",
 		}[command]; hint != "" && !slices.Contains(errs[0].Hints(), hint) {
 			t.Errorf("%s: hints %v, want %q", command, errs[0].Hints(), hint)
 		}
