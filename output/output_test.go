@@ -172,6 +172,17 @@ func TestTableFitsTerminalMiddleColumn(t *testing.T) {
 			t.Errorf("%q is wider than 49 cells", line)
 		}
 	}
+	// The first column too, once the others are down to 10 cells: the
+	// resources table starts with the URI.
+	b.Reset()
+	rows = [][]string{{"file:///home/someone/projects/a/very/long/path/README.md", "fs", "readme", "text/markdown"}}
+	if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"uri", "server", "name", "type"}, rows) }); err != nil {
+		t.Fatal(err)
+	}
+	want = "URI                  SERVER   NAME     TYPE\nfile:///home/some…   fs       readme   text/mark…\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
 }
 
 func TestToolResult(t *testing.T) {

@@ -67,15 +67,16 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 // fitColumns cuts cells so that a row fits a terminal width cells wide,
 // less one (a line that ends in the last column wraps on some terminals):
 // a wrapped row reads as two. The widest columns are cut first, down to
-// 10 cells each; the first, names mostly, is kept whole. When that cannot
-// make a row fit, nothing is cut.
+// 10 cells each; the first, names mostly, only when the others are down
+// to that (a resource's URI is a first column). When that cannot make a
+// row fit, nothing is cut.
 func fitColumns(cells [][]string, widths []int, width int) {
 	const least = 10
 	room := width - 1
 	total, saving := 3*(len(widths)-1), 0
-	for i, w := range widths {
+	for _, w := range widths {
 		total += w
-		if i > 0 && w > least {
+		if w > least {
 			saving += w - least
 		}
 	}
@@ -83,16 +84,16 @@ func fitColumns(cells [][]string, widths []int, width int) {
 		return
 	}
 	for excess := total - room; excess > 0; excess-- {
-		widest := 1
-		for i := 2; i < len(widths); i++ {
-			if widths[i] >= widths[widest] {
+		widest := 0 // the first, when no other can give
+		for i := 1; i < len(widths); i++ {
+			if widths[i] > least && (widest == 0 || widths[i] >= widths[widest]) {
 				widest = i // of equals, the later: descriptions come last
 			}
 		}
 		widths[widest]--
 	}
 	for _, row := range cells {
-		for i := 1; i < len(row) && i < len(widths); i++ {
+		for i := 0; i < len(row) && i < len(widths); i++ {
 			if runewidth.StringWidth(row[i]) > widths[i] {
 				row[i] = runewidth.Truncate(row[i], widths[i], "…")
 			}
