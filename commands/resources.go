@@ -264,10 +264,10 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 			fmt.Fprintf(w, "%s%s: %s %s (protocol %s)\n", in.Name, staleMark(in.Stale), info.Name, info.Version, in.ProtocolVersion)
 			fmt.Fprintf(w, "  capabilities: %s\n", joinOr(names, "none"))
 			// What it offers, by name (the details: tools, prompts, resources).
-			listLine(w, "tools", in.Tools, func(t *engine.Tool) string { return t.Tool })
-			listLine(w, "prompts", in.Prompts, func(p *engine.Prompt) string { return p.Prompt })
-			listLine(w, "resources", in.Resources, func(r *engine.Resource) string { return r.URI })
-			listLine(w, "resource templates", in.Templates, func(t *engine.Template) string { return t.URITemplate })
+			listLine(w, "tools", in.Tools, "", func(t *engine.Tool) string { return t.Tool })
+			listLine(w, "prompts", in.Prompts, in.ListErrors["prompts/list"], func(p *engine.Prompt) string { return p.Prompt })
+			listLine(w, "resources", in.Resources, in.ListErrors["resources/list"], func(r *engine.Resource) string { return r.URI })
+			listLine(w, "resource templates", in.Templates, in.ListErrors["resources/templates/list"], func(t *engine.Template) string { return t.URITemplate })
 			// Whole: they tell how to use the server.
 			if ins := strings.TrimSpace(in.Instructions); strings.Contains(ins, "\n") {
 				fmt.Fprintln(w, "  instructions:")
@@ -280,8 +280,13 @@ func runInspect(ctx context.Context, env *Env, server string) error {
 	}))
 }
 
-// listLine writes "  what (n): a, b, c", or "  what: none".
-func listLine[T any](w io.Writer, what string, items []T, name func(T) string) {
+// listLine writes "  what (n): a, b, c", "  what: none", or, for a list
+// the server answered with an error (failed), that it is not known.
+func listLine[T any](w io.Writer, what string, items []T, failed string, name func(T) string) {
+	if failed != "" {
+		fmt.Fprintf(w, "  %s: not known (%s)\n", what, output.Printable(failed))
+		return
+	}
 	if len(items) == 0 {
 		fmt.Fprintf(w, "  %s: none\n", what)
 		return

@@ -27,13 +27,19 @@ func TestListAnsweredWithError(t *testing.T) {
 			"resources/list": json.RawMessage(`{"error": {"code": -32601, "message": "Method not found"}}`),
 		},
 	}
-	good := fakemcp.Spec{Prompts: []fakemcp.Prompt{{Name: "hi", Text: "hi"}}, Resources: []fakemcp.Resource{{URI: "g://r", Text: "r"}}}
+	// Method not found for templates, from a server with resources and
+	// no templates, is no template and no failure.
+	good := fakemcp.Spec{Prompts: []fakemcp.Prompt{{Name: "hi", Text: "hi"}}, Resources: []fakemcp.Resource{{URI: "g://r", Text: "r"}},
+		Answers: map[string]json.RawMessage{"resources/templates/list": json.RawMessage(`{"error": {"code": -32601, "message": "Method not found"}}`)}}
 	for _, lazy := range []bool{false, true} {
 		e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{fakeServer(t, "s", broken), fakeServer(t, "g", good)}},
 			&Options{ShutdownTimeout: 2 * time.Second, LazyLists: lazy})
 		t.Cleanup(func() { e.Close() })
 		if err := e.Start(ctx(t)); err != nil {
 			t.Fatalf("lazy %v: start: %v", lazy, err)
+		}
+		if res, err := e.Resources("g"); err != nil || len(res.Resources) != 1 {
+			t.Errorf("lazy %v: g's resources %+v, %v", lazy, res, err)
 		}
 		if tools, err := e.Tools("s"); err != nil || len(tools) != 1 {
 			t.Errorf("lazy %v: tools %v %v", lazy, tools, err)

@@ -83,6 +83,18 @@ func (s *server) listFailed(ctx context.Context, sn *snapshot, method string, er
 // listed records that method answered in sn: an earlier failure is gone.
 func (sn *snapshot) listed(method string) { delete(sn.failed, method) }
 
+// failure returns why the server could not give list, a copy its caller
+// may change (hints are rewritten), or nil.
+func (sn *snapshot) failure(list string) *Error {
+	f := sn.failures(list)
+	if len(f) == 0 {
+		return nil
+	}
+	c := *f[0]
+	c.Hint = slices.Clone(c.Hint)
+	return &c
+}
+
 func (sn *snapshot) toolCount() int {
 	if sn == nil {
 		return 0
@@ -195,11 +207,19 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 			}
 			keys = append(keys, k)
 		}
+		var werr *jsonrpc.Error
+		if method == "resources/templates/list" && errors.As(lerr, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+			lerr = nil // a server with resources and no templates may not answer it
+		}
 		if lerr == nil {
 			sn.listed(method)
 			return keys, true, nil
 		}
 		if s.listFailed(ctx, &sn, method, lerr) {
+			// Asked again at the next listing: the failure may pass.
+			if l := listOf(method); !slices.Contains(sn.unlisted, l) {
+				sn.unlisted = append(sn.unlisted, l)
+			}
 			return nil, false, nil
 		}
 		return nil, false, lerr
@@ -633,9 +653,23 @@ func withFailures(unlisted *Error, failures []*Error) *Error {
 		f.Hint = slices.Clone(f.Hint)
 		return &f
 	}
-	e := errorf(KindProtocol, "", "%d lists are left out: their servers answered with an error", len(failures))
+	var servers []string
+	for _, f := range failures {
+		if !slices.Contains(servers, f.Server) {
+			servers = append(servers, f.Server)
+		}
+	}
+	var e *Error
+	if len(servers) == 1 {
+		e = errorf(KindProtocol, servers[0], "%d lists of server %s are left out: it answered them with an error", len(failures), servers[0])
+	} else {
+		e = errorf(KindProtocol, "", "%d lists of servers %s are left out: they answered them with an error", len(failures), strings.Join(servers, ", "))
+	}
 	for _, f := range failures {
 		e.hint("%s", f.Message)
+	}
+	if len(servers) == 1 {
+		return e.hint("its tools and other lists still serve; see its log with: mcpctl logs %s", servers[0])
 	}
 	return e.hint("their tools and other lists still serve; see their logs with: mcpctl logs SERVER")
 }
@@ -707,7 +741,7 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 	}
 	if onePrompt && len(out) == 0 {
 		if len(failures) > 0 {
-			return nil, failures[0] // the prompt may be there, unlisted
+			return nil, withFailures(nil, failures[:1]) // the prompt may be there, unlisted
 		}
 		s, _ := e.lookup(srvName)
 		sn, _, _ := s.offer()
@@ -755,6 +789,9 @@ type Inspection struct {
 	Prompts         []*Prompt       `json:"prompts"`
 	Resources       []*Resource     `json:"resources"`
 	Templates       []*Template     `json:"resourceTemplates"`
+	// ListErrors are the lists the server answered with an error, by
+	// method ("prompts/list"): their items above are none, not known.
+	ListErrors map[string]string `json:"listErrors,omitempty"`
 }
 
 // Inspect reports everything each server (or the named one) declared: its
@@ -818,6 +855,16 @@ func (s *server) inspection(sn *snapshot, isStale bool) *Inspection {
 	in.Tools = append([]*Tool{}, stale(sn.tools, isStale, func(t *Tool) { t.Stale = true })...)
 	in.Prompts = append([]*Prompt{}, stale(sn.prompts, isStale, func(p *Prompt) { p.Stale = true })...)
 	in.Resources = append([]*Resource{}, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
+	for _, f := range sn.failures("") {
+		if in.ListErrors == nil {
+			in.ListErrors = map[string]string{}
+		}
+		for m, e := range sn.failed {
+			if e == f {
+				in.ListErrors[m] = f.Message
+			}
+		}
+	}
 	in.Templates = []*Template{}
 	for _, t := range sn.templates {
 		if isStale {
