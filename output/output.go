@@ -194,6 +194,7 @@ func (p *Printer) runJQ(data []byte, indent bool) (n int, err error) {
 		}
 		enc, err := gojq.Marshal(v)
 		if err != nil {
+			p.out.Write(b.Bytes()) // what came before it stands
 			return n, err
 		}
 		if indent {
