@@ -200,6 +200,8 @@ func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
 	switch {
 	case v == "":
 		return nil, nil
+	case v == "-" && env.configFromStdin():
+		return nil, usagef("--args -: stdin holds the config (-c /dev/stdin)", "give the arguments inline or from a file: --args @FILE")
 	case v == "-":
 		b, err := io.ReadAll(env.In)
 		if err != nil {

@@ -200,6 +200,19 @@ func (env *Env) configPaths() ([]string, error) {
 	return env.cfgPaths, nil
 }
 
+// configFromStdin reports whether a config file is this process's stdin
+// (-c /dev/stdin): stdin is then read for it, and holds nothing else.
+func (env *Env) configFromStdin() bool {
+	paths, _ := env.configPaths()
+	for _, p := range paths {
+		switch p {
+		case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+			return true
+		}
+	}
+	return false
+}
+
 // configShown names the config files for messages.
 func (env *Env) configShown() string {
 	paths, _ := env.configPaths()

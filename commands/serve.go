@@ -123,6 +123,9 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		if opts.tokenFile != "" || opts.noAuth {
 			return usagef("--token-file and --no-auth are for serving over HTTP", "add --http ADDR, e.g. --http 127.0.0.1:8808")
 		}
+		if env.configFromStdin() {
+			return usagef("serve over stdio reads its client's messages on stdin, which holds the config (-c /dev/stdin)", "give the config as a file, or serve over HTTP: --http ADDR")
+		}
 	} else {
 		var err error
 		if token, err = serveToken(env, opts); err != nil {
