@@ -263,6 +263,12 @@ func (s *server) armIdleLocked() {
 	if s.lc.inflight > 0 || (s.state != StateReady && s.state != StateDegraded) {
 		return
 	}
+	if s.proc.exited() {
+		// It died under its request, and its watcher is about to say
+		// so (unavailable, with why): a stop for want of use now would
+		// make it "stopped", its error lost.
+		return
+	}
 	idle := s.cfg().IdleTimeout
 	if s.cfg().Activation == "transient" {
 		idle = 0
