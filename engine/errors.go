@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcpctl/mcpctl/schemas"
@@ -120,6 +121,14 @@ func errorf(kind Kind, server, format string, args ...any) *Error {
 func (e *Error) hint(format string, args ...any) *Error {
 	e.Hint = append(e.Hint, fmt.Sprintf(format, args...))
 	return e
+}
+
+// clone is a copy of e whose hints its caller may change (rewriteHints
+// does): an error kept and handed out again stays as it was.
+func (e *Error) clone() *Error {
+	c := *e
+	c.Hint = slices.Clone(e.Hint)
+	return &c
 }
 
 func (e *Error) wrap(err error) *Error {

@@ -83,18 +83,6 @@ func (s *server) listFailed(ctx context.Context, sn *snapshot, method string, er
 // listed records that method answered in sn: an earlier failure is gone.
 func (sn *snapshot) listed(method string) { delete(sn.failed, method) }
 
-// failure returns why the server could not give list, a copy its caller
-// may change (hints are rewritten), or nil.
-func (sn *snapshot) failure(list string) *Error {
-	f := sn.failures(list)
-	if len(f) == 0 {
-		return nil
-	}
-	c := *f[0]
-	c.Hint = slices.Clone(c.Hint)
-	return &c
-}
-
 func (sn *snapshot) toolCount() int {
 	if sn == nil {
 		return 0
@@ -649,9 +637,7 @@ func withFailures(unlisted *Error, failures []*Error) *Error {
 		}
 		return unlisted
 	case len(failures) == 1:
-		f := *failures[0] // the snapshot's own is not changed
-		f.Hint = slices.Clone(f.Hint)
-		return &f
+		return failures[0].clone() // the snapshot's own is not changed
 	}
 	var servers []string
 	for _, f := range failures {
@@ -741,7 +727,7 @@ func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
 	}
 	if onePrompt && len(out) == 0 {
 		if len(failures) > 0 {
-			return nil, withFailures(nil, failures[:1]) // the prompt may be there, unlisted
+			return nil, failures[0].clone() // the prompt may be there, unlisted
 		}
 		s, _ := e.lookup(srvName)
 		sn, _, _ := s.offer()

@@ -484,8 +484,8 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	}
 	prompt := h.snap.promptByName[promptName]
 	if prompt == nil {
-		if f := h.snap.failure(listPrompts); f != nil {
-			return nil, f // it may be there, unlisted: not "unknown"
+		if f := h.snap.failures(listPrompts); len(f) > 0 {
+			return nil, f[0].clone() // it may be there, unlisted: not "unknown"
 		}
 		return nil, unknownName("prompt", req.Name, srvName, h.snap.names(listPrompts))
 	}
