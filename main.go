@@ -24,6 +24,12 @@ func run() int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// A write to stdout or stderr whose reader went away (mcpctl … | head)
+	// then fails with EPIPE instead of ending mcpctl by SIGPIPE at once,
+	// its servers left to the watchdog: the command stops them, and exits
+	// 141 as SIGPIPE would. Nothing reads the channel; the registration
+	// is what counts (children still start with SIGPIPE's default).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	go func() {
 		sig := <-sigs
 		cancel(commands.Signaled{Signal: sig})

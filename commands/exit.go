@@ -88,6 +88,10 @@ func errorInfo(err error) output.ErrorInfo {
 		codes = func(code string, exit int) { info.Code, info.ExitCode = code, exit }
 	)
 	switch {
+	case outputClosed(err):
+		// Whoever read the output is gone, and with it any reader of
+		// what would be printed here: Main prints nothing.
+		codes("output_closed", exitOutputClosed)
 	case errors.As(err, &te):
 		codes("tool_error", exitToolError)
 	case errors.As(err, &ee):

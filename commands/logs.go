@@ -64,7 +64,7 @@ stderr line as {"time": ..., "text": ...}; --jq filters each one.
   mcpctl logs --since 2026-01-02T15:04:05Z
   mcpctl logs --jq 'select(.level == "ERROR") | .msg' -r`,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted", Destination: &opts.follow},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted, or until what reads them goes away", Destination: &opts.follow},
 			&cli.StringFlag{Name: "since", Usage: "only lines newer than `WHEN`: a duration ago (10m, 2h) or a time (RFC 3339)", Destination: &opts.since},
 			&cli.BoolFlag{Name: "audit", Usage: "show the audit log", Destination: &opts.audit},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f; -n 0 -f: new lines only)", Destination: &opts.lines},
@@ -184,7 +184,13 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		}
 		return lf.flush()
 	}
-	return lf.follow(ctx, path)
+	// Its reader gone ends -f as Ctrl-C does.
+	ctx, stop := untilOutputClosed(ctx, env.Out)
+	defer stop()
+	if err := lf.follow(ctx, path); !outputClosed(err) {
+		return err
+	}
+	return nil
 }
 
 // checkAuditServer refuses a server that neither the config (as found

@@ -32,6 +32,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitOK
 	}
 	info := errorInfo(err)
+	if info.ExitCode == exitOutputClosed {
+		return info.ExitCode
+	}
 	info.Hints = env.withGlobalFlags(info.Hints)
 	var sig Signaled
 	if info.ExitCode == exitInterrupted && errors.As(context.Cause(ctx), &sig) {

@@ -60,8 +60,9 @@ MCP 2026-07-28 when its connection ends).
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends; a server that
 cannot start is left out with a warning, and the others are served. Over stdio,
-stdout carries only MCP messages and serve ends when stdin closes; it also
-ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
+stdout carries only MCP messages and serve ends when stdin closes (or at
+its next answer once its client has closed stdout); it also ends on Ctrl-C
+or SIGTERM. A line that is not JSON-RPC 2.0 is answered
 with its JSON-RPC error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
@@ -263,8 +264,8 @@ func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
 	}
 }
 
-// serveStdio serves one client on stdin and stdout until stdin closes or
-// serve is stopped.
+// serveStdio serves one client on stdin and stdout until stdin closes, an
+// answer finds stdout closed, or serve is stopped.
 func (hb *hub) serveStdio() error {
 	out := &lockedWriter{w: hb.env.Out}
 	in := filterLines(newClosableReader(hb.env.In), out)
@@ -272,8 +273,8 @@ func (hb *hub) serveStdio() error {
 	// the connection over one longer.
 	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}, grace: stdinGrace}
 	err := hb.srv.Run(hb.ctx, t)
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
-		return nil
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || outputClosed(err) {
+		return nil // the client went away: closed stdin, or stdout
 	}
 	return err
 }

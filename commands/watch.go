@@ -47,8 +47,9 @@ func newWatchCmd(env *Env) *cli.Command {
 What --subscribe and --log-level ask of a server holds across its restarts:
 the session asks the new process again before anything else uses it.
 
-It ends on Ctrl-C (exit 0; 130, or 128 + the signal's number, when --count
-events did not all come), after --count events, or after --timeout (exit 4
+It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
+head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
+--count events did not all come), after --count events, or after --timeout (exit 4
 when --count events did not come by then); when the session ends under it
 (mcpctl down), it exits 3. Without a session it starts the servers for its
 own duration.
@@ -99,6 +100,8 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	if len(opts.servers) == 1 {
 		req.SubscribeServer = opts.servers[0]
 	}
+	ctx, stop := untilOutputClosed(ctx, env.Out)
+	defer stop()
 	wctx := ctx
 	if opts.timeout > 0 {
 		var cancel context.CancelFunc
@@ -125,6 +128,13 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	})
 	switch {
 	case errors.Is(err, errWatchDone):
+		return nil
+	case outputClosed(err) || errors.Is(context.Cause(ctx), errOutputClosed):
+		// Its reader gone ends an open-ended watch as Ctrl-C does; with
+		// --count, the events asked for did not all come (141).
+		if opts.count > 0 {
+			return errOutputClosed
+		}
 		return nil
 	case ctx.Err() != nil && opts.count > 0:
 		// The events asked for did not all come: a script must not take

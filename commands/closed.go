@@ -1,0 +1,80 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// errOutputClosed ends a command whose reader went away: mcpctl watch | head -1.
+var errOutputClosed = errors.New("the reader of mcpctl's output went away")
+
+// exitOutputClosed is a shell's code for a process that SIGPIPE ended:
+// what mcpctl … | head reported before mcpctl stopped its servers first.
+const exitOutputClosed = 128 + int(syscall.SIGPIPE)
+
+// outputClosed reports whether err is a write to mcpctl's own stdout or
+// stderr that failed because its reader went away (main asks the runtime
+// for EPIPE there instead of death by SIGPIPE, so that servers are
+// stopped properly), or errOutputClosed.
+func outputClosed(err error) bool {
+	if errors.Is(err, errOutputClosed) {
+		return true
+	}
+	var pe *fs.PathError
+	return errors.As(err, &pe) && errors.Is(pe.Err, syscall.EPIPE) &&
+		(pe.Path == os.Stdout.Name() || pe.Path == os.Stderr.Name())
+}
+
+// untilOutputClosed returns ctx cancelled with errOutputClosed once the
+// reader of w, a pipe or a socket, goes away, for a command that may write
+// nothing for a long time (watch, logs -f): it would learn only at its
+// next write, its servers running meanwhile. As tail -f does, it asks the
+// kernel (poll) for the error a write would get. stop ends the watching.
+func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, stop func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return ctx, func() {}
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
+		return ctx, func() {}
+	}
+	wakeR, wakeW, err := os.Pipe()
+	if err != nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer wakeR.Close()
+		// Events 0: only POLLERR and POLLHUP are reported, which a pipe's
+		// writer gets when its last reader closes, a socket's when its
+		// peer is gone; wakeR reports POLLHUP when stop closes wakeW.
+		fds := []unix.PollFd{{Fd: int32(f.Fd())}, {Fd: int32(wakeR.Fd())}}
+		for {
+			n, err := unix.Poll(fds, -1)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || n == 0 || fds[1].Revents != 0 {
+				return
+			}
+			if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+				cancel(errOutputClosed)
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		wakeW.Close()
+		<-done
+		cancel(nil)
+	}
+}
