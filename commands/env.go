@@ -113,6 +113,11 @@ var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp {
 func (env *Env) withGlobalFlags(hints []string) []string {
 	var flags []string
 	for _, c := range env.configFlags {
+		if procSubstitution.MatchString(c) {
+			// -c <(…): its /dev/fd/63 is gone once read.
+			flags = append(flags, "-c <(…)")
+			continue
+		}
 		flags = append(flags, "-c "+shellWord(c))
 	}
 	if env.sessionFlag != "" {
@@ -130,6 +135,9 @@ func (env *Env) withGlobalFlags(hints []string) []string {
 	}
 	return out
 }
+
+// procSubstitution matches the path a shell gives for <(…).
+var procSubstitution = regexp.MustCompile(`^/(dev|proc/(self|[0-9]+))/fd/[0-9]+$`)
 
 // shellWord is s as a shell reads it back: as it is, or single-quoted.
 func shellWord(s string) string {

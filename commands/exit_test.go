@@ -73,6 +73,11 @@ func TestHintsCarryGlobalFlags(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("hints:\n%q\nwant\n%q", got, want)
 	}
+	// A config given as <(…) is a pipe the next command cannot read again.
+	env.configFlags, env.sessionFlag = []string{"/dev/fd/63", "/proc/self/fd/12"}, ""
+	if got := env.withGlobalFlags([]string{"see: mcpctl tools"}); got[0] != "see: mcpctl -c <(…) -c <(…) tools" {
+		t.Errorf("hint for a config from <(…): %q", got[0])
+	}
 	if shellWord("it's") != `'it'\''s'` {
 		t.Errorf("shellWord: %s", shellWord("it's"))
 	}
