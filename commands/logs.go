@@ -122,7 +122,10 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			Message: fmt.Sprintf("no logs: session %s has never run for %s (no %s)", sess.Name, env.configShown(), missing),
 			Hint:    []string{"start it with: mcpctl up", "a command run without a session keeps only its servers' stderr: mcpctl logs SERVER"}}
 	}
-	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) {
+	// A session that up is starting (it holds the session's lock) has
+	// not made its log yet: -f waits for it (mcpctl up & mcpctl logs -f).
+	starting := opts.follow && sess.Running()
+	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) && !starting {
 		return noSession(sess.StateDir)
 	}
 	path := sess.LogFile()
@@ -164,7 +167,7 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
 		}
 	}
-	if opts.server == "" && !exists(path) && !exists(path+".1") {
+	if opts.server == "" && !exists(path) && !exists(path+".1") && !starting {
 		// Commands run without a session leave their servers' logs
 		// here, but a session's own log is only ever the session's; -f
 		// too: it would wait, silent, for a session nobody starts.
