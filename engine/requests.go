@@ -305,6 +305,13 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	if err != nil {
 		return nil, err
 	}
+	if req.OnProgress != nil {
+		relay := newProgressRelay(req.OnProgress)
+		defer relay.stop()
+		r := *req
+		r.OnProgress = relay.send
+		req = &r
+	}
 	// A call is tried once unless the caller asks for retries or the tool
 	// says calling it twice does no harm.
 	tries := 1 + req.Retry

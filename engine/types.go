@@ -111,7 +111,9 @@ type CallRequest struct {
 	// which are tried up to 3 times.
 	Retry int `json:"retry,omitempty"`
 	// OnProgress, when set, receives the call's progress notifications
-	// and, for a task, its status.
+	// and, for a task, its status: in order, on a goroutine of its own
+	// (it may block, or call the engine), and never after the call
+	// returns. A panic in it is raised again by CallTool.
 	OnProgress func(Progress) `json:"-"`
 	// Sampling and Elicitation, when set, answer the sampling/createMessage
 	// and elicitation/create requests the server sends while it serves

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+)
+
+// OnProgress runs off the server's connection: a callback that calls the
+// same server gets its answer (on the connection it would have deadlocked
+// it, the inner call timing out), and every notification still comes, in
+// order, before the call returns.
+func TestProgressCallbackMayCallTheServer(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "work", Progress: 3, Sleep: "60ms"}, {Name: "echo"}}})
+	var mu sync.Mutex
+	var seen []float64
+	var inner []error
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.work", OnProgress: func(p Progress) {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"a=1"}, TimeoutMs: 3000})
+		mu.Lock()
+		seen, inner = append(seen, p.Progress), append(inner, err)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[0] != 1 || seen[2] != 3 {
+		t.Errorf("progress seen: %v", seen)
+	}
+	for _, err := range inner {
+		if err != nil {
+			t.Errorf("a call from OnProgress: %v", err)
+		}
+	}
+}
+
+// A panic in OnProgress reaches the caller of CallTool, on its goroutine,
+// where it can be recovered; on the connection's it ended the program. The
+// engine goes on serving.
+func TestProgressCallbackPanicReachesCaller(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "work", Progress: 2, Sleep: "40ms"}, {Name: "echo"}}})
+	func() {
+		defer func() {
+			if v := recover(); v != "boom" {
+				t.Errorf("recovered %v, want the callback's panic", v)
+			}
+		}()
+		e.CallTool(ctx(t), &CallRequest{Name: "srv.work", OnProgress: func(Progress) { panic("boom") }})
+		t.Error("CallTool returned after its OnProgress panicked")
+	}()
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", Pairs: []string{"a=2"}})
+	if err != nil || !strings.Contains(string(res.Result), `\"a\":\"2\"`) {
+		t.Errorf("a call after the panic: %s %v", res.Result, err)
+	}
+}
