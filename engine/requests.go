@@ -146,6 +146,12 @@ func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *
 	if err == nil {
 		err = errors.New("no answer")
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The request's own context, ended with its connection or by its
+		// deadline, not the caller's (which is live): the error must not
+		// read as the caller's giving up, errors.Is(err, context.Canceled).
+		err = errors.New(err.Error())
+	}
 	var ae *Error
 	if errors.As(err, &ae) && ae.Kind == KindAuth {
 		return ae

@@ -762,6 +762,33 @@ func TestMetricsServerDiedMidCall(t *testing.T) {
 	}
 }
 
+// A request whose own context ended (its connection lost, which cancels
+// it, sometimes before the end of input is read) while its caller's is
+// live fails with an error that does not read as the caller's giving up:
+// a Go program tells its own cancellation by errors.Is(err,
+// context.Canceled). QA saw a server killed mid-call read so, now and then.
+func TestRequestEndedIsNotCallerCancelled(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	s, err := e.lookup("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.acquire(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.release()
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded, fmt.Errorf("calling \"tools/call\": %w", context.Canceled)} {
+		err := h.failure(context.Background(), context.Background(), "the call to srv.echo", "tools/call", nil, cause)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%v: the error reads as the caller's: %#v", cause, err)
+		}
+		if KindOf(err) == "" || !strings.Contains(err.Error(), "srv") {
+			t.Errorf("%v: %v", cause, err)
+		}
+	}
+}
+
 // The ready line of a watch whose subscription began before the servers
 // started (a command without a session) is stamped with when it began, so
 // that the events it holds, printed after it, do not go back in time.
