@@ -40,6 +40,9 @@ type asker struct {
 	// person filling in a form, or a model writing, is not the server
 	// hanging.
 	hold func() (resume func())
+	// ctx is the call's: its caller giving up ends the questions its
+	// handlers answer, whether or not the server withdraws them.
+	ctx context.Context
 }
 
 func (a *asker) handler(method string) RequestHandler {
@@ -122,11 +125,28 @@ func (s *server) answer(ctx context.Context, method string, params json.RawMessa
 		calls = owners
 		for _, a := range owners {
 			if own = a.handler(method); own != nil {
+				var done func()
+				ctx, done = withCallEnd(ctx, a.ctx)
+				defer done()
 				break
 			}
 		}
 	}
 	return s.answerWith(ctx, method, params, own, calls)
+}
+
+// withCallEnd is ctx, a question's, ended also when call (the context of
+// the call whose caller answers it; nil: none) ends; done releases it.
+func withCallEnd(ctx, call context.Context) (_ context.Context, done func()) {
+	if call == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(call, func() { cancel(context.Cause(call)) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 // answerWith answers a question with own, the handler of the caller it

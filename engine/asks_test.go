@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,6 +191,38 @@ func TestDeadlineHeldWhileAsking(t *testing.T) {
 	}})
 	if err != nil || resultText(t, res) != `{"action":"cancel"}` {
 		t.Errorf("%v %+v", err, res)
+	}
+}
+
+// The caller giving up on its call ends the questions its handler is
+// answering, even when the server does not withdraw them
+// (server-everything does not): a form left open, a goroutine waiting.
+func TestCallEndEndsItsQuestions(t *testing.T) {
+	detached := *formAsk
+	detached.Detached = true
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask", Elicit: &detached}}})
+	cctx, cancel := context.WithCancel(ctx(t))
+	asked := make(chan struct{})
+	ended := make(chan error, 1)
+	go func() {
+		<-asked
+		cancel()
+	}()
+	_, err := e.CallTool(cctx, &CallRequest{Name: "srv.ask", Elicitation: func(hctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		close(asked)
+		select {
+		case <-hctx.Done():
+			ended <- nil
+		case <-time.After(5 * time.Second):
+			ended <- errors.New("the question outlived its call by 5s")
+		}
+		return nil, hctx.Err()
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("the call: %v", err)
+	}
+	if err := <-ended; err != nil {
+		t.Error(err)
 	}
 }
 

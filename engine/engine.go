@@ -61,9 +61,10 @@ type Options struct {
 	// and receives to <server>.wire.jsonl there. For debugging: messages
 	// carry arguments and results as they are.
 	Trace bool
-	// RequestTimeout bounds a request that sets no timeout, for servers
-	// whose config sets no requestTimeout. Default 60s; when set, it wins
-	// over the configs.
+	// RequestTimeout is how long a request that sets no timeout may go
+	// without an answer, for servers whose config sets no requestTimeout
+	// (progress starts it again, as CallRequest.TimeoutMs says). Default
+	// 60s; when set, it wins over the configs.
 	RequestTimeout time.Duration
 	// LazyLists makes a server list only its tools as it starts; its
 	// prompts, resources and resource templates are listed the first time

@@ -367,7 +367,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 			req.OnProgress(p)
 		}
 	})()
-	call := &asker{caller: req.Caller, sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline}
+	call := &asker{caller: req.Caller, sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline, ctx: ctx}
 	defer s.askers.add(call)()
 	if support == "required" || (support == "optional" && req.Task) {
 		return h.callTask(ctx, tool, args, token, req)

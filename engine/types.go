@@ -99,8 +99,13 @@ type CallRequest struct {
 	// property keeps "000123" a string) and key:=json arguments, applied
 	// over Arguments in order.
 	Pairs []string `json:"pairs,omitempty"`
-	// TimeoutMs bounds the call; 0 means the engine's request timeout.
-	// For a call that runs as a task it bounds the whole task.
+	// TimeoutMs is how long the call may go without an answer; 0 means
+	// the engine's request timeout. Each progress notification starts it
+	// again (up to 10 times the timeout in all), time spent answering the
+	// server's questions (Sampling, Elicitation, hooks) does not count,
+	// and a tool annotated idempotentHint is tried up to 3 times unless
+	// TimeoutMs or Retry is set. For a call that runs as a task it bounds
+	// the whole task.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Task runs a tool whose execution.taskSupport is "optional" as a
 	// task. Tools that require tasks always run as one.

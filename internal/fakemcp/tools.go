@@ -101,6 +101,9 @@ type Elicit struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	URL             string          `json:"url,omitempty"`
 	ElicitationID   string          `json:"elicitationId,omitempty"`
+	// Detached asks with a context of its own: the call's cancellation
+	// does not cancel the question, as with server-everything.
+	Detached bool `json:"detached,omitempty"`
 }
 
 func (f *fake) handler(t Tool) mcp.ToolHandler {
@@ -142,7 +145,11 @@ func (f *fake) handler(t Tool) mcp.ToolHandler {
 			if t.Elicit.RequestedSchema != nil {
 				schema = t.Elicit.RequestedSchema
 			}
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: t.Elicit.Mode, Message: t.Elicit.Message, URL: t.Elicit.URL,
+			ectx := ctx
+			if t.Elicit.Detached {
+				ectx = context.Background()
+			}
+			res, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Mode: t.Elicit.Mode, Message: t.Elicit.Message, URL: t.Elicit.URL,
 				ElicitationID: t.Elicit.ElicitationID, RequestedSchema: schema})
 			if err != nil {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
