@@ -120,9 +120,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	recorded := err
-	if KindOf(err) == KindTimeout && callerShort {
-		// The caller's own, shorter timeout: its giving up, as Ctrl-C
-		// is, not the server's error.
+	if KindOf(err) == KindTimeout && callerShort || err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		// The caller's own, shorter timeout, or its context's deadline:
+		// its giving up, as Ctrl-C is, not the server's error.
 		recorded = nil
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), recorded)

@@ -694,8 +694,15 @@ func TestMetrics(t *testing.T) {
 	if _, err := e.CallTool(gone, &CallRequest{Name: "srv.slow"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled call: %v", err)
 	}
+	// So is one whose caller's own deadline passed first (a Go program's
+	// context.WithTimeout).
+	short, cancelShort := context.WithTimeout(ctx(t), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := e.CallTool(short, &CallRequest{Name: "srv.slow"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a call past its caller's deadline: %v", err)
+	}
 	m := e.Metrics()
-	if len(m) != 1 || m[0].Requests != 6 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
+	if len(m) != 1 || m[0].Requests != 7 || m[0].Errors != 1 || m[0].Methods[0].Method != "tools/call" || m[0].Methods[0].P50Ms <= 0 {
 		t.Errorf("metrics: %+v", m)
 	}
 }
