@@ -24,7 +24,15 @@ func (c *Client) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	}
 	var out PromptResult
 	server, _, _ := SplitName(req.Name)
-	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out), server, "prompt "+req.Name)
+	return resultOf(&out, deadlineError(c.send(ctx, http.MethodPost, "/v1/prompts/get", req, &out), server, "prompt "+req.Name))
+}
+
+// resultOf is out, or nil with an error, as the engine's methods give it.
+func resultOf[T any](out *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Resources lists resources and templates of every server, or of one. Stable.
@@ -40,7 +48,7 @@ func (c *Client) ReadResource(ctx context.Context, req *ResourceRequest) (*Resou
 		return nil, nilRequest("ReadResource", "ResourceRequest")
 	}
 	var out ResourceResult
-	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out), req.Server, "reading "+req.URI)
+	return resultOf(&out, deadlineError(c.send(ctx, http.MethodPost, "/v1/resources/read", req, &out), req.Server, "reading "+req.URI))
 }
 
 // Complete asks for completions through the session. Stable.
@@ -49,7 +57,7 @@ func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		return nil, nilRequest("Complete", "CompleteRequest")
 	}
 	var out CompleteResult
-	return &out, deadlineError(c.send(ctx, http.MethodPost, "/v1/complete", req, &out), req.Server, "completing "+req.Argument+" of "+req.Ref)
+	return resultOf(&out, deadlineError(c.send(ctx, http.MethodPost, "/v1/complete", req, &out), req.Server, "completing "+req.Argument+" of "+req.Ref))
 }
 
 // Inspect reports what every server, or one, declared. Stable.

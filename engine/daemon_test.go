@@ -271,8 +271,15 @@ func daemonSurface(t *testing.T, unpooled bool) {
 	if pr, err := c.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet", Pairs: []string{"name=Ann"}}); err != nil || !strings.Contains(string(pr.Result), "Hello Ann") {
 		t.Errorf("prompt: %v %+v", err, pr)
 	}
-	if _, err := c.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet"}); KindOf(err) != KindUsage {
-		t.Errorf("prompt without its argument: %v", err)
+	// A failure gives no result, as the engine's methods do.
+	if pr, err := c.GetPrompt(ctx(t), &PromptRequest{Name: "srv.greet"}); KindOf(err) != KindUsage || pr != nil {
+		t.Errorf("prompt without its argument: %v %+v", err, pr)
+	}
+	if rr, err := c.ReadResource(ctx(t), &ResourceRequest{URI: "nope://x"}); err == nil || rr != nil {
+		t.Errorf("read of a resource no server has: %v %+v", err, rr)
+	}
+	if cr, err := c.Complete(ctx(t), &CompleteRequest{Ref: "srv.nope", Argument: "name"}); err == nil || cr != nil {
+		t.Errorf("completing a prompt there is not: %v %+v", err, cr)
 	}
 	if rs, err := c.Resources(ctx(t), ""); err != nil || len(rs.Resources) != 2 || len(rs.Templates) != 1 {
 		t.Errorf("resources: %v %+v", err, rs)
