@@ -203,7 +203,7 @@ func (env *Env) configPaths() ([]string, error) {
 		return nil, err
 	}
 	for _, p := range d.Files {
-		env.cfgPaths = append(env.cfgPaths, canonicalPath(p))
+		env.cfgPaths = append(env.cfgPaths, engine.CanonicalPath(p))
 	}
 	return env.cfgPaths, nil
 }
@@ -363,7 +363,7 @@ func (env *Env) runningSessionOf(named []string) *engine.Session {
 		if _, err := os.Stat(p); err != nil {
 			gone = append(gone, filepath.Base(p))
 		}
-		if p = canonicalPath(p); !slices.Contains(paths, p) {
+		if p = engine.CanonicalPath(p); !slices.Contains(paths, p) {
 			paths = append(paths, p)
 		}
 	}
@@ -376,32 +376,6 @@ func (env *Env) runningSessionOf(named []string) *engine.Session {
 	}
 	env.note("warning: config %s no longer exists; using the session it started", strings.Join(gone, ", "))
 	return sess
-}
-
-// canonicalPath is the path that names a session: symlinks resolved, of
-// its directory when the file itself is gone.
-func canonicalPath(p string) string {
-	if st, err := os.Stat(p); err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice|os.ModeDevice|os.ModeSocket) != 0 {
-		// /dev/stdin, a shell's <(...): the link names a pipe, no file.
-		return p
-	}
-	for range 8 { // a dangling symlink names the file it pointed to
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return real
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			break
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
-		}
-		p = target
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		return filepath.Join(dir, filepath.Base(p))
-	}
-	return p
 }
 
 // engineOptions are the options of every engine this CLI starts, in a

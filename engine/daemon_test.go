@@ -150,6 +150,19 @@ func TestSessionListen(t *testing.T) {
 	if ab.Name != ba.Name || ab.Name == s.Name {
 		t.Errorf("a and b: %q; b and a: %q", ab.Name, ba.Name)
 	}
+	// Every spelling of a file is its session, as the CLI names it: a
+	// Go program's relative path found a session of its own.
+	proj := filepath.Join(dir, "proj")
+	os.Mkdir(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "mcp.json"), []byte(`{"servers": {}}`), 0o644)
+	os.Symlink("mcp.json", filepath.Join(proj, "link.json"))
+	t.Chdir(proj)
+	want, _ := SessionFor([]string{CanonicalPath(filepath.Join(proj, "mcp.json"))}, "", env)
+	for _, p := range []string{"mcp.json", "./mcp.json", proj + "/./mcp.json", proj + "/../proj/mcp.json", "link.json"} {
+		if got, _ := SessionFor([]string{p}, "", env); got.Name != want.Name {
+			t.Errorf("SessionFor(%q) is %q, not %q", p, got.Name, want.Name)
+		}
+	}
 	ln, release, err := s.Listen()
 	if err != nil {
 		t.Fatal(err)

@@ -36,10 +36,42 @@ type Session struct {
 // bytes on Linux, 104 on macOS, counting the terminating NUL).
 const maxSocketPath = 103
 
+// CanonicalPath is the path of a config file that names a session:
+// absolute (from the working directory), symlinks resolved, those of its
+// directory when the file itself is gone. A pipe (/dev/stdin) stays as
+// it is.
+func CanonicalPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if st, err := os.Stat(p); err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice|os.ModeDevice|os.ModeSocket) != 0 {
+		// /dev/stdin, a shell's <(...): the link names a pipe, no file.
+		return p
+	}
+	for range 8 { // a dangling symlink names the file it pointed to
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return real
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(dir, filepath.Base(p))
+	}
+	return p
+}
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // SessionFor returns the session of the config files at configPaths
-// (absolute; usually one), or the explicitly named one. getenv reads
+// (usually one; each as CanonicalPath makes it, so that every spelling of
+// a file is the same session), or the explicitly named one. getenv reads
 // MCPCTL_RUNTIME_DIR, XDG_RUNTIME_DIR, MCPCTL_STATE_DIR and XDG_STATE_HOME.
 func SessionFor(configPaths []string, name string, getenv func(string) string) (*Session, error) {
 	if getenv == nil {
@@ -51,7 +83,11 @@ func SessionFor(configPaths []string, name string, getenv func(string) string) (
 	if name == "" {
 		// The same files are the same session, in whatever order they are
 		// given: their servers are the same.
-		paths := slices.Sorted(slices.Values(configPaths))
+		var paths []string
+		for _, p := range configPaths {
+			paths = append(paths, CanonicalPath(p))
+		}
+		slices.Sort(paths)
 		configPath := paths[0]
 		sum := sha256.Sum256([]byte(strings.Join(paths, "\n")))
 		base := filepath.Base(filepath.Dir(configPath))
