@@ -223,6 +223,11 @@ func (e *Engine) lookup(name string) (*server, error) {
 	if s := e.servers[name]; s != nil {
 		return s, nil
 	}
+	if e.cfg == nil {
+		// A zero Engine, not one of New.
+		return nil, errorf(KindUsage, "", "the engine has no config: it was not made with engine.New").
+			hint("make it with engine.New(cfg, opts)")
+	}
 	return nil, unknownName("server", name, "", e.cfg.Names())
 }
 

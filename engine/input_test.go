@@ -42,6 +42,17 @@ func TestNilRequests(t *testing.T) {
 	var c Client
 	_, err = c.CallTool(bg, nil)
 	checkNil(t, err, "CallTool was called with a nil *CallRequest")
+	// A zero Engine says it is one; its calls panicked.
+	var zero Engine
+	for what, err := range map[string]error{
+		"CallTool":  func() error { _, err := zero.CallTool(bg, &CallRequest{Name: "a.b"}); return err }(),
+		"GetPrompt": func() error { _, err := zero.GetPrompt(bg, &PromptRequest{Name: "a.b"}); return err }(),
+		"Start":     zero.Start(bg, "a"),
+	} {
+		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "not made with engine.New") {
+			t.Errorf("%s on a zero Engine: %v", what, err)
+		}
+	}
 }
 
 // A negative TimeoutMs or Retry is refused; it used to mean the defaults.
