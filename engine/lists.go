@@ -675,7 +675,9 @@ func partial[T any](out T, unlisted *Error) (T, error) {
 // listed could not start (one that starts on use, one a reload added),
 // Tools returns the others' with an error ([KindUnavailable]) that names
 // it: a non-nil list with an error is a partial one. Prompts, Resources
-// and Inspect do the same.
+// and Inspect do the same. The items are the engine's own, shared with
+// every caller and not copied: read them, do not change them (nor the
+// bytes Raw returns).
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
 	if err != nil {
