@@ -67,3 +67,35 @@ func TestListAnsweredWithError(t *testing.T) {
 		}
 	}
 }
+
+// A list a server failed to give is asked for again at the next listing:
+// a server that fails once is listed whole after. Eager, the failure was
+// its start's, and the first listing asks again; lazy, the first listing
+// fails and the second asks again.
+func TestListFailureAskedAgain(t *testing.T) {
+	once := fakemcp.Spec{
+		Tools:       []fakemcp.Tool{{Name: "echo"}},
+		Prompts:     []fakemcp.Prompt{{Name: "p", Text: "x"}},
+		Answers:     map[string]json.RawMessage{"prompts/list": json.RawMessage(`{"error": {"code": -32000, "message": "not yet"}}`)},
+		AnswerTimes: map[string]int{"prompts/list": 1},
+	}
+	for _, lazy := range []bool{false, true} {
+		e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{fakeServer(t, "s", once)}}, &Options{LazyLists: lazy})
+		t.Cleanup(func() { e.Close() })
+		if err := e.Start(ctx(t)); err != nil {
+			t.Fatalf("lazy %v: start: %v", lazy, err)
+		}
+		if lazy {
+			if _, err := e.Prompts(""); KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "not yet") {
+				t.Errorf("lazy: first listing: %v", err)
+			}
+		}
+		prompts, err := e.Prompts("")
+		if err != nil || len(prompts) != 1 || prompts[0].Name() != "s.p" {
+			t.Errorf("lazy %v: next listing: %v %v", lazy, prompts, err)
+		}
+		if _, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "s.p"}); err != nil {
+			t.Errorf("lazy %v: get after the list came: %v", lazy, err)
+		}
+	}
+}

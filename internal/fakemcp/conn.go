@@ -87,11 +87,27 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// answerOnce counts an Answers entry given for method, and reports whether
+// it is still to be given (AnswerTimes).
+func (f *fake) answerOnce(method string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	limit, limited := f.spec.AnswerTimes[method]
+	if limited && f.answered[method] >= limit {
+		return false
+	}
+	if f.answered == nil {
+		f.answered = map[string]int{}
+	}
+	f.answered[method]++
+	return true
+}
+
 // answer handles the requests the SDK's server cannot, and reports whether
 // it did.
 func (c *conn) answer(ctx context.Context, req *jsonrpc.Request) bool {
 	f := c.f
-	if raw, ok := f.spec.Answers[req.Method]; ok && req.IsCall() {
+	if raw, ok := f.spec.Answers[req.Method]; ok && req.IsCall() && f.answerOnce(req.Method) {
 		var a struct {
 			Result json.RawMessage `json:"result"`
 			Error  *jsonrpc.Error  `json:"error"`

@@ -89,6 +89,9 @@ type Spec struct {
 	// response members: {"initialize": {"error": {...}}} or
 	// {"tools/list": {"result": ...}}.
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// AnswerTimes limits Answers for a method to its first N requests;
+	// the later ones get the server's own answer.
+	AnswerTimes map[string]int `json:"answerTimes,omitempty"`
 	// ExitOnInitialize, when set, makes the server exit with this code as
 	// soon as it has read the handshake request it would answer
 	// (server/discover, or initialize when ProtocolVersion refuses
@@ -349,6 +352,7 @@ type fake struct {
 	held        [][]byte // memory a tool allocated
 	calls       atomic.Int64
 	urlAsked    atomic.Int64
+	answered    map[string]int // Answers given, by method (under mu)
 }
 
 // stdout is the one writer of the server's stdout: the SDK's transport and
