@@ -52,6 +52,48 @@ type captureConn struct {
 	// requests as the server wrote them: the SDK decodes them into maps,
 	// which lose the order of the fields a form should ask in.
 	schemas []json.RawMessage
+
+	// owed are the requests given up on whose notifications/cancelled the
+	// SDK has yet to send (it sends it from a goroutine of its own, after
+	// the caller returned), with its reason: a server stopped meanwhile is
+	// sent them first (flushCancels), or it would never be told.
+	owed map[jsonrpc.ID]string
+}
+
+// owe notes that cp's requests still unanswered were given up on, for
+// reason: their notifications/cancelled are owed until written.
+func (c *captureConn) owe(cp *capture, reason string) {
+	cp.mu.Lock()
+	ids := slices.Clone(cp.ids)
+	cp.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if _, unanswered := c.pending[id]; unanswered {
+			if c.owed == nil {
+				c.owed = map[jsonrpc.ID]string{}
+			}
+			c.owed[id] = reason
+		}
+	}
+}
+
+// flushCancels writes the notifications/cancelled still owed, each given
+// at most wait: called as the server is stopped, before its stdin closes.
+func (c *captureConn) flushCancels(wait time.Duration) {
+	if c == nil || c.Connection == nil {
+		return
+	}
+	c.mu.Lock()
+	owed := c.owed
+	c.owed = nil
+	c.mu.Unlock()
+	for id, reason := range owed {
+		params, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": reason})
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+		cancel()
+	}
 }
 
 // maxKeptSchemas bounds schemas: questions are few and answered soon.
@@ -210,7 +252,23 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	return c.Connection.Write(ctx, c.outgoing(ctx, msg))
+	err := c.Connection.Write(ctx, c.outgoing(ctx, msg))
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/cancelled" {
+		// Written whole: no longer owed, nor to be owed (the SDK's may
+		// come before owe), and its late answer is nobody's.
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.owed, id)
+				delete(c.pending, id)
+				c.mu.Unlock()
+			}
+		}
+	}
+	return err
 }
 
 // outgoing is what the connection does to a message before it is sent:

@@ -337,7 +337,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	e := errorf(KindUnavailable, name, "server %s failed %d requests in a row and was stopped; the last: %s", name, s.lc.failures, ee.Message)
 	e.Stderr = ee.Stderr
 	e.hint("start it again with: mcpctl restart %s", name)
-	proc, cs := s.proc, s.cs
+	proc, cs, conn := s.proc, s.cs, s.conn
 	proc.markStopped()
 	s.proc, s.cs, s.conn = nil, nil, nil
 	s.endLife()
@@ -346,7 +346,7 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 	s.lc.bgStop = stopped
 	go func() {
 		defer close(stopped)
-		s.shutdown(proc, cs, 0)
+		s.shutdown(proc, cs, conn, 0)
 	}()
 }
 

@@ -93,6 +93,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	var result json.RawMessage
 	var err error
 	raw, answered := cp.last(method)
+	if !answered && sendErr != nil && callCtx.Err() != nil {
+		h.conn.owe(cp, callCtx.Err().Error())
+	}
 	if answered && raw.err != nil && callCtx.Err() != nil {
 		// An error that came after the request was given up (timed out,
 		// cancelled) is the server acknowledging the cancellation: the

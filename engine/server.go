@@ -556,7 +556,7 @@ func (s *server) watch(proc *process, cs *mcp.ClientSession) {
 	s.endLife()
 	s.failLocked(e)
 	s.mu.Unlock()
-	s.shutdown(proc, cs, 0)
+	s.shutdown(proc, cs, nil, 0) // its connection ended: nothing more can be sent
 }
 
 // lostError is the error of a remote server's connection that ended by
@@ -577,11 +577,21 @@ func (s *server) lostError(err error) *Error {
 	return errorf(KindUnavailable, name, "lost the connection to server %s: %v", name, err)
 }
 
+// cancelFlushWait bounds the write of each notifications/cancelled owed
+// as a server stops: one that does not read its stdin is not waited for.
+const cancelFlushWait = 100 * time.Millisecond
+
 // shutdown ends one run of the server: its connection, then its process
 // (for a stdio server) as [process.stop] describes. Closing stdin first is
 // the order the MCP spec asks for, and it wakes a write blocked on a
 // server that stopped reading; the SDK's Close waits for such writes.
-func (s *server) shutdown(proc *process, cs *mcp.ClientSession, grace time.Duration) {
+func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureConn, grace time.Duration) {
+	// A call given up on just before (Ctrl-C, a timeout of a command
+	// without a session) is told so first: the SDK tells it from a
+	// goroutine that may not have run yet.
+	if proc != nil {
+		conn.flushCancels(cancelFlushWait)
+	}
 	proc.closeStdin()
 	cs.Close()
 	proc.stop(grace, s.shutdownTimeout())
@@ -644,12 +654,12 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	}
 	s.setStateNote(StateStopping, nil, why)
 	s.lc.stopDone = make(chan struct{})
-	proc, cs := s.proc, s.cs
+	proc, cs, conn := s.proc, s.cs, s.conn
 	proc.markStopped()
 	s.endLife()
 	s.mu.Unlock()
 
-	s.shutdown(proc, cs, s.e.opts.ShutdownGrace)
+	s.shutdown(proc, cs, conn, s.e.opts.ShutdownGrace)
 
 	s.mu.Lock()
 	s.proc, s.cs, s.conn = nil, nil, nil

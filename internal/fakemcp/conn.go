@@ -68,6 +68,12 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			os.Exit(*code)
 		}
 		switch req.Method {
+		case "notifications/cancelled":
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			json.Unmarshal(req.Params, &p)
+			c.f.logCall(map[string]any{"notified": "cancelled", "requestId": p.RequestID})
 		case "initialize":
 			c.f.mu.Lock()
 			c.f.initID = req.ID

@@ -104,7 +104,8 @@ type Spec struct {
 	// serve; several servers may share one file, to show start order.
 	EventLog string `json:"eventLog,omitempty"`
 	// CallLog, when set, gets one JSON line per thing the server saw: each
-	// tools/call, a cancelled call, a (un)subscription, a task cancel.
+	// tools/call, a cancelled call, a (un)subscription, a task cancel, a
+	// notifications/cancelled.
 	CallLog string `json:"callLog,omitempty"`
 	// PageSize makes list results come in pages of this size.
 	PageSize int `json:"pageSize,omitempty"`
