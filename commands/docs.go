@@ -119,6 +119,12 @@ func manPage(c *cli.Command, path []string) []byte {
 			writeRoffFlag(&b, f)
 		}
 	}
+	if len(path) == 1 {
+		b.WriteString(".SH ENVIRONMENT\n")
+		for _, v := range Environment {
+			fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", roffEscape(strings.ReplaceAll(v.Name, "`", "")), roffEscape(strings.ReplaceAll(v.Meaning, "`", "")))
+		}
+	}
 	b.WriteString(".SH EXIT STATUS\n")
 	for _, e := range ExitCodes {
 		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", e.Code, roffEscape(strings.ReplaceAll(e.Meaning, "`", "")))

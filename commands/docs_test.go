@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,6 +113,35 @@ func TestREADMEExitCodes(t *testing.T) {
 		if got[i] != ExitCodes[i] {
 			t.Errorf("README exit code row %d is\n  | %d | %s |\nExitCodes (commands/exitcodes.go) says\n  | %d | %s |", i+1, got[i].Code, got[i].Meaning, ExitCodes[i].Code, ExitCodes[i].Meaning)
 		}
+	}
+}
+
+// TestREADMEEnvironment checks that the README's environment table is
+// Environment, the table mcpctl(1) prints.
+func TestREADMEEnvironment(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### Environment\n")
+	if !ok {
+		t.Fatal("README.md has no \"### Environment\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	row := regexp.MustCompile(`(?m)^\| (` + "`" + `.*?) \| (.*) \|$`)
+	var got []EnvVar
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		got = append(got, EnvVar{m[1], m[2]})
+	}
+	if !slices.Equal(got, Environment) {
+		t.Errorf("README's environment table:\n%q\nEnvironment (commands/environment.go):\n%q", got, Environment)
+	}
+	page, err := Docs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man := string(page["man/mcpctl.1"]); !strings.Contains(man, ".SH ENVIRONMENT\n.TP\n.B MCPCTL_CONFIG\n") {
+		t.Errorf("mcpctl.1 has no ENVIRONMENT section")
 	}
 }
 

@@ -69,7 +69,9 @@ it is.
   mcpctl down
 
 Without a session each command starts the servers it needs and stops them
-before it exits; "mcpctl up" only makes it fast.`,
+before it exits; "mcpctl up" only makes it fast.
+
+` + envHelp(),
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE`; repeat to merge files (default: $MCPCTL_CONFIG, else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml, ./.codex/config.toml)", Destination: &env.configFlags},
 			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME=VALUE` to every remote server this command starts itself (not a running session's); repeat for more", Destination: &env.headerFlags},
