@@ -103,7 +103,7 @@ resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
   mcpctl resource demo://resource/dynamic/blob/1 --output-file blob.bin`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "server", Usage: "read from `SERVER`", Destination: &opts.server},
-			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content to `FILE` (-: to stdout, raw)", Destination: &opts.outFile},
+			&cli.StringFlag{Name: "output-file", Aliases: []string{"o"}, Usage: "write the content (a blob decoded) to `FILE`; -o - to stdout", Destination: &opts.outFile},
 			&cli.BoolFlag{Name: "no-cache", Usage: "ask the server even if the session has a fresh answer", Destination: &opts.noCache},
 			timeoutFlag(&opts.timeout),
 		},
