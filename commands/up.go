@@ -44,10 +44,9 @@ ready), keeps them running and answers later commands over a unix socket.
 and start time; on a terminal, stderr shows each start live meanwhile. If one
 server fails to start, none is left running and "up" exits 3 naming it (2
 when its config is at fault: a command not found, a missing cwd, a limit
-above the hard limit). If the
-session already runs, "up" says so, warns of its servers that are down, and
-exits 0; if it is ending (a "down" under way), "up" waits for it to end and
-starts a new one.
+above the hard limit). If the session already runs, "up" says so, warns of
+its servers that are down, and exits 0; if it is ending (a "down" under way),
+"up" waits for it to end and starts a new one.
 Inputs the config needs are asked for here, on the terminal.
 
 The session follows its config files: after an edit it starts added servers,
