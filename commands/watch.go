@@ -29,7 +29,8 @@ func newWatchCmd(env *Env) *cli.Command {
 		Usage: "Print what happens to the servers, one JSON object per line",
 		Description: `Prints one JSON object per line per event, filtered by --jq one at a time:
 
-  ready              the watch is set up (always the first line)
+  ready              the watch is set up (always the first line, --jq applied:
+                     select(.type == "log") leaves it out)
   state              a server changed state (from, to, error)
   list_changed       a server's tools, prompts or resources changed (list,
                      added, removed), after the session refreshed them
@@ -56,7 +57,7 @@ own duration.
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
-  mcpctl watch --server everything --log-level debug -r --jq '.data'`,
+  mcpctl watch --server everything --log-level debug -r --jq 'select(.type == "log") | .data'`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Usage: "only events of `SERVER` (repeatable)", Destination: &opts.servers},
 			&cli.StringSliceFlag{Name: "type", Usage: "only events of `TYPE` (repeatable)", Destination: &opts.types},
