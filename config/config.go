@@ -206,6 +206,27 @@ func (s *Server) IsStdio() bool { return s.Type == "" || s.Type == "stdio" }
 
 // Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
 // or of the server itself when the field is not written.
+// FieldName is field as the server's file names it: Codex's config.toml
+// has names of its own (enabled_tools for includeTools).
+func (s *Server) FieldName(field string) string {
+	if !strings.HasPrefix(s.root, "mcp_servers.") {
+		return field
+	}
+	theirs := ""
+	for name, ours := range codexFields {
+		if ours == field {
+			if theirs != "" {
+				return field // two of theirs: startup_timeout_sec and _ms
+			}
+			theirs = name
+		}
+	}
+	if theirs == "" {
+		return field
+	}
+	return theirs
+}
+
 func (s *Server) Where(field string) string {
 	if w, ok := s.where[field]; ok {
 		return w

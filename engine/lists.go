@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,20 +126,20 @@ func (s *server) hidden(tool string) string {
 		return ""
 	}
 	if len(s.cfg().IncludeTools) > 0 && match(s.cfg().IncludeTools) == "" {
-		return fmt.Sprintf("matches no glob of includeTools (%s)", s.cfg().Where("includeTools"))
+		return fmt.Sprintf("matches no glob of %s (%s)", s.cfg().FieldName("includeTools"), s.cfg().Where("includeTools"))
 	}
 	if g := match(s.cfg().ExcludeTools); g != "" {
-		return fmt.Sprintf("matches %q of excludeTools (%s)", s.cfg().Redact(g), s.cfg().Where("excludeTools"))
+		return fmt.Sprintf("matches %q of %s (%s)", s.cfg().Redact(g), s.cfg().FieldName("excludeTools"), s.cfg().Where("excludeTools"))
 	}
 	return ""
 }
 
 // unknownTool explains a tool name the server does not offer: hidden by the
 // config, or unknown.
-func unknownTool(sn *snapshot, server, tool string) *Error {
+func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 	if why, ok := sn.hiddenTools[tool]; ok {
 		return errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
-			hint("change includeTools/excludeTools of server %s to use it", server)
+			hint("change %s/%s of server %s to use it", cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)
 	}
 	return unknownName("tool", server+"."+tool, server, sn.names(listTools))
 }
@@ -700,7 +701,7 @@ func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	if oneTool && len(out) == 0 {
 		s, _ := e.lookup(srvName)
 		sn, _, _ := s.offer()
-		return nil, unknownTool(sn, srvName, toolName)
+		return nil, unknownTool(s.cfg(), sn, srvName, toolName)
 	}
 	return partial(out, unlisted)
 }

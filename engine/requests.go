@@ -341,7 +341,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 	defer h.release()
 	tool := h.snap.toolByName[toolName]
 	if tool == nil {
-		return nil, unknownTool(h.snap, srvName, toolName)
+		return nil, unknownTool(s.cfg(), h.snap, srvName, toolName)
 	}
 	defer func() {
 		// Asked only when it matters: after a failure. A timeout the
