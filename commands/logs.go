@@ -174,6 +174,14 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		return noSession(path)
 	}
 	lf := &lineFilter{emit: emit, since: since, keep: keep, tail: opts.lines}
+	if starting && opts.server == "" && !opts.audit {
+		lf.gone = func() error {
+			if sess.Running() || exists(path) {
+				return nil
+			}
+			return noSession(path)
+		}
+	}
 	// -n 0: none of the lines there, so that -f -n 0 follows new lines only.
 	lf.none = opts.tail && opts.lines == 0
 	for i := engine.DefaultLogKeep; i >= 1; i-- {
@@ -297,6 +305,9 @@ type lineFilter struct {
 	held     [][]byte
 	live     bool
 	err      error // the first error of emit; no line is printed after it
+	// gone, when set, is asked while the file is not there yet: a start
+	// that ended without making it is not waited for.
+	gone func() error
 }
 
 func (lf *lineFilter) line(line []byte) {
@@ -404,6 +415,10 @@ func (lf *lineFilter) follow(ctx context.Context, path string) error {
 		if f == nil {
 			if g, err := os.Open(path); err == nil {
 				f, pending = g, nil
+			} else if lf.gone != nil {
+				if err := lf.gone(); err != nil {
+					return err
+				}
 			}
 		}
 		if f != nil {
