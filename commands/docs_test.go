@@ -106,6 +106,11 @@ func TestREADMEExitCodes(t *testing.T) {
 		code, _ := strconv.Atoi(m[1])
 		got = append(got, ExitCode{code, m[2]})
 	}
+	for _, e := range ExitCodes {
+		if bareBar(e.Meaning) {
+			t.Errorf("exit code %d: a bare | splits the README's table cell, even in a code span: %s", e.Code, e.Meaning)
+		}
+	}
 	if len(got) != len(ExitCodes) {
 		t.Errorf("README lists %d exit codes, ExitCodes (commands/exitcodes.go) %d", len(got), len(ExitCodes))
 	}
@@ -114,6 +119,11 @@ func TestREADMEExitCodes(t *testing.T) {
 			t.Errorf("README exit code row %d is\n  | %d | %s |\nExitCodes (commands/exitcodes.go) says\n  | %d | %s |", i+1, got[i].Code, got[i].Meaning, ExitCodes[i].Code, ExitCodes[i].Meaning)
 		}
 	}
+}
+
+// bareBar reports a | not written \| in Markdown table text.
+func bareBar(s string) bool {
+	return strings.Contains(strings.ReplaceAll(s, `\|`, ""), "|")
 }
 
 // TestREADMEEnvironment checks that the README's environment table is
@@ -132,6 +142,11 @@ func TestREADMEEnvironment(t *testing.T) {
 	var got []EnvVar
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
 		got = append(got, EnvVar{m[1], m[2]})
+	}
+	for _, v := range Environment {
+		if bareBar(v.Name + v.Meaning) {
+			t.Errorf("%s: a bare | splits the README's table cell, even in a code span", v.Name)
+		}
 	}
 	if !slices.Equal(got, Environment) {
 		t.Errorf("README's environment table:\n%q\nEnvironment (commands/environment.go):\n%q", got, Environment)

@@ -204,8 +204,6 @@ func (s *Server) Inherits(name string) bool {
 // type in a Server built in Go).
 func (s *Server) IsStdio() bool { return s.Type == "" || s.Type == "stdio" }
 
-// Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
-// or of the server itself when the field is not written.
 // FieldName is field as the server's file names it: Codex's config.toml
 // has names of its own (enabled_tools for includeTools).
 func (s *Server) FieldName(field string) string {
@@ -227,6 +225,8 @@ func (s *Server) FieldName(field string) string {
 	return theirs
 }
 
+// Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
+// or of the server itself when the field is not written.
 func (s *Server) Where(field string) string {
 	if w, ok := s.where[field]; ok {
 		return w
