@@ -147,10 +147,10 @@ func KindOf(err error) Kind {
 }
 
 // callerGaveUp says whether err is the caller's own giving up (its context
-// cancelled: Ctrl-C), not a failure the engine explains: a server whose life
-// ended mid-request is an *Error of its own kind, whatever it wraps.
+// cancelled, Ctrl-C, or past its deadline), not a failure the engine
+// explains: that is an *Error of its own kind, whatever it wraps.
 func callerGaveUp(err error) bool {
-	return KindOf(err) == "" && errors.Is(err, context.Canceled)
+	return KindOf(err) == "" && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // open refuses a request to an engine that was closed.

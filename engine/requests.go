@@ -123,9 +123,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	recorded := err
-	if KindOf(err) == KindTimeout && callerShort || err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		// The caller's own, shorter timeout, or its context's deadline:
-		// its giving up, as Ctrl-C is, not the server's error.
+	if KindOf(err) == KindTimeout && callerShort {
+		// The caller's own, shorter timeout: its giving up, as Ctrl-C
+		// is, not the server's error.
 		recorded = nil
 	}
 	h.s.e.metrics.record(h.s.cfg().Name, method, time.Since(t0), recorded)
@@ -140,20 +140,37 @@ func connClosed(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
 }
 
-// failure explains why a request got no answer.
+// failure explains why a request got no answer. The caller's own giving
+// up is its context's error, as it is; any other failure is an *Error
+// that does not read as it: a request's context ended with its connection
+// (or a dial's deadline) while the caller's is live must not pass for the
+// caller's cancellation, errors.Is(err, context.Canceled).
 func (h *handle) failure(ctx, callCtx context.Context, what, method string, dl *deadline, err error) error {
-	name := h.s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return notCallers(h.explain(callCtx, what, method, dl, err))
+}
+
+// notCallers is err with its chain cut below an engine error that would
+// match context.Canceled or DeadlineExceeded; the message stays.
+func notCallers(err error) error {
+	var e *Error
+	if !errors.As(err, &e) || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	c := e.clone()
+	if c.err != nil {
+		c.err = errors.New(c.err.Error())
+	}
+	return c
+}
+
+// explain is failure's reason, classified by the error as the SDK gave it.
+func (h *handle) explain(callCtx context.Context, what, method string, dl *deadline, err error) error {
+	name := h.s.cfg().Name
 	if err == nil {
 		err = errors.New("no answer")
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		// The request's own context, ended with its connection or by its
-		// deadline, not the caller's (which is live): the error must not
-		// read as the caller's giving up, errors.Is(err, context.Canceled).
-		err = errors.New(err.Error())
 	}
 	var ae *Error
 	if errors.As(err, &ae) && ae.Kind == KindAuth {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -793,6 +794,13 @@ func TestRequestEndedIsNotCallerCancelled(t *testing.T) {
 		if KindOf(err) == "" || !strings.Contains(err.Error(), "srv") {
 			t.Errorf("%v: %v", cause, err)
 		}
+	}
+	// What else the chain says is read before it is cut: an error answer
+	// that came with a context's end is still the server's answer.
+	answered := fmt.Errorf("%w (%w)", &jsonrpc.Error{Code: -32000, Message: "boom"}, context.Canceled)
+	err = h.failure(context.Background(), context.Background(), "the call to srv.echo", "tools/call", nil, answered)
+	if !strings.Contains(err.Error(), "answered tools/call with error -32000: boom") || errors.Is(err, context.Canceled) {
+		t.Errorf("an error answer with a context's end: %v", err)
 	}
 }
 
