@@ -41,8 +41,16 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 	if !ok {
 		return ctx, func() {}
 	}
+	// Not f.Fd(), which would make a non-blocking stdout blocking. The
+	// descriptor is stdout's, open as long as mcpctl runs.
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ctx, func() {}
+	}
+	fd := -1
+	rc.Control(func(u uintptr) { fd = int(u) })
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
+	if fd < 0 || unix.Fstat(fd, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
 		return ctx, func() {}
 	}
 	wakeR, wakeW, err := os.Pipe()
@@ -57,7 +65,7 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 		// Events 0: only POLLERR and POLLHUP are reported, which a pipe's
 		// writer gets when its last reader closes, a socket's when its
 		// peer is gone; wakeR reports POLLHUP when stop closes wakeW.
-		fds := []unix.PollFd{{Fd: int32(f.Fd())}, {Fd: int32(wakeR.Fd())}}
+		fds := []unix.PollFd{{Fd: int32(fd)}, {Fd: int32(wakeR.Fd())}}
 		for {
 			n, err := unix.Poll(fds, -1)
 			if err == unix.EINTR {

@@ -212,10 +212,8 @@ func (s *Server) FieldName(field string) string {
 	}
 	theirs := ""
 	for name, ours := range codexFields {
-		if ours == field {
-			if theirs != "" {
-				return field // two of theirs: startup_timeout_sec and _ms
-			}
+		// startup_timeout_ms is the other spelling of startup_timeout_sec.
+		if ours == field && !strings.HasSuffix(name, "_ms") {
 			theirs = name
 		}
 	}

@@ -78,8 +78,8 @@ func (c *captureConn) owe(cp *capture, reason string) {
 	}
 }
 
-// flushCancels writes the notifications/cancelled still owed, each given
-// at most wait: called as the server is stopped, before its stdin closes.
+// flushCancels writes the notifications/cancelled still owed, all within
+// wait: called as the server is stopped, before its stdin closes.
 func (c *captureConn) flushCancels(wait time.Duration) {
 	if c == nil || c.Connection == nil {
 		return
@@ -88,11 +88,16 @@ func (c *captureConn) flushCancels(wait time.Duration) {
 	owed := c.owed
 	c.owed = nil
 	c.mu.Unlock()
+	if len(owed) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
 	for id, reason := range owed {
 		params, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": reason})
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
-		cancel()
+		if c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}) != nil {
+			return // the server does not read: the rest would not go either
+		}
 	}
 }
 

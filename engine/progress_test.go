@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"log/slog"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,4 +59,50 @@ func TestProgressCallbackPanicReachesCaller(t *testing.T) {
 	if err != nil || !strings.Contains(string(res.Result), `\"a\":\"2\"`) {
 		t.Errorf("a call after the panic: %s %v", res.Result, err)
 	}
+}
+
+// A callback slower than the server's notifications holds at most
+// maxQueuedProgress of them: the oldest plain ones go, a task's statuses
+// stay, and the last one always comes.
+func TestProgressRelayBounded(t *testing.T) {
+	release := make(chan struct{})
+	var got []Progress
+	r := newProgressRelay(func(p Progress) {
+		<-release
+		got = append(got, p)
+	}, slog.New(slog.DiscardHandler))
+	r.send(Progress{Progress: 0})
+	r.send(Progress{Status: "working"})
+	for i := 1; i <= 10*maxQueuedProgress; i++ {
+		r.send(Progress{Progress: float64(i)})
+	}
+	close(release)
+	r.stop(true)
+	if len(got) > maxQueuedProgress+1 {
+		t.Errorf("%d delivered, more than were kept", len(got))
+	}
+	if !slices.ContainsFunc(got, func(p Progress) bool { return p.Status == "working" }) {
+		t.Errorf("a task's status was dropped")
+	}
+	if last := got[len(got)-1]; last.Progress != 10*maxQueuedProgress {
+		t.Errorf("the last progress delivered is %v", last.Progress)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Status == "" && got[i-1].Status == "" && got[i].Progress <= got[i-1].Progress {
+			t.Fatalf("out of order at %d: %v after %v", i, got[i].Progress, got[i-1].Progress)
+		}
+	}
+}
+
+// A callback that ends its goroutine (t.FailNow does) ends the relay: stop
+// does not wait for ever, and nothing more is queued.
+func TestProgressRelayGoexit(t *testing.T) {
+	r := newProgressRelay(func(Progress) { runtime.Goexit() }, slog.New(slog.DiscardHandler))
+	r.send(Progress{Progress: 1})
+	<-r.done
+	r.send(Progress{Progress: 2})
+	if len(r.queue) != 0 {
+		t.Errorf("queued after the callback's goroutine ended: %v", r.queue)
+	}
+	r.stop(true)
 }

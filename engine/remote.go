@@ -474,7 +474,7 @@ func remoteFailure(cfg *config.Server, err error) *Error {
 		// auth login against a server that offers no OAuth registration.
 		e.hint("server %s may not use OAuth: if it takes a fixed token, send it in its headers: \"Authorization\": \"Bearer ${TOKEN}\" (%s)", cfg.Name, cfg.Source)
 	case errors.Is(err, context.DeadlineExceeded):
-		e.hint("raise startupTimeout of server %s (%s) if it is just slow", cfg.Name, cfg.Source)
+		e.hint("raise %s of server %s (%s) if it is just slow", cfg.FieldName("startupTimeout"), cfg.Name, cfg.Source)
 	default:
 		e.hint("check that the server runs at %s (%s)", url, cfg.Source)
 	}

@@ -93,8 +93,8 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	var result json.RawMessage
 	var err error
 	raw, answered := cp.last(method)
-	if !answered && sendErr != nil && callCtx.Err() != nil {
-		h.conn.owe(cp, callCtx.Err().Error())
+	if !answered && sendErr != nil && callCtx.Err() != nil && h.s.cfg().IsStdio() {
+		h.conn.owe(cp, callCtx.Err().Error()) // flushed as a stdio server stops
 	}
 	if answered && raw.err != nil && callCtx.Err() != nil {
 		// An error that came after the request was given up (timed out,
@@ -332,17 +332,31 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 		return nil, err
 	}
 	if req.OnProgress != nil {
-		relay := newProgressRelay(req.OnProgress)
-		defer relay.stop()
+		relay := newProgressRelay(req.OnProgress, e.log)
 		r := *req
 		r.OnProgress = relay.send
-		req = &r
+		returned := false
+		defer func() {
+			if !returned {
+				relay.stop(false) // the call panicked: that panic goes on
+			}
+		}()
+		res, err := e.callTool(ctx, s, toolName, &r)
+		returned = true
+		relay.stop(true)
+		return res, err
 	}
+	return e.callTool(ctx, s, toolName, req)
+}
+
+// callTool is CallTool once its request is checked and its server found.
+func (e *Engine) callTool(ctx context.Context, s *server, toolName string, req *CallRequest) (*CallResult, error) {
+	srvName := s.cfg().Name
 	// A call is tried once unless the caller asks for retries or the tool
 	// says calling it twice does no harm.
 	tries := 1 + req.Retry
 	var res *CallResult
-	err = e.retrying(ctx, &tries, s, func(ctx context.Context) (err error) {
+	err := e.retrying(ctx, &tries, s, func(ctx context.Context) (err error) {
 		res, err = e.callOnce(ctx, s, toolName, req, &tries)
 		return err
 	})

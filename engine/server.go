@@ -425,7 +425,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.hint("update the server, or set protocolVersion of server %s to a version both speak (%s)", name, s.cfg().Source)
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
-		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
+		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	case proc == nil && errors.As(err, &already):
 		return already
 	case proc == nil:
@@ -451,7 +451,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 			// cannot have the memory it needs (below some 48 MiB).
 			e.hint("it runs with a memory limit of %s (limits.memory, %s), which may be too small for it to start: a process short of memory can hang instead of exiting", sizeText(l.Memory), s.cfg().Where("limits"))
 		}
-		e.hint("raise startupTimeout of server %s (%s) if it is just slow", name, s.cfg().Source)
+		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
 	}
@@ -577,8 +577,8 @@ func (s *server) lostError(err error) *Error {
 	return errorf(KindUnavailable, name, "lost the connection to server %s: %v", name, err)
 }
 
-// cancelFlushWait bounds the write of each notifications/cancelled owed
-// as a server stops: one that does not read its stdin is not waited for.
+// cancelFlushWait bounds the writes of the notifications/cancelled owed as
+// a server stops: one that does not read its stdin is not waited for.
 const cancelFlushWait = 100 * time.Millisecond
 
 // shutdown ends one run of the server: its connection, then its process

@@ -116,9 +116,12 @@ type CallRequest struct {
 	// which are tried up to 3 times.
 	Retry int `json:"retry,omitempty"`
 	// OnProgress, when set, receives the call's progress notifications
-	// and, for a task, its status: in order, on a goroutine of its own
-	// (it may block, or call the engine), and never after the call
-	// returns. A panic in it is raised again by CallTool.
+	// and, for a task, its status, in order and never after the call
+	// returns. Engine.CallTool calls it on a goroutine of its own (it may
+	// block, or call the engine; while it is slow, older notifications
+	// beyond 256 are dropped, a task's statuses kept) and raises a panic
+	// of it again; Client.CallTool calls it on the caller's goroutine,
+	// as the call's answer is read.
 	OnProgress func(Progress) `json:"-"`
 	// Sampling and Elicitation, when set, answer the sampling/createMessage
 	// and elicitation/create requests the server sends while it serves
