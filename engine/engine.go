@@ -224,9 +224,7 @@ func (e *Engine) lookup(name string) (*server, error) {
 		return s, nil
 	}
 	if e.cfg == nil {
-		// A zero Engine, not one of New.
-		return nil, errorf(KindUsage, "", "the engine has no config: it was not made with engine.New").
-			hint("make it with engine.New(cfg, opts)")
+		return nil, notMade() // a zero Engine
 	}
 	return nil, unknownName("server", name, "", e.cfg.Names())
 }
@@ -242,6 +240,9 @@ func (e *Engine) lookup(name string) (*server, error) {
 // what it started is stopped again, which a server slow to stop can make
 // last up to its shutdownTimeout longer.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
+	if e.cfg == nil {
+		return notMade()
+	}
 	if e.noConfig.Load() {
 		return errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
 			hint("load one with config.Load or config.Parse, and pass it to engine.New")

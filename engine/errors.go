@@ -153,8 +153,17 @@ func callerGaveUp(err error) bool {
 	return KindOf(err) == "" && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
-// open refuses a request to an engine that was closed.
+// notMade is the error of a zero Engine's methods.
+func notMade() *Error {
+	return errorf(KindUsage, "", "the engine has no config: it was not made with engine.New").
+		hint("make it with engine.New(cfg, opts)")
+}
+
+// open refuses a request to an engine that was closed, or not made by New.
 func (e *Engine) open() error {
+	if e.cfg == nil {
+		return notMade()
+	}
 	if e.closed.Load() {
 		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New")
 	}

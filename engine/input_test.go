@@ -45,13 +45,20 @@ func TestNilRequests(t *testing.T) {
 	// A zero Engine says it is one; its calls panicked.
 	var zero Engine
 	for what, err := range map[string]error{
-		"CallTool":  func() error { _, err := zero.CallTool(bg, &CallRequest{Name: "a.b"}); return err }(),
-		"GetPrompt": func() error { _, err := zero.GetPrompt(bg, &PromptRequest{Name: "a.b"}); return err }(),
-		"Start":     zero.Start(bg, "a"),
+		"CallTool":    func() error { _, err := zero.CallTool(bg, &CallRequest{Name: "a.b"}); return err }(),
+		"GetPrompt":   func() error { _, err := zero.GetPrompt(bg, &PromptRequest{Name: "a.b"}); return err }(),
+		"Start":       zero.Start(bg, "a"),
+		"Start all":   zero.Start(bg),
+		"Tools":       func() error { _, err := zero.Tools(""); return err }(),
+		"Inspect":     func() error { _, err := zero.Inspect(""); return err }(),
+		"SetLogLevel": func() error { _, err := zero.SetLogLevel(bg, "info"); return err }(),
 	} {
 		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "not made with engine.New") {
 			t.Errorf("%s on a zero Engine: %v", what, err)
 		}
+	}
+	if m := zero.Metrics(); m != nil {
+		t.Errorf("metrics of a zero Engine: %v", m)
 	}
 }
 

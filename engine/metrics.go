@@ -113,6 +113,9 @@ type ServerMetrics struct {
 // and the requests sent to it by method: counts, errors (no answer, or a
 // JSON-RPC error), success rate and latency percentiles.
 func (e *Engine) Metrics() []ServerMetrics {
+	if e.metrics == nil {
+		return nil // a zero Engine
+	}
 	states := map[string]ServerStatus{}
 	for _, st := range e.Status() {
 		states[st.Name] = st
