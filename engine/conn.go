@@ -58,6 +58,13 @@ type captureConn struct {
 	// the caller returned), with its reason: a server stopped meanwhile is
 	// sent them first (flushCancels), or it would never be told.
 	owed map[jsonrpc.ID]string
+	// flushed are the ids flushCancels told the server of: the SDK's own
+	// notice for one, coming after, is not sent again. Only a stopping
+	// server's, so it stays small.
+	flushed map[jsonrpc.ID]bool
+	// telling counts the SDK's notices being written, which a flush waits
+	// for: stdin closed under one would cut it.
+	telling int
 }
 
 // owe notes that cp's requests still unanswered were given up on, for
@@ -87,18 +94,47 @@ func (c *captureConn) flushCancels(wait time.Duration) {
 	c.mu.Lock()
 	owed := c.owed
 	c.owed = nil
-	c.mu.Unlock()
-	if len(owed) == 0 {
-		return
+	for id := range owed {
+		if c.flushed == nil {
+			c.flushed = map[jsonrpc.ID]bool{}
+		}
+		c.flushed[id] = true
 	}
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
+	for {
+		c.mu.Lock()
+		telling := c.telling
+		c.mu.Unlock()
+		if telling == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for id, reason := range owed {
 		params, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": reason})
-		if c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}) != nil {
+		msg := &jsonrpc.Request{Method: "notifications/cancelled", Params: params}
+		if c.Connection.Write(ctx, c.outgoing(ctx, msg)) != nil {
 			return // the server does not read: the rest would not go either
 		}
 	}
+}
+
+// cancelledID is the request a notifications/cancelled is about.
+func cancelledID(msg jsonrpc.Message) (jsonrpc.ID, bool) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "notifications/cancelled" {
+		return jsonrpc.ID{}, false
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil
 }
 
 // maxKeptSchemas bounds schemas: questions are few and answered soon.
@@ -257,23 +293,28 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	err := c.Connection.Write(ctx, c.outgoing(ctx, msg))
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "notifications/cancelled" {
-		// Written whole: no longer owed, nor to be owed (the SDK's may
-		// come before owe), and its late answer is nobody's.
-		var p struct {
-			RequestID any `json:"requestId"`
+	if id, ok := cancelledID(msg); ok {
+		// The SDK's notice: sent once. Claimed before it is written, so
+		// that a flush does not send it too: no longer owed, nor to be
+		// owed (it may come before owe), and the late answer is nobody's.
+		c.mu.Lock()
+		told := c.flushed[id]
+		delete(c.owed, id)
+		delete(c.pending, id)
+		if !told {
+			c.telling++
 		}
-		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				c.mu.Lock()
-				delete(c.owed, id)
-				delete(c.pending, id)
-				c.mu.Unlock()
-			}
+		c.mu.Unlock()
+		if told {
+			return nil
 		}
+		defer func() {
+			c.mu.Lock()
+			c.telling--
+			c.mu.Unlock()
+		}()
 	}
-	return err
+	return c.Connection.Write(ctx, c.outgoing(ctx, msg))
 }
 
 // outgoing is what the connection does to a message before it is sent:
