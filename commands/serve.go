@@ -60,9 +60,8 @@ MCP 2026-07-28 when its connection ends).
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends; a server that
 cannot start is left out with a warning, and the others are served. Over stdio,
-stdout carries only MCP messages and serve ends when stdin closes (or at
-its next answer once its client has closed stdout); it also ends on Ctrl-C
-or SIGTERM. A line that is not JSON-RPC 2.0 is answered
+stdout carries only MCP messages and serve ends when stdin closes, or when
+its client closes stdout; it also ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
 with its JSON-RPC error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
@@ -154,6 +153,13 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 			"take it out of the config, or run serve on a config without it: mcpctl serve -c FILE")
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
+	if ln == nil {
+		// Over stdio a client that closed its end of stdout is gone, even
+		// if it sends nothing more: serve ends then, not at its next answer.
+		var stop func()
+		ctx, stop = untilOutputClosed(ctx, env.Out)
+		defer stop()
+	}
 	all := func(*config.Config) ([]string, error) { return nil, nil }
 	return env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
