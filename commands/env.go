@@ -112,12 +112,15 @@ var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp {
 // the command copied from the hint finds another config, or none.
 func (env *Env) withGlobalFlags(hints []string) []string {
 	var flags []string
+	piped := false
 	for _, c := range env.configFlags {
 		if procSubstitution.MatchString(c) {
 			// -c <(…): its /dev/fd/63 is gone once read.
 			flags = append(flags, "-c <(…)")
+			piped = true
 			continue
 		}
+		piped = piped || c == "/dev/stdin"
 		flags = append(flags, "-c "+shellWord(c))
 	}
 	if env.sessionFlag != "" {
@@ -131,6 +134,10 @@ func (env *Env) withGlobalFlags(hints []string) []string {
 		out[i] = h
 		if !strings.Contains(h, " -c ") && !strings.Contains(h, "--config") && !strings.Contains(h, "--session") {
 			out[i] = mcpctlCommand().ReplaceAllString(h, "mcpctl "+strings.ReplaceAll(strings.Join(flags, " "), "$", "$$")+" $1")
+		}
+		if piped {
+			// up refuses a config from a pipe: the session reads it again.
+			out[i] = strings.ReplaceAll(out[i], "mcpctl "+strings.Join(flags, " ")+" up", "mcpctl -c FILE up (the config saved to FILE: a session reads it again)")
 		}
 	}
 	return out

@@ -78,6 +78,13 @@ func TestHintsCarryGlobalFlags(t *testing.T) {
 	if got := env.withGlobalFlags([]string{"see: mcpctl tools"}); got[0] != "see: mcpctl -c <(…) -c <(…) tools" {
 		t.Errorf("hint for a config from <(…): %q", got[0])
 	}
+	// up, which refuses a pipe, is advised with a file.
+	for _, c := range []string{"/dev/fd/63", "/dev/stdin"} {
+		env.configFlags = []string{c}
+		if got := env.withGlobalFlags([]string{"start it with: mcpctl up"}); got[0] != "start it with: mcpctl -c FILE up (the config saved to FILE: a session reads it again)" {
+			t.Errorf("up for a config from %s: %q", c, got[0])
+		}
+	}
 	if shellWord("it's") != `'it'\''s'` {
 		t.Errorf("shellWord: %s", shellWord("it's"))
 	}
