@@ -210,6 +210,9 @@ func (s *Server) FieldName(field string) string {
 	if !strings.HasPrefix(s.root, "mcp_servers.") {
 		return field
 	}
+	if field == "disabled" {
+		return "enabled" // its opposite: enabled = false
+	}
 	theirs := ""
 	for name, ours := range codexFields {
 		// startup_timeout_ms is the other spelling of startup_timeout_sec.

@@ -717,8 +717,11 @@ func roundMillis(d time.Duration) float64 { return float64(d.Milliseconds()) / 1
 // disabledError refuses a server the config disables.
 func (s *server) disabledError() *Error {
 	name := s.cfg().Name
-	return errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg().Where("disabled")).
-		hint("remove \"disabled\" from server %s to use it", name)
+	e := errorf(KindUsage, name, "server %s is disabled in the config (%s)", name, s.cfg().Where("disabled"))
+	if f := s.cfg().FieldName("disabled"); f != "disabled" {
+		return e.hint("set %s = true for server %s to use it", f, name) // Codex's enabled = false
+	}
+	return e.hint("remove \"disabled\" from server %s to use it", name)
 }
 
 // unavailableLocked explains why the server cannot take requests.
