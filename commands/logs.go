@@ -125,6 +125,11 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	// A session that up is starting (it holds the session's lock) has
 	// not made its log yet: -f waits for it (mcpctl up & mcpctl logs -f).
 	starting := opts.follow && sess.Running()
+	if opts.follow && !starting && !exists(sess.LogFile()) {
+		// mcpctl up & mcpctl logs -f: the up may not have claimed the
+		// session yet (it may have made its directory already).
+		starting = awaitClaim(ctx, sess, time.Second)
+	}
 	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) && !starting {
 		return noSession(sess.StateDir)
 	}
@@ -174,7 +179,7 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		return noSession(path)
 	}
 	lf := &lineFilter{emit: emit, since: since, keep: keep, tail: opts.lines}
-	if starting && opts.server == "" && !opts.audit {
+	if starting && !opts.audit {
 		lf.gone = func() error {
 			if sess.Running() || exists(path) {
 				return nil
@@ -453,6 +458,22 @@ func (lf *lineFilter) follow(ctx context.Context, path string) error {
 		case <-time.After(followPoll):
 		}
 	}
+}
+
+// awaitClaim waits up to d for a command to hold sess's lock (an up
+// starting it), and reports whether one does.
+func awaitClaim(ctx context.Context, sess *engine.Session, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if sess.Running() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return sess.Running()
 }
 
 func exists(path string) bool {
