@@ -57,6 +57,10 @@ func TestNilRequests(t *testing.T) {
 			t.Errorf("%s on a zero Engine: %v", what, err)
 		}
 	}
+	// Stop, as Restart, names its servers; it did nothing without.
+	if err := e.Stop(); KindOf(err) != KindUsage || !strings.Contains(err.Error(), "name the servers to stop") {
+		t.Errorf("Stop with no names: %v", err)
+	}
 	if m := zero.Metrics(); m != nil {
 		t.Errorf("metrics of a zero Engine: %v", m)
 	}

@@ -734,6 +734,10 @@ func (e *Engine) Stop(names ...string) error {
 	if err := e.open(); err != nil {
 		return err
 	}
+	if len(names) == 0 {
+		// Not every server: Close stops them all.
+		return errorf(KindUsage, "", "name the servers to stop").hint("to stop every server: Engine.Close")
+	}
 	var servers []*server
 	for _, n := range names {
 		s, err := e.lookup(n)
