@@ -91,15 +91,7 @@ func TestManPagesRender(t *testing.T) {
 // TestREADMEExitCodes checks that the README's exit-code table is
 // ExitCodes, the table the man pages print.
 func TestREADMEExitCodes(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n## Exit codes\n")
-	if !ok {
-		t.Fatal("README.md has no \"## Exit codes\" section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := readmeSection(t, "## Exit codes")
 	row := regexp.MustCompile(`(?m)^\| (\d+) \| (.*) \|$`)
 	var got []ExitCode
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
@@ -121,6 +113,21 @@ func TestREADMEExitCodes(t *testing.T) {
 	}
 }
 
+// readmeSection is the README's text under heading, up to the next one.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	return section
+}
+
 // bareBar reports a | not written \| in Markdown table text.
 func bareBar(s string) bool {
 	return strings.Contains(strings.ReplaceAll(s, `\|`, ""), "|")
@@ -129,15 +136,7 @@ func bareBar(s string) bool {
 // TestREADMEEnvironment checks that the README's environment table is
 // Environment, the table mcpctl(1) prints.
 func TestREADMEEnvironment(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(data), "\n### Environment\n")
-	if !ok {
-		t.Fatal("README.md has no \"### Environment\" section")
-	}
-	section, _, _ = strings.Cut(section, "\n#")
+	section := readmeSection(t, "### Environment")
 	row := regexp.MustCompile(`(?m)^\| (` + "`" + `.*?) \| (.*) \|$`)
 	var got []EnvVar
 	for _, m := range row.FindAllStringSubmatch(section, -1) {

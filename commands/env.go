@@ -112,7 +112,7 @@ var mcpctlCommand = sync.OnceValue(func() *regexp.Regexp {
 // the command copied from the hint finds another config, or none.
 func (env *Env) withGlobalFlags(hints []string) []string {
 	var flags []string
-	piped := false
+	piped := false // a config from a pipe, which up refuses
 	for _, c := range env.configFlags {
 		if procSubstitution.MatchString(c) {
 			// -c <(…): its /dev/fd/63 is gone once read.
@@ -123,21 +123,26 @@ func (env *Env) withGlobalFlags(hints []string) []string {
 		piped = piped || c == "/dev/stdin"
 		flags = append(flags, "-c "+shellWord(c))
 	}
+	var session []string
 	if env.sessionFlag != "" {
-		flags = append(flags, "--session "+shellWord(env.sessionFlag))
+		session = []string{"--session " + shellWord(env.sessionFlag)}
 	}
-	if len(flags) == 0 {
+	if len(flags) == 0 && len(session) == 0 {
 		return hints
+	}
+	withFlags := func(advice string) string {
+		cmd := strings.TrimPrefix(advice, "mcpctl ")
+		if piped && cmd == "up" {
+			// The session reads its config again: a pipe cannot be.
+			return strings.Join(slices.Concat([]string{"mcpctl -c FILE"}, session, []string{"up (the config saved to FILE: a session reads it again)"}), " ")
+		}
+		return strings.Join(slices.Concat([]string{"mcpctl"}, flags, session, []string{cmd}), " ")
 	}
 	out := make([]string, len(hints))
 	for i, h := range hints {
 		out[i] = h
 		if !strings.Contains(h, " -c ") && !strings.Contains(h, "--config") && !strings.Contains(h, "--session") {
-			out[i] = mcpctlCommand().ReplaceAllString(h, "mcpctl "+strings.ReplaceAll(strings.Join(flags, " "), "$", "$$")+" $1")
-		}
-		if piped {
-			// up refuses a config from a pipe: the session reads it again.
-			out[i] = strings.ReplaceAll(out[i], "mcpctl "+strings.Join(flags, " ")+" up", "mcpctl -c FILE up (the config saved to FILE: a session reads it again)")
+			out[i] = mcpctlCommand().ReplaceAllStringFunc(h, withFlags)
 		}
 	}
 	return out

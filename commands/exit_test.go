@@ -78,6 +78,12 @@ func TestHintsCarryGlobalFlags(t *testing.T) {
 	if got := env.withGlobalFlags([]string{"see: mcpctl tools"}); got[0] != "see: mcpctl -c <(…) -c <(…) tools" {
 		t.Errorf("hint for a config from <(…): %q", got[0])
 	}
+	// --session alone.
+	env.configFlags, env.sessionFlag = nil, "s2"
+	if got := env.withGlobalFlags([]string{"see: mcpctl status"}); got[0] != "see: mcpctl --session s2 status" {
+		t.Errorf("hint with --session alone: %q", got[0])
+	}
+	env.sessionFlag = ""
 	// up, which refuses a pipe, is advised with a file.
 	for _, c := range []string{"/dev/fd/63", "/dev/stdin"} {
 		env.configFlags = []string{c}
