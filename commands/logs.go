@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -117,10 +116,30 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.server != "" {
+		// A typo would find no lines and say nothing, or with -f wait
+		// for ever for a server that never writes.
+		known := logNames(sess.ServerLogDir())
+		if opts.audit {
+			known = auditNames(sess.AuditFile())
+		}
+		if err := env.checkLogServer(opts.server, known); err != nil {
+			return err
+		}
+	}
 	noSession := func(missing string) error {
-		return &engine.Error{Kind: engine.KindNoSession,
+		e := &engine.Error{Kind: engine.KindNoSession,
 			Message: fmt.Sprintf("no logs: session %s has never run for %s (no %s)", sess.Name, env.configShown(), missing),
 			Hint:    []string{"start it with: mcpctl up", "a command run without a session keeps only its servers' stderr: mcpctl logs SERVER"}}
+		switch {
+		case opts.audit:
+			e.Hint[1] = "a command run without a session keeps no audit log"
+		case opts.server != "":
+			e.Message = fmt.Sprintf("no log for server %s: it has never been started for %s (no %s)", opts.server, env.configShown(), missing)
+			e.Hint = []string{"start the session with: mcpctl up",
+				fmt.Sprintf("or run a command that starts it, which keeps its stderr too, e.g.: mcpctl tools %s", opts.server)}
+		}
+		return e
 	}
 	// A session that up is starting (it holds the session's lock) has
 	// not made its log yet: -f waits for it (mcpctl up & mcpctl logs -f).
@@ -139,11 +158,6 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	case opts.audit:
 		path = sess.AuditFile()
 		if opts.server != "" {
-			if err := env.checkAuditServer(path, opts.server); err != nil {
-				return err
-			}
-		}
-		if opts.server != "" {
 			keep = func(line []byte) bool {
 				var e struct{ Server string }
 				return json.Unmarshal(line, &e) == nil && e.Server == opts.server
@@ -159,13 +173,8 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 						Hint:    []string{"what mcpctl did with it, and its errors, are in the session's log: mcpctl logs"}}
 				}
 			}
-			hint := "a server's log is written once the session starts it; see: mcpctl status"
-			if have, _ := filepath.Glob(filepath.Join(sess.ServerLogDir(), "*.log")); len(have) > 0 {
-				var names []string
-				for _, h := range have {
-					names = append(names, strings.TrimSuffix(filepath.Base(h), ".log"))
-				}
-				sort.Strings(names)
+			hint := "a server's log is written once the session, or a command run without it, starts it; see: mcpctl status"
+			if names := logNames(sess.ServerLogDir()); len(names) > 0 {
 				hint = "servers with a log: " + strings.Join(names, ", ")
 			}
 			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
@@ -209,21 +218,34 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	return nil
 }
 
-// checkAuditServer refuses a server that neither the config (as found
-// here, nothing asked) nor the audit log at path knows: a typo would find
-// no lines, and say nothing. A server a reload removed is still in the log.
-// Without a config found here, nothing is refused.
-func (env *Env) checkAuditServer(path, server string) error {
-	known := map[string]bool{}
+// checkLogServer refuses a server that neither the config (as found
+// here, nothing asked) nor the logs (known: the servers they name) know. A
+// server a reload removed is still in the logs. Without a config found
+// here, nothing is refused.
+func (env *Env) checkLogServer(server string, known []string) error {
 	cfg, _, err := env.loadConfigForNames()
 	if err != nil {
 		// Not the session's config to check against (--session from
 		// another directory): a name is not refused for want of it.
 		return nil
 	}
-	for _, n := range cfg.Names() {
-		known[n] = true
+	names := append(cfg.Names(), known...)
+	if len(names) == 0 || slices.Contains(names, server) {
+		return nil
 	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	hint := "servers of the config or its logs: " + strings.Join(names, ", ")
+	if near := schemas.Closest(server, names); len(near) > 0 {
+		hint = fmt.Sprintf("did you mean %s?", near[0])
+	}
+	return &engine.Error{Kind: engine.KindUsage, Server: server, Message: "unknown server " + server, Hint: []string{hint}}
+}
+
+// auditNames are the servers the audit log at path (and its old files)
+// names.
+func auditNames(path string) []string {
+	var names []string
 	for i := engine.DefaultLogKeep; i >= 0; i-- {
 		name := path
 		if i > 0 {
@@ -238,19 +260,22 @@ func (env *Env) checkAuditServer(path, server string) error {
 			// exist: not known for that.
 			var e struct{ Server, Outcome string }
 			if json.Unmarshal(line, &e) == nil && e.Server != "" && e.Outcome != string(engine.KindUsage) {
-				known[e.Server] = true
+				names = append(names, e.Server)
 			}
 		}
 	}
-	if known[server] || len(known) == 0 {
-		return nil
+	return names
+}
+
+// logNames are the servers with a stderr log in dir, sorted.
+func logNames(dir string) []string {
+	have, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	names := make([]string, 0, len(have))
+	for _, h := range have {
+		names = append(names, strings.TrimSuffix(filepath.Base(h), ".log"))
 	}
-	names := slices.Sorted(maps.Keys(known))
-	hint := "servers of the config or the audit log: " + strings.Join(names, ", ")
-	if near := schemas.Closest(server, names); len(near) > 0 {
-		hint = fmt.Sprintf("did you mean %s?", near[0])
-	}
-	return &engine.Error{Kind: engine.KindUsage, Server: server, Message: "unknown server " + server, Hint: []string{hint}}
+	sort.Strings(names)
+	return names
 }
 
 // A stderrLine is a line of a server's stderr log (or any line that is not
