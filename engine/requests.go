@@ -191,16 +191,24 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 	switch {
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
-		if capped, ran := dl.reachedCap(); capped {
-			return errorf(KindTimeout, name, "%s still ran after %s, the longest progress keeps a request with a %s timeout going (%d times it); the server was told to cancel", what, ran.Round(100*time.Millisecond), timeout, progressCap).
+		var e *Error
+		switch capped, ran := dl.reachedCap(); {
+		case capped:
+			e = errorf(KindTimeout, name, "%s still ran after %s, the longest progress keeps a request with a %s timeout going (%d times it); the server was told to cancel", what, ran.Round(100*time.Millisecond), timeout, progressCap).
 				hint("give it longer with --timeout: progress keeps it going up to %d times that, e.g. --timeout %s for %s", progressCap, 2*timeout, 2*progressCap*timeout)
-		}
-		if dl.extended() {
-			return errorf(KindTimeout, name, "%s did not answer within %s of its last progress (the server was told to cancel)", what, timeout).
+		case dl.extended():
+			e = errorf(KindTimeout, name, "%s did not answer within %s of its last progress (the server was told to cancel)", what, timeout).
+				hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
+		default:
+			e = errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", what, timeout).
 				hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 		}
-		return errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", what, timeout).
-			hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
+		if cfg := h.s.cfg(); cfg.RequestTimeout > 0 && !h.s.e.requestSet && timeout == cfg.RequestTimeout {
+			// The config's timeout, not the caller's: where to raise it
+			// for every request, in the file's own words.
+			e.hint("or raise %s of server %s (%s) for all its requests", cfg.FieldName("requestTimeout"), name, cfg.Where("requestTimeout"))
+		}
+		return e
 	case connLost:
 		// The process may be on its way out; let it finish so the error
 		// can say how it ended. Not the 5 s watch gives one that closed
