@@ -135,6 +135,9 @@ type Engine struct {
 	// noConfig: New was given a nil config, which Start reports until a
 	// reload gives it one.
 	noConfig atomic.Bool
+	// started: Start was called (or a reload started servers), so that a
+	// listing before it can say so rather than list nothing.
+	started atomic.Bool
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
@@ -254,6 +257,7 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if err := precheck(targets); err != nil {
 		return err
 	}
+	e.started.Store(true)
 	if len(names) > 0 {
 		// Named: started by hand, whatever stopped them before.
 		for _, s := range targets {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -373,5 +374,31 @@ func checkDeadline(t *testing.T, err error, server, want string) {
 	var ee *Error
 	if !errors.As(err, &ee) || ee.Kind != KindTimeout || ee.Server != server || ee.Message != want || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %#v, want a timeout of server %s saying %q", err, server, want)
+	}
+}
+
+// Listing before Start said nothing: an empty list, no error. It says
+// Start was never called; after Start, and for a server stopped by hand
+// after it, a listing is as it was.
+func TestListBeforeStart(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	tools, err := e.Tools("")
+	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "Engine.Start was never called") || tools != nil {
+		t.Fatalf("Tools before Start: %v, %v", tools, err)
+	}
+	if _, err := e.Prompts(""); !strings.Contains(fmt.Sprint(err), "Engine.Start was never called") {
+		t.Errorf("Prompts before Start: %v", err)
+	}
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := e.Tools(""); err != nil || len(tools) != 1 {
+		t.Fatalf("Tools after Start: %v, %v", tools, err)
+	}
+	if err := e.Stop("srv"); err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := e.Tools(""); err != nil || len(tools) != 0 {
+		t.Errorf("Tools with the only server stopped by hand: %v, %v", tools, err)
 	}
 }

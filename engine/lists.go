@@ -582,13 +582,23 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 	}
 	servers := e.all()
 	failed := knowAll(context.Background(), servers)
+	listed, waiting := 0, 0
 	for _, s := range servers {
 		sn, isStale, err := s.offer()
 		if err == nil {
+			listed++
 			fn(s, sn, isStale)
 		} else if _, ok := failed[s]; !ok && s.failedUnlisted() {
 			failed[s] = err // its start failed before: said again, not tried again
+		} else if s.autoStarts() && s.currentState() == StateStopped {
+			waiting++
 		}
+	}
+	if listed == 0 && waiting > 0 && !e.started.Load() {
+		// A Go program that lists before it starts would see nothing,
+		// and no error.
+		return nil, errorf(KindUsage, "", "no server is started: Engine.Start was never called, and servers start on use only with activation lazy or transient").
+			hint("call Engine.Start before listing what the servers offer")
 	}
 	return unlistedError(servers, failed), nil
 }
@@ -675,8 +685,9 @@ func partial[T any](out T, unlisted *Error) (T, error) {
 // are its last known ones, marked stale. When a server that was never
 // listed could not start (one that starts on use, one a reload added),
 // Tools returns the others' with an error ([KindUnavailable]) that names
-// it: a non-nil list with an error is a partial one. Prompts, Resources
-// and Inspect do the same. The items are the engine's own, shared with
+// it: a non-nil list with an error is a partial one. Before [Engine.Start],
+// when no server starts on use, it lists nothing and returns a usage error
+// that says so. Prompts, Resources and Inspect do the same. The items are the engine's own, shared with
 // every caller and not copied: read them, do not change them (nor the
 // bytes Raw returns).
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
