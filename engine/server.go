@@ -51,6 +51,10 @@ type server struct {
 	info     *Impl
 	protocol string
 	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
+	// probeUnanswered: a start's server/discover went unanswered (probe.go);
+	// the server's later starts are spoken to in probeLegacyVersion at once,
+	// as the spec suggests, for the engine's life.
+	probeUnanswered atomic.Bool
 	// life ends when the server stops or dies; in-flight calls end with it.
 	life    context.Context
 	endLife context.CancelFunc
@@ -306,7 +310,13 @@ func (s *server) connect(ctx context.Context) error {
 		s.mu.Unlock()
 		stdout := newJSONLines(proc.stdout, s.skippedLineLogger())
 		proc.lines = stdout
-		conn.Connection = newStdioConn(stdout, proc.stdin)
+		sc := newStdioConn(stdout, proc.stdin)
+		sc.probe.gaveUp = func() {
+			s.probeUnanswered.Store(true)
+			s.log.Warn("the server did not answer server/discover: speaking "+probeLegacyVersion+" with it from now on",
+				"hint", "set its protocolVersion to "+probeLegacyVersion+" to skip the wait")
+		}
+		conn.Connection = sc
 	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {
 		if f, err := os.OpenFile(filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
@@ -318,8 +328,11 @@ func (s *server) connect(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	var sessOpts *mcp.ClientSessionOptions
-	if cfg.ProtocolVersion != "" {
+	switch {
+	case cfg.ProtocolVersion != "":
 		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion}
+	case s.probeUnanswered.Load():
+		sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: probeLegacyVersion}
 	}
 	var cs *mcp.ClientSession
 	var cp *capture

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,6 +33,11 @@ type stdioConn struct {
 	writing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	// probe watches the server/discover the SDK opens with (probe.go);
+	// probing: one was written, so that reads look for its answer.
+	probe   discoverProbe
+	probing atomic.Bool
 }
 
 type lineMsgs struct {
@@ -61,6 +67,15 @@ func (c *stdioConn) readLoop() {
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.read(ctx)
+		if err != nil || !c.probing.Load() || !c.probe.drop(msg) {
+			return msg, err
+		}
+	}
+}
+
+func (c *stdioConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -91,6 +106,27 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "server/discover" || !req.IsCall() {
+		return c.write(ctx, msg)
+	}
+	answered := c.probe.arm(req.ID)
+	c.probing.Store(true)
+	err := c.write(ctx, msg)
+	if err == nil {
+		c.probe.watch(req.ID, answered, c.stdin, c.closed, func(answer jsonrpc.Message) bool {
+			select {
+			case c.incoming <- lineMsgs{msgs: []jsonrpc.Message{answer}}:
+				return true
+			case <-c.closed:
+				return false
+			}
+		})
+	}
+	return err
+}
+
+func (c *stdioConn) write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -129,6 +129,9 @@ func (c *conn) answer(ctx context.Context, req *jsonrpc.Request) bool {
 		return true
 	}
 	switch {
+	case req.Method == "server/discover" && f.spec.IgnoreDiscover:
+		f.logCall(map[string]any{"ignored": req.Method})
+		return true
 	case req.Method == "server/discover" && f.spec.ProtocolVersion != "" && f.spec.ProtocolVersion < "2026-07-28":
 		c.reply(ctx, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"})
 		return true

@@ -38,6 +38,10 @@ type Spec struct {
 	// server refuse server/discover, so clients fall back to initialize
 	// (as the TypeScript reference servers do).
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// IgnoreDiscover: server/discover gets no answer at all, as from a
+	// server that ignores requests it does not know (each is logged as
+	// {"ignored": "server/discover"}).
+	IgnoreDiscover bool `json:"ignoreDiscover,omitempty"`
 	// AnswerVersion, when set, is the protocolVersion of the server's
 	// answer to initialize, whatever was asked: a server that speaks a
 	// version its client does not.
