@@ -84,3 +84,23 @@ func noHelpOn(group, parent *cli.Command, path []string) error {
 	}
 	return usagef(fmt.Sprintf("no help on %q: there is no such command", asked), hint)
 }
+
+// showCommandHelp is urfave's ShowCommandHelp, except that --help on a
+// command without subcommands shows that command's help whatever
+// arguments come with it: urfave took "mcpctl call fs.read --help" for
+// help on a subcommand "fs.read" of call, and failed.
+func showCommandHelp(ctx context.Context, cmd *cli.Command, name string) error {
+	if cmd.Command(name) == nil && len(cmd.Lineage()) > 1 && !hasSubcommands(cmd) {
+		return cli.DefaultShowCommandHelp(ctx, cmd.Lineage()[1], cmd.Name)
+	}
+	return cli.DefaultShowCommandHelp(ctx, cmd, name)
+}
+
+func hasSubcommands(cmd *cli.Command) bool {
+	for _, c := range cmd.Commands {
+		if c.Name != "help" {
+			return true
+		}
+	}
+	return false
+}

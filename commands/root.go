@@ -53,6 +53,7 @@ func (s Signaled) Error() string { return "interrupted by " + s.Signal.String() 
 
 // newRootCmd builds the whole command tree for one run.
 func newRootCmd(env *Env) *cli.Command {
+	cli.ShowCommandHelp = showCommandHelp
 	root := &cli.Command{
 		Name:    "mcpctl",
 		Usage:   "Run and use the MCP servers of a project from the command line",
