@@ -120,7 +120,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		return err
 	}
 	var res *engine.CallResult
-	err = env.withHost(ctx, serverOf(opts.name), func(h host) error {
+	err = env.withHostTimed(ctx, serverOf(opts.name), opts.timeout.d, func(h host) error {
 		res, err = h.CallTool(ctx, req)
 		return err
 	})

@@ -115,6 +115,9 @@ type hostOptions struct {
 	partial bool
 	// serving: the command is serve (see localHost.hints).
 	serving bool
+	// startWithin, when set, bounds the servers' start: a request's
+	// --timeout, which the user means for the whole command.
+	startWithin time.Duration
 }
 
 // withHostOpts is withHost with options for the servers it starts.
@@ -172,10 +175,31 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	if hopts.partial && len(names) == 0 {
 		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
 	}
-	if err := start(ctx, names...); err != nil {
+	sctx := ctx
+	if hopts.startWithin > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, hopts.startWithin)
+		defer cancel()
+	}
+	if err := start(sctx, names...); err != nil {
+		if ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			what, server := "the servers", ""
+			if len(names) == 1 {
+				what, server = "server "+names[0], names[0]
+			}
+			return &engine.Error{Kind: engine.KindTimeout, Server: server,
+				Message: fmt.Sprintf("%s did not finish starting within %s (--timeout)", what, hopts.startWithin),
+				Hint:    []string{"without a session, --timeout bounds the servers' start too: give it longer, or start them once with: mcpctl up"}}
+		}
 		return oneShotHints(err)
 	}
 	return oneShotHints(fn(h))
+}
+
+// withHostTimed is withHost for a request with --timeout (0: none): see
+// hostOptions.startWithin.
+func (env *Env) withHostTimed(ctx context.Context, need func(*config.Config) ([]string, error), timeout time.Duration, fn func(host) error) error {
+	return env.withHostOpts(ctx, need, hostOptions{startWithin: timeout}, fn)
 }
 
 // withHostLists is withHost for a listing: see hostOptions.partial.

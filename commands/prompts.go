@@ -125,7 +125,7 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 	}
 	req := &engine.PromptRequest{Name: opts.name, Pairs: pairs, NoCache: opts.noCache, TimeoutMs: timeout}
 	var res *engine.PromptResult
-	err = env.withHost(ctx, serverOf(opts.name), func(h host) error {
+	err = env.withHostTimed(ctx, serverOf(opts.name), opts.timeout.d, func(h host) error {
 		res, err = h.GetPrompt(ctx, req)
 		return err
 	})

@@ -130,7 +130,7 @@ func runResource(ctx context.Context, env *Env, opts resourceOptions) error {
 	timeout := opts.timeout.millis()
 	req := &engine.ResourceRequest{URI: opts.uri, Server: opts.server, NoCache: opts.noCache, TimeoutMs: timeout}
 	var res *engine.ResourceResult
-	err = env.withHost(ctx, serverOf(opts.server), func(h host) error {
+	err = env.withHostTimed(ctx, serverOf(opts.server), opts.timeout.d, func(h host) error {
 		res, err = h.ReadResource(ctx, req)
 		return err
 	})
@@ -365,7 +365,7 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 		}
 	}
 	var res *engine.CompleteResult
-	err = env.withHost(ctx, need, func(h host) error {
+	err = env.withHostTimed(ctx, need, opts.timeout.d, func(h host) error {
 		res, err = h.Complete(ctx, req)
 		return err
 	})
