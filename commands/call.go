@@ -113,7 +113,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
 	defer done()
 	quietWhileAsking(req, done)
-	if req.Arguments, err = readArgsFlag(env, opts.args); err != nil {
+	if req.Arguments, err = readArgsFlag(ctx, env, opts.args); err != nil {
 		return err
 	}
 	if req.Pairs, err = resolvePairFiles(env, opts.pairs); err != nil {
@@ -193,8 +193,28 @@ func firstText(result json.RawMessage) string {
 	return ""
 }
 
+// readAllCtx is io.ReadAll of r until ctx ends: a read blocked on a pipe
+// whose writer is still there is left to the process's exit.
+func readAllCtx(ctx context.Context, r io.Reader) ([]byte, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		done <- read{b, err}
+	}()
+	select {
+	case rd := <-done:
+		return rd.b, rd.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.
-func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
+func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, error) {
 	var data []byte
 	from := "" // where the JSON came from, for its errors
 	switch {
@@ -203,7 +223,11 @@ func readArgsFlag(env *Env, v string) (json.RawMessage, error) {
 	case v == "-" && env.configFromStdin():
 		return nil, usagef("--args -: stdin holds the config (-c /dev/stdin)", "give the arguments inline or from a file: --args @FILE")
 	case v == "-":
-		b, err := io.ReadAll(env.In)
+		b, err := readAllCtx(ctx, env.In)
+		if ctx.Err() != nil {
+			// Ctrl-C while stdin is still open: interrupted, not empty.
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading arguments from stdin: %w", err)
 		}
