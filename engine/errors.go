@@ -221,6 +221,14 @@ func unknownName(what, name, server string, known []string) *Error {
 		e.hint("did you mean one of: %s?", strings.Join(e.Candidates, ", "))
 	case len(known) > 0 && len(known) <= 12:
 		e.hint("known %ss: %s", what, strings.Join(known, ", "))
+	case len(known) > 12 && what == "server":
+		e.hint("see them with: mcpctl status")
+	case len(known) > 12:
+		e.hint("see them with: mcpctl %ss %s", what, server)
+	case what == "server":
+		e.hint("the config has no servers")
+	default:
+		e.hint("server %s offers no %ss", server, what)
 	}
 	return e
 }

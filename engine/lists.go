@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcpctl/mcpctl/config"
+	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -141,7 +142,16 @@ func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 		return errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
 			hint("change %s/%s of server %s to use it", cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)
 	}
-	return unknownName("tool", server+"."+tool, server, sn.names(listTools))
+	e := unknownName("tool", server+"."+tool, server, sn.names(listTools))
+	if len(e.Candidates) == 0 {
+		// A near name the config hides is the likelier meaning.
+		hidden := slices.Sorted(maps.Keys(sn.hiddenTools))
+		if near := schemas.Closest(tool, hidden); len(near) > 0 {
+			e.Hint = []string{fmt.Sprintf("%s.%s is near, but hidden by the config: it %s; change %s/%s of server %s to use it",
+				server, near[0], sn.hiddenTools[near[0]], cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)}
+		}
+	}
+	return e
 }
 
 // list lists every page of each list the server has the capability for,
