@@ -438,7 +438,9 @@ func typedValue(val string, types []string) json.RawMessage {
 		return json.RawMessage(v)
 	case hasType(types, "null") && v == "null":
 		return json.RawMessage(v)
-	case hasType(types, "object", "array") && json.Valid([]byte(v)) && hasType(types, jsonType(json.RawMessage(v))):
+	case hasType(types, "object", "array") && json.Valid([]byte(v)) && hasType([]string{"object", "array"}, jsonType(json.RawMessage(v))):
+		// An object where an array is wanted, or the other way: as
+		// written, so that validation says which it got.
 		return json.RawMessage(v)
 	}
 	// Leave it a string; validation will say what the tool expected.
@@ -476,17 +478,42 @@ func (t *Tool) validate(args json.RawMessage) error {
 	for _, v := range vs {
 		// key=value gives text where the schema wants JSON it could not
 		// read from it: say how to write that JSON.
-		if v.Keyword != "type" || len(v.Path) != 1 || !strings.HasSuffix(v.Message, "got string") {
+		if v.Keyword != "type" || len(v.Path) != 1 || !strings.HasSuffix(v.Message, "got string") && !strings.HasSuffix(v.Message, "got object") && !strings.HasSuffix(v.Message, "got array") {
 			continue
 		}
 		switch key := v.Path[0]; {
 		case slices.Contains(t.propertyTypes(key), "array"):
-			e.hint(`%s takes a JSON array: write %s:='["…"]'`, key, key)
+			e.hint(`%s takes a JSON array: write %s:='%s'`, key, key, t.arrayExample(key))
 		case slices.Contains(t.propertyTypes(key), "object"):
 			e.hint(`%s takes a JSON object: write %s:='{"…": …}'`, key, key)
 		}
 	}
 	return e.hint("see the tool's input schema: mcpctl tools %s", t.Name())
+}
+
+// arrayExample is a JSON array of the kind the array property key takes,
+// as far as its items' type says, for a hint.
+func (t *Tool) arrayExample(key string) string {
+	raw := t.field("inputSchema")
+	var schema struct {
+		Properties map[string]struct {
+			Items json.RawMessage `json:"items"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(raw, &schema)
+	switch items := schemaTypes(schema.Properties[key].Items, 0, schemaDefs(raw)); {
+	case len(items) == 0 || hasType(items, "string"):
+		return `["…"]`
+	case hasType(items, "object"):
+		return `[{"…": …}]`
+	case hasType(items, "integer", "number"):
+		return `[1, 2]`
+	case hasType(items, "boolean"):
+		return `[true, false]`
+	case hasType(items, "array"):
+		return `[[…]]`
+	}
+	return `[…]`
 }
 
 func truncate(s string, n int) string {
