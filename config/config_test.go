@@ -290,6 +290,24 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// A line comment on the last line, with no line break after it (as VS Code
+// saves a file), is a comment: hujson wanted the break.
+func TestCommentOnLastLineWithoutNewline(t *testing.T) {
+	for _, text := range []string{
+		`{"servers": {"a": {"command": "x"}}} // tail`,
+		"{\"servers\": {\"a\": {\"command\": \"x\"}}}\n// tail",
+		`{"servers": {"a": {"command": "x", "args": ["http://h/"]}}}`,
+	} {
+		if cfg, err := Parse("mcp.json", []byte(text), t.TempDir(), nil); err != nil || cfg.Server("a") == nil {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+	// An error's position is unchanged by it.
+	if _, err := Parse("mcp.json", []byte(`{"servers": {"a": {"command": 1}}} // tail`), t.TempDir(), nil); err == nil || !strings.HasPrefix(err.Error(), "mcp.json:1:31: servers.a.command") {
+		t.Errorf("error: %v", err)
+	}
+}
+
 // JSON Schema's integers may be written 5.0 or 2e0; they used to read as 0.
 func TestWholeNumbersWrittenAsFloats(t *testing.T) {
 	cfg, err := Parse("inline", []byte(`{"servers": {"a": {"command": "x", "maxRestarts": 5.0, "failureThreshold": 2e0,

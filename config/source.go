@@ -185,7 +185,13 @@ func readJSON(file string, data []byte) (*document, error) {
 	}
 	// Standardize blanks comments and trailing commas out, keeping every
 	// byte where it was, so positions still hold.
-	std, err := hujson.Standardize(append([]byte(nil), data...))
+	buf := append([]byte(nil), data...)
+	if last := buf[bytes.LastIndexByte(buf, '\n')+1:]; bytes.Contains(last, []byte("//")) {
+		// hujson wants a line comment ended by a line break, which a file
+		// VS Code saved last with a comment on its last line lacks.
+		buf = append(buf, '\n')
+	}
+	std, err := hujson.Standardize(buf)
 	if err != nil {
 		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
