@@ -620,6 +620,14 @@ func (s *Server) AddHeader(name, value string) {
 	if s.Headers == nil {
 		s.Headers = map[string]string{}
 	}
+	// Header names are the same whatever their case: the config's
+	// "Authorization" and the flag's "authorization" would both be sent,
+	// one of them winning at random.
+	for k := range s.Headers {
+		if strings.EqualFold(k, name) {
+			delete(s.Headers, k)
+		}
+	}
 	s.Headers[name] = value
 	s.secrets = append(s.secrets, value)
 	if s.where == nil {

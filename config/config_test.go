@@ -504,3 +504,13 @@ func TestArgTooLong(t *testing.T) {
 		t.Errorf("problems:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// --header replaces a header of the config of the same name in another
+// case: both were sent, one winning at random.
+func TestAddHeaderFoldsCase(t *testing.T) {
+	s := &Server{Name: "r", Type: "http", Headers: map[string]string{"Authorization": "Bearer file", "X-Other": "o"}}
+	s.AddHeader("authorization", "Bearer flag")
+	if len(s.Headers) != 2 || s.Headers["authorization"] != "Bearer flag" || s.Headers["X-Other"] != "o" {
+		t.Errorf("headers: %v", s.Headers)
+	}
+}

@@ -435,9 +435,17 @@ func (r *fieldReader) stringMap(field string) map[string]string {
 		}
 	}
 	slices.Sort(rest)
+	folded := map[string]string{} // headers: each name as first written, by its lower case
 	for _, k := range append(keys, rest...) {
 		if e, ok := m[k]; ok {
 			at := append(append([]string(nil), path...), k)
+			if field == "headers" {
+				if first, dup := folded[strings.ToLower(k)]; dup {
+					r.d.errorAt(at, true, fmt.Sprintf("header %s is given twice, as %s too: header names are the same whatever their case", k, first), "keep one of them")
+					continue
+				}
+				folded[strings.ToLower(k)] = k
+			}
 			val := r.str(field, at, e)
 			out[k] = val
 			r.s.secrets = append(r.s.secrets, val)
