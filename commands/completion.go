@@ -381,7 +381,7 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only strin
 	if err != nil {
 		return nil
 	}
-	cfg, err := config.LoadFiles(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+	cfg, err := config.LoadFiles(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Context: env.ctx})
 	if err != nil {
 		return nil
 	}

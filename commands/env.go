@@ -278,7 +278,7 @@ func (env *Env) loadConfigWith(ask bool, placeholder string) (*config.Config, er
 	if err != nil {
 		return nil, err
 	}
-	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Placeholder: placeholder}
+	opts := config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Placeholder: placeholder, Context: env.ctx}
 	switch {
 	case ask:
 		opts.Ask = env.askInput

@@ -10,6 +10,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -461,6 +462,10 @@ type Options struct {
 	// (given its $MCPCTL_INPUT_<ID>), where nobody can be asked: a
 	// background session says how a reload gives it one.
 	NoAskHint func(envName string) string
+	// Context, when set, ends the reading of a file that is not a regular
+	// one (a FIFO, a pipe whose writer has not closed it), which would
+	// otherwise block until it is written: its error is the context's.
+	Context context.Context
 }
 
 // Load reads, checks and expands the config file at path.
@@ -512,7 +517,15 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 			return nil, &Error{File: shown, Msg: fmt.Sprintf("is %d bytes; a config file is at most %d", st.Size(), maxFileSize),
 				Hint: "check that --config names the config file"}
 		}
-		data, err := readAtMost(abs, maxFileSize)
+		var data []byte
+		if opts.Context != nil && (st == nil || !st.Mode().IsRegular()) {
+			data, err = readAtMostUntil(opts.Context, abs, maxFileSize)
+			if cerr := opts.Context.Err(); cerr != nil {
+				return nil, cerr
+			}
+		} else {
+			data, err = readAtMost(abs, maxFileSize)
+		}
 		if err != nil {
 			if errors.Is(err, errTooBig) {
 				return nil, tooBig
@@ -550,6 +563,26 @@ func readAtMost(path string, max int64) ([]byte, error) {
 		return nil, errTooBig
 	}
 	return data, err
+}
+
+// readAtMostUntil is readAtMost until ctx ends: the read (its open too,
+// for a FIFO) is left to the process's end.
+func readAtMostUntil(ctx context.Context, path string, max int64) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		data, err := readAtMost(path, max)
+		done <- read{data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Rereadable returns an error naming the first config file that cannot be
