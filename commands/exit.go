@@ -111,6 +111,9 @@ func errorInfo(err error) output.ErrorInfo {
 		if len(ee.Stderr) > 0 {
 			info.Details["stderr"] = ee.Stderr
 		}
+		if len(ee.Stdout) > 0 {
+			info.Details["stdout"] = ee.Stdout
+		}
 		if len(info.Details) == 0 {
 			info.Details = nil
 		}

@@ -54,6 +54,9 @@ type Error struct {
 	// Stderr holds the last lines a server wrote to stderr, when they
 	// explain a failure.
 	Stderr []string `json:"stderr,omitempty"`
+	// Stdout holds the last lines a server that failed to start wrote to
+	// stdout that were not JSON-RPC (a usage message, say).
+	Stdout []string `json:"stdout,omitempty"`
 
 	err error
 	// transient: trying again may work (a server killed by a signal
@@ -73,17 +76,26 @@ func (e *Error) Error() string {
 	if e == nil {
 		return "<nil>"
 	}
-	if len(e.Stderr) == 0 {
+	if len(e.Stderr) == 0 && len(e.Stdout) == 0 {
 		return e.Message
 	}
 	var b strings.Builder
 	b.WriteString(e.Message)
-	b.WriteString("\nlast stderr lines of ")
-	b.WriteString(e.Server)
-	b.WriteString(":")
-	for _, l := range e.Stderr {
-		b.WriteString("\n  ")
-		b.WriteString(l)
+	for _, part := range []struct {
+		what  string
+		lines []string
+	}{{"last stderr lines of ", e.Stderr}, {"last stdout lines (not JSON-RPC) of ", e.Stdout}} {
+		if len(part.lines) == 0 {
+			continue
+		}
+		b.WriteString("\n")
+		b.WriteString(part.what)
+		b.WriteString(e.Server)
+		b.WriteString(":")
+		for _, l := range part.lines {
+			b.WriteString("\n  ")
+			b.WriteString(l)
+		}
 	}
 	return b.String()
 }

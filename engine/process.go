@@ -40,6 +40,9 @@ type process struct {
 	stdin                                *os.File // our end of the server's stdin
 	stdout                               *os.File // our end of the server's stdout
 	tail                                 *lineTail
+	// stdoutTail keeps the last lines of stdout that were not JSON-RPC
+	// (redacted): a server that fails to start may have said why there.
+	stdoutTail *lineTail
 
 	// stopped: mcpctl decided to stop it (markStopped), so how it ended
 	// is not the server's doing.
@@ -131,6 +134,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 		stdin:      inW,
 		stdout:     outR,
 		tail:       newLineTail(20),
+		stdoutTail: newLineTail(10),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		onProcess:  onProcess,

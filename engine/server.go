@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -308,7 +309,11 @@ func (s *server) connect(ctx context.Context) error {
 		s.mu.Lock()
 		s.launched = proc
 		s.mu.Unlock()
-		stdout := newJSONLines(proc.stdout, s.skippedLineLogger())
+		logSkipped := s.skippedLineLogger()
+		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
+			proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line, []byte("?")))))
+			logSkipped(line, why)
+		})
 		proc.lines = stdout
 		sc := newStdioConn(stdout, proc.stdin)
 		sc.probe.gaveUp = func() {
@@ -451,6 +456,9 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.hint("the server does not work with mcpctl as it is: check its version, or tell its authors (its stderr may say more)")
 	case proc.exited() && !timedOut:
 		e = s.exitError(proc, "startup")
+		if n := proc.skippedLines(); n > 0 {
+			e.Message += "; " + skippedNote(n)
+		}
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
@@ -469,6 +477,9 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
 	}
 	e.Stderr = proc.stderrTail(10)
+	if proc != nil {
+		e.Stdout = proc.stdoutTail.last(10)
+	}
 	return e.wrap(err)
 }
 
