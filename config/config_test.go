@@ -109,6 +109,19 @@ func TestExpansion(t *testing.T) {
 	}
 }
 
+// VS Code's ${workspaceFolderBasename}, ${pathSeparator} and ${/} expand
+// as there; they read as environment variables that were not set.
+func TestVSCodeVariables(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "x", "args": ["${workspaceFolderBasename}", "${workspaceFolder}${/}y", "a${pathSeparator}b"]}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Base(cfg.Dir), filepath.Join(cfg.Dir, "y"), "a/b"}
+	if got := cfg.Server("a").Args; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("args %q, want %q", got, want)
+	}
+}
+
 func TestSecretNotInError(t *testing.T) {
 	// A value that was expanded must not come back in an error about a
 	// neighbouring field.

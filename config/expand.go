@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -39,7 +40,8 @@ var errValueUnknown = errors.New("not known until the servers run")
 
 // expand replaces ${VAR}, ${VAR:-default} (a default may hold another
 // ${...}), ${env:VAR}, ${input:ID},
-// ${workspaceFolder} and ${userHome} in s, and $$ with a literal $. Any other
+// ${workspaceFolder}, ${workspaceFolderBasename}, ${userHome} and
+// ${pathSeparator} (${/}) in s, and $$ with a literal $. Any other
 // $ is kept as written. A variable that is unset and has no default is an
 // error. secrets are the values that came from the environment or inputs:
 // they are kept out of output.
@@ -118,6 +120,10 @@ func resolve(ref, body string, v Vars) (val string, secret bool, inner []string,
 		return v.WorkspaceFolder, false, nil, nil
 	case name == "userHome":
 		return v.UserHome, false, nil, nil
+	case name == "workspaceFolderBasename":
+		return filepath.Base(v.WorkspaceFolder), false, nil, nil
+	case name == "pathSeparator" || name == "/":
+		return string(filepath.Separator), false, nil, nil
 	case strings.HasPrefix(name, "env:"):
 		name = strings.TrimPrefix(name, "env:")
 	case strings.HasPrefix(name, "input:"):
@@ -140,7 +146,7 @@ func resolve(ref, body string, v Vars) (val string, secret bool, inner []string,
 		return val, true, nil, nil
 	case strings.Contains(name, ":"):
 		return "", false, nil, &expandError{ref: ref, msg: "is not a known variable",
-			hint: "write ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${workspaceFolder} or ${userHome}"}
+			hint: "write ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${workspaceFolder}, ${workspaceFolderBasename}, ${userHome} or ${pathSeparator}"}
 	}
 	if !validVarName(name) {
 		return "", false, nil, &expandError{ref: ref, msg: "is not a valid variable name",
