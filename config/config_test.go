@@ -58,6 +58,21 @@ func TestLoadShapes(t *testing.T) {
 	}
 }
 
+// Cline's and Roo Code's own fields in their mcpServers are theirs, left
+// alone; in mcp.json's servers they are unknown, as are the rest.
+func TestOtherClientsFields(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"mcpServers": {"a": {"command": "x", "autoApprove": ["t"], "alwaysAllow": [], "disabled": false}}}`, nil)
+	if err != nil || cfg.Server("a") == nil {
+		t.Fatalf("cline's config: %v", err)
+	}
+	if _, err := loadFile(t, "mcp.json", `{"mcpServers": {"a": {"command": "x", "autoAprove": []}}}`, nil); err == nil || !strings.Contains(err.Error(), "autoAprove: unknown field") {
+		t.Errorf("a typo: %v", err)
+	}
+	if _, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "x", "autoApprove": []}}}`, nil); err == nil || !strings.Contains(err.Error(), "autoApprove: unknown field") {
+		t.Errorf("in servers: %v", err)
+	}
+}
+
 func TestLoadVSCodeProjectDir(t *testing.T) {
 	cfg, err := loadFile(t, ".vscode/mcp.json", `{"servers": {"a": {"command": "x", "cwd": "sub"}}}`, nil)
 	if err != nil {

@@ -106,6 +106,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			if claudeShape && v.Unknown && len(v.Path) == 1 && len(v.Suggest) == 0 {
 				continue
 			}
+			if claudeShape && v.Unknown && len(v.Path) == 3 && v.Path[0] == "mcpServers" && otherClientsFields[v.Path[2]] {
+				continue
+			}
 			hint := ""
 			if len(v.Suggest) > 0 {
 				hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
@@ -744,6 +747,11 @@ var (
 	remoteOnly = []string{"headers", "caFile", "clientCert", "clientKey"}
 	stdioOnly  = []string{"args", "env", "envFile", "cwd", "limits", "inheritEnv"}
 )
+
+// otherClientsFields are the fields other clients keep in a server of
+// their mcpServers (Cline's and Roo Code's tools approved without asking):
+// theirs to read, left alone, so that their file serves mcpctl as it is.
+var otherClientsFields = map[string]bool{"autoApprove": true, "alwaysAllow": true}
 
 // foreign refuses the fields of the other kind of server that the server
 // itself writes.
