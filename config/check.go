@@ -70,6 +70,17 @@ func (s *Server) Check() []*CheckError {
 			errs = append(errs, ce)
 		}
 	}
+	if s.IsStdio() {
+		for i, a := range s.Args {
+			if strings.ContainsRune(a, 0) {
+				// exec cannot pass it: "invalid argument", at start.
+				add("args", fmt.Sprintf("args[%d] holds a NUL byte, which a program's arguments cannot carry", i), "remove it")
+			}
+		}
+		if strings.ContainsRune(s.Command, 0) {
+			add("command", "the command holds a NUL byte, which a program's name cannot carry", "remove it")
+		}
+	}
 	if s.IsStdio() && runtime.GOOS == "linux" {
 		// Linux refuses to start a program with one argument or
 		// environment string this long ("argument list too long").
@@ -145,6 +156,12 @@ func (s *Server) ResolveCommand() (string, error) {
 				quoted = append(quoted, strconv.Quote(a))
 			}
 			hint = fmt.Sprintf(`put the arguments in "args": "command": %q, "args": [%s]`, name, strings.Join(quoted, ", "))
+		} else if !strings.ContainsRune(s.Command, '/') && s.Command != "" {
+			// A program in the server's cwd, which a command without a
+			// slash is not looked for in, as in a shell.
+			if st, err := os.Stat(filepath.Join(s.Cwd, s.Command)); err == nil && st.Mode().IsRegular() {
+				hint = fmt.Sprintf(`%s is in the server's cwd (%s), not on its PATH: write "command": "./%s"`, shown, s.Redact(s.Cwd), shown)
+			}
 		}
 		return s.checkError("command", "command not found: "+s.Redact(s.Command), hint)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -452,6 +453,8 @@ func TestCommandThatCannotRun(t *testing.T) {
 		"sh y":           `command not found: sh y`,
 		"./no such/file": `command not found: ./no such/file`,
 		"./fine":         "",
+		// A program in the cwd, named without ./, is not looked for there.
+		"fine": "command not found: fine",
 	} {
 		body, _ := json.Marshal(map[string]any{"servers": map[string]any{"a": map[string]any{"command": command}}})
 		p := filepath.Join(dir, "mcp.json")
@@ -473,6 +476,9 @@ func TestCommandThatCannotRun(t *testing.T) {
 		// A command line in "command": its arguments belong in args; a
 		// path with a space in it is not one.
 		if command == "sh y" && (len(errs) != 1 || !slices.Contains(errs[0].Hints(), `put the arguments in "args": "command": "sh", "args": ["y"]`)) {
+			t.Errorf("%s: hints %v", command, errs[0].Hints())
+		}
+		if command == "fine" && !slices.Contains(errs[0].Hints(), fmt.Sprintf(`fine is in the server's cwd (%s), not on its PATH: write "command": "./fine"`, dir)) {
 			t.Errorf("%s: hints %v", command, errs[0].Hints())
 		}
 		if hint := map[string]string{
@@ -540,5 +546,18 @@ func TestAddHeaderFoldsCase(t *testing.T) {
 	s.AddHeader("authorization", "Bearer flag")
 	if len(s.Headers) != 2 || s.Headers["authorization"] != "Bearer flag" || s.Headers["X-Other"] != "o" {
 		t.Errorf("headers: %v", s.Headers)
+	}
+}
+
+// A NUL byte in args passed the check, and the start failed with exec's
+// "invalid argument", naming no field.
+func TestArgWithNUL(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "args": ["ok", "a\u0000b"]}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := cfg.Check()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "args[1] holds a NUL byte, which a program's arguments cannot carry (server a, mcp.json:1:") {
+		t.Errorf("check: %v", errs)
 	}
 }
