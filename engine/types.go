@@ -44,10 +44,10 @@ type ServerStatus struct {
 	Activation string `json:"activation,omitempty"`
 	// Restarts counts the restarts of the on-failure policy since the
 	// server last ran steadily; RestartAt is when the next is due.
-	Restarts  int        `json:"restarts,omitempty"`
+	Restarts  int        `json:"restarts"`
 	RestartAt *time.Time `json:"restartAt,omitempty"`
 	// Failures counts the failed requests in a row (a degraded server).
-	Failures int `json:"failures,omitempty"`
+	Failures int `json:"failures"`
 	// StoppedByHand: stopped with mcpctl stop (Engine.Stop), it stays
 	// stopped until started by hand.
 	StoppedByHand bool `json:"stoppedByHand,omitempty"`
