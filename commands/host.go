@@ -138,7 +138,11 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		}
 		return err
 	}
-	env.noteStale(sess, "running this command without a session")
+	if !env.noteStale(sess, "running this command without a session") && env.sessionFlag != "" {
+		// Named on the command line, it was expected to answer: a
+		// stateful tool would otherwise run against fresh servers unsaid.
+		env.note("session %s is not running: running this command without it, on servers started for it alone", sess.Name)
+	}
 	cfg, err := env.loadConfig()
 	if err != nil {
 		return err
