@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -51,7 +52,8 @@ func New(out io.Writer, f Format) (*Printer, error) {
 		if err != nil {
 			return nil, jqParseError(f.JQ, err)
 		}
-		code, err := gojq.Compile(q)
+		// $ENV and env are the environment, as in jq (they were null).
+		code, err := gojq.Compile(q, gojq.WithEnvironLoader(os.Environ))
 		if err != nil {
 			return nil, &JQError{Msg: fmt.Sprintf("invalid --jq filter: %v", err)}
 		}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestPrint(t *testing.T) {
+	t.Setenv("MCPCTL_TEST_ENV", "set")
 	v := json.RawMessage(`{"big":12345678901234567890,"s":"<a & b>","list":[1,2]}`)
 	for _, tc := range []struct {
 		name string
@@ -29,6 +30,8 @@ func TestPrint(t *testing.T) {
 		{"jq many results", Format{JQ: ".list[]"}, "1\n2\n"},
 		{"jq on a terminal", Format{JQ: ".list", TTY: true}, "[\n  1,\n  2\n]\n"},
 		{"jq halt", Format{JQ: ".list[0], halt, 5"}, "1\n"},
+		// The environment, as jq gives it (MCPCTL_TEST_ENV set below).
+		{"jq $ENV", Format{JQ: "$ENV.MCPCTL_TEST_ENV, env.MCPCTL_TEST_ENV", Raw: true}, "set\nset\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
