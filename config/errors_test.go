@@ -149,6 +149,8 @@ hint: export NOPE_KEY (env_http_headers names it)`},
 hint: e.g. startup_timeout_ms = 20000`},
 		{"Codex both startup timeouts", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 10\nstartup_timeout_ms = 2000\n"}}, nil, `config.toml:4:22: mcp_servers.a.startup_timeout_ms: startup_timeout_sec says the same
 hint: keep one of startup_timeout_sec and startup_timeout_ms`},
+		{"Codex bearer token on a stdio server", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nbearer_token_env_var = \"TOK\"\n"}}, map[string]string{"TOK": "t"}, `config.toml:3:1: mcp_servers.a.bearer_token_env_var: bearer_token_env_var is for http, sse and ws servers
+hint: remove it: a stdio server is run, not reached`},
 		{"Codex bearer token not a variable name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"${TOK}\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got "${TOK}" (the name alone, without ${})
 hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
 		{"Codex token where its variable goes", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nbearer_token_env_var = \"sk-live-123\"\n"}}, nil, `config.toml:3:24: mcp_servers.a.bearer_token_env_var: expected the name of an environment variable, got a string that is not a variable name (not shown: it may be the token itself)

@@ -453,6 +453,7 @@ func (d *document) fromCodex() {
 		}
 		s := map[string]any{}
 		headers := map[string]any{}
+		headersFrom := "" // the field that made headers: http_headers if written
 		for k, val := range in {
 			to, known := codexFields[k]
 			if !known {
@@ -504,6 +505,9 @@ func (d *document) fromCodex() {
 				}
 				headers["Authorization"] = "Bearer ${" + v + "}"
 				headerOrigin[name+"\x00Authorization"] = []string{k}
+				if headersFrom == "" {
+					headersFrom = k
+				}
 			case "env_http_headers":
 				m, ok := val.(map[string]any)
 				if !ok {
@@ -519,7 +523,11 @@ func (d *document) fromCodex() {
 					headers[h] = "${" + s + "}"
 					headerOrigin[name+"\x00"+h] = []string{k, h}
 				}
+				if headersFrom == "" {
+					headersFrom = k
+				}
 			case "http_headers":
+				headersFrom = k
 				if m, ok := val.(map[string]any); ok {
 					for h, v := range m {
 						headers[h] = v
@@ -544,7 +552,7 @@ func (d *document) fromCodex() {
 		}
 		if len(headers) > 0 {
 			s["headers"] = headers
-			origin[name+"\x00headers"] = "http_headers"
+			origin[name+"\x00headers"] = headersFrom
 		}
 		if _, local := in["command"]; local && s["inheritEnv"] == nil {
 			// Without env_vars Codex passes a server only its basic
