@@ -314,6 +314,9 @@ func (e *NotFoundError) Hints() []string {
 		return []string{fmt.Sprintf("name the file in it: %s", filepath.Join(e.Path, e.inside))}
 	case e.Why == "is a directory":
 		return []string{fmt.Sprintf("name the file in it, e.g. %s", filepath.Join(e.Path, "mcp.json"))}
+	case e.Path == "-" && e.Why == "":
+		// Many tools read - as stdin; here it is a file's name.
+		return []string{"for a config on stdin, write -c /dev/stdin"}
 	case e.Path != "":
 		return []string{"check the path given by --config or $MCPCTL_CONFIG"}
 	case len(e.Looked) == 0:
