@@ -71,6 +71,13 @@ func (s *Server) Check() []*CheckError {
 		}
 	}
 	if s.IsStdio() {
+		for i, root := range s.Roots {
+			// server-filesystem skips a root that is not there, and
+			// serves the others, or the project, unsaid.
+			if _, err := os.Stat(root); err != nil {
+				add("roots", fmt.Sprintf("roots[%d] %s does not exist", i, s.Redact(root)), "create it, or fix roots")
+			}
+		}
 		for i, a := range s.Args {
 			if strings.ContainsRune(a, 0) {
 				// exec cannot pass it: "invalid argument", at start.

@@ -561,3 +561,16 @@ func TestArgWithNUL(t *testing.T) {
 		t.Errorf("check: %v", errs)
 	}
 }
+
+// A root that is not there is refused: server-filesystem skipped it and
+// served the other roots, or the project, unsaid.
+func TestRootMissing(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "roots": [".", "./typo-dir"]}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := cfg.Check()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "roots[1] "+filepath.Join(cfg.Dir, "typo-dir")+" does not exist") {
+		t.Errorf("check: %v", errs)
+	}
+}
