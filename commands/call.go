@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/internal/ctxio"
 	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
 )
@@ -193,26 +194,6 @@ func firstText(result json.RawMessage) string {
 	return ""
 }
 
-// readAllCtx is io.ReadAll of r until ctx ends: a read blocked on a pipe
-// whose writer is still there is left to the process's exit.
-func readAllCtx(ctx context.Context, r io.Reader) ([]byte, error) {
-	type read struct {
-		b   []byte
-		err error
-	}
-	done := make(chan read, 1)
-	go func() {
-		b, err := io.ReadAll(r)
-		done <- read{b, err}
-	}()
-	select {
-	case rd := <-done:
-		return rd.b, rd.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.
 func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, error) {
 	var data []byte
@@ -223,7 +204,7 @@ func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, err
 	case v == "-" && env.configFromStdin():
 		return nil, usagef("--args -: stdin holds the config (-c /dev/stdin)", "give the arguments inline or from a file: --args @FILE")
 	case v == "-":
-		b, err := readAllCtx(ctx, env.In)
+		b, err := ctxio.Until(ctx, func() ([]byte, error) { return io.ReadAll(env.In) })
 		if ctx.Err() != nil {
 			// Ctrl-C while stdin is still open: interrupted, not empty.
 			return nil, ctx.Err()

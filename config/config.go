@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mcpctl/mcpctl/internal/ctxio"
 )
 
 // Defaults for fields a server does not set.
@@ -522,7 +524,7 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		}
 		var data []byte
 		if opts.Context != nil && (st == nil || !st.Mode().IsRegular()) {
-			data, err = readAtMostUntil(opts.Context, abs, maxFileSize)
+			data, err = ctxio.Until(opts.Context, func() ([]byte, error) { return readAtMost(abs, maxFileSize) })
 			if cerr := opts.Context.Err(); cerr != nil {
 				return nil, cerr
 			}
@@ -566,26 +568,6 @@ func readAtMost(path string, max int64) ([]byte, error) {
 		return nil, errTooBig
 	}
 	return data, err
-}
-
-// readAtMostUntil is readAtMost until ctx ends: the read (its open too,
-// for a FIFO) is left to the process's end.
-func readAtMostUntil(ctx context.Context, path string, max int64) ([]byte, error) {
-	type read struct {
-		data []byte
-		err  error
-	}
-	done := make(chan read, 1)
-	go func() {
-		data, err := readAtMost(path, max)
-		done <- read{data, err}
-	}()
-	select {
-	case r := <-done:
-		return r.data, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // Rereadable returns an error naming the first config file that cannot be
