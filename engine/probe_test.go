@@ -21,19 +21,8 @@ func TestDiscoverProbeUnanswered(t *testing.T) {
 	t.Cleanup(func() { probeSilence = old })
 
 	for _, answer := range []bool{false, true} {
-		outR, outW, _ := os.Pipe()
-		inR, inW, _ := os.Pipe()
-		c := newStdioConn(newJSONLines(outR, func([]byte, string) {}), inW)
 		gaveUp := make(chan struct{}, 1)
-		c.probe.gaveUp = func() { gaveUp <- struct{}{} }
-		t.Cleanup(func() { c.Close(); inR.Close(); outW.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-
-		id, _ := jsonrpc.MakeID(float64(1))
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "server/discover", Params: []byte(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
+		c, inR, outW, id, ctx := probed(t, func() { gaveUp <- struct{}{} })
 		server := bufio.NewReader(inR)
 		if _, err := server.ReadBytes('\n'); err != nil { // read, as a server does, and not answered
 			t.Fatal(err)
@@ -90,16 +79,7 @@ func TestDiscoverProbeWaitsForTheRead(t *testing.T) {
 	old := probeSilence
 	probeSilence = 50 * time.Millisecond
 	t.Cleanup(func() { probeSilence = old })
-	outR, outW, _ := os.Pipe()
-	inR, inW, _ := os.Pipe()
-	c := newStdioConn(newJSONLines(outR, func([]byte, string) {}), inW)
-	t.Cleanup(func() { c.Close(); inR.Close(); outW.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	id, _ := jsonrpc.MakeID(float64(1))
-	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "server/discover", Params: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
+	c, inR, _, _, ctx := probed(t, nil)
 	// Unread for 10 times probeSilence: no stand-in meanwhile.
 	short, cancelShort := context.WithTimeout(ctx, 10*probeSilence)
 	defer cancelShort()
@@ -115,4 +95,22 @@ func TestDiscoverProbeWaitsForTheRead(t *testing.T) {
 	if waited := time.Since(t0); waited > 5*time.Second {
 		t.Errorf("stood in %s after the read", waited)
 	}
+}
+
+// probed is a stdio connection over real pipes (the server's stdin inR,
+// its stdout outW) that has written a server/discover with id; gaveUp is
+// told when the probe is given up on.
+func probed(t *testing.T, gaveUp func()) (c *stdioConn, inR, outW *os.File, id jsonrpc.ID, ctx context.Context) {
+	outR, outW, _ := os.Pipe()
+	inR, inW, _ := os.Pipe()
+	c = newStdioConn(newJSONLines(outR, func([]byte, string) {}), inW)
+	c.probe.gaveUp = gaveUp
+	t.Cleanup(func() { c.Close(); inR.Close(); outW.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	id, _ = jsonrpc.MakeID(float64(1))
+	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "server/discover", Params: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return c, inR, outW, id, ctx
 }
