@@ -217,7 +217,10 @@ func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, err
 		}
 		data, from = b, "stdin"
 	case strings.HasPrefix(v, "@"):
-		b, err := os.ReadFile(env.abs(v[1:]))
+		b, err := env.readFile(v[1:])
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			return nil, usagef(fmt.Sprintf("--args %s: %v", v, unwrapPathError(err)))
 		}
@@ -257,6 +260,16 @@ func jsonMistake(data []byte) (pos, why string) {
 	return fmt.Sprintf("%d:%d", line, col), why
 }
 
+// readFile reads the file at path (relative to the working directory)
+// until the run's context ends: @/dev/stdin or @<(...) may wait on a
+// writer that never closes.
+func (env *Env) readFile(path string) ([]byte, error) {
+	if env.ctx == nil {
+		return os.ReadFile(env.abs(path))
+	}
+	return ctxio.Until(env.ctx, func() ([]byte, error) { return os.ReadFile(env.abs(path)) })
+}
+
 // resolvePairFiles replaces key=@file and key:=@file with the file's
 // content, and key=\@x with the literal key=@x. Files are read here, by the
 // CLI, because paths are the user's, not the session's.
@@ -270,7 +283,10 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 		case strings.HasPrefix(v, `\@`):
 			out[i] = k + "=" + v[1:]
 		case strings.HasPrefix(v, "@") && len(v) > 1:
-			data, err := os.ReadFile(env.abs(v[1:]))
+			data, err := env.readFile(v[1:])
+			if env.ctx != nil && env.ctx.Err() != nil {
+				return nil, env.ctx.Err() // Ctrl-C while a pipe was read
+			}
 			if err != nil {
 				return nil, usagef(fmt.Sprintf("argument %s: %v", strings.TrimSuffix(k, ":"), unwrapPathError(err)),
 					`to pass a value that starts with @, write key=\@value`)
