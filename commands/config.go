@@ -91,7 +91,7 @@ func runConfigValidate(env *Env) error {
 	for _, path := range paths {
 		v.Files = append(v.Files, env.shownPath(path))
 	}
-	names, problems, err := config.Validate(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
+	names, problems, err := config.Validate(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Context: env.ctx})
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (env *Env) loadConfigForNames() (cfg *config.Config, cfgErr *engine.Error, 
 	if perr != nil {
 		return nil, nil, err
 	}
-	lenient, lerr := config.LoadFiles(paths, config.Options{WorkDir: env.WorkDir, LookupEnv: env.LookupEnv, Unresolved: true})
+	lenient, lerr := config.LoadFiles(paths, config.Options{WorkDir: env.WorkDir, LookupEnv: env.LookupEnv, Unresolved: true, Context: env.ctx})
 	if lerr != nil {
 		return nil, nil, err
 	}
