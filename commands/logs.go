@@ -181,7 +181,7 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
 		}
 	}
-	if opts.server == "" && !exists(path) && !exists(path+".1") && !starting {
+	if (opts.server == "" || opts.audit) && !exists(path) && !exists(path+".1") && !starting {
 		// Commands run without a session leave their servers' logs
 		// here, but a session's own log is only ever the session's; -f
 		// too: it would wait, silent, for a session nobody starts.
