@@ -146,9 +146,14 @@ func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 	if len(e.Candidates) == 0 {
 		// A near name the config hides is the likelier meaning.
 		hidden := slices.Sorted(maps.Keys(sn.hiddenTools))
-		if near := schemas.Closest(tool, hidden); len(near) > 0 {
+		switch near := schemas.Closest(tool, hidden); {
+		case len(near) > 0:
 			e.Hint = []string{fmt.Sprintf("%s.%s is near, but hidden by the config: it %s; change %s/%s of server %s to use it",
 				server, near[0], sn.hiddenTools[near[0]], cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)}
+		case len(hidden) > 0 && len(sn.names(listTools)) == 0:
+			// Not "offers no tools": it offers them, and the config hides them.
+			e.Hint = []string{fmt.Sprintf("the config hides every tool of server %s (%d): change %s/%s of server %s to use them",
+				server, len(hidden), cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)}
 		}
 	}
 	return e
