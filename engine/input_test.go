@@ -381,7 +381,11 @@ func checkDeadline(t *testing.T, err error, server, want string) {
 // Start was never called; after Start, and for a server stopped by hand
 // after it, a listing is as it was.
 func TestListBeforeStart(t *testing.T) {
-	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	lazy := fakeServer(t, "lazy", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	lazy.Activation = "lazy"
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}), lazy)
+	// With a lazy server it listed that one alone, no error: the other was
+	// left out unsaid.
 	tools, err := e.Tools("")
 	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "Engine.Start was never called") || tools != nil {
 		t.Fatalf("Tools before Start: %v, %v", tools, err)
@@ -392,13 +396,13 @@ func TestListBeforeStart(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if tools, err := e.Tools(""); err != nil || len(tools) != 1 {
+	if tools, err := e.Tools(""); err != nil || len(tools) != 2 {
 		t.Fatalf("Tools after Start: %v, %v", tools, err)
 	}
 	if err := e.Stop("srv"); err != nil {
 		t.Fatal(err)
 	}
-	if tools, err := e.Tools(""); err != nil || len(tools) != 0 {
+	if tools, err := e.Tools(""); err != nil || len(tools) != 1 {
 		t.Errorf("Tools with the only server stopped by hand: %v, %v", tools, err)
 	}
 }

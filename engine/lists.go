@@ -597,11 +597,10 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 	}
 	servers := e.all()
 	failed := knowAll(context.Background(), servers)
-	listed, waiting := 0, 0
+	waiting := 0
 	for _, s := range servers {
 		sn, isStale, err := s.offer()
 		if err == nil {
-			listed++
 			fn(s, sn, isStale)
 		} else if _, ok := failed[s]; !ok && s.failedUnlisted() {
 			failed[s] = err // its start failed before: said again, not tried again
@@ -609,9 +608,10 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 			waiting++
 		}
 	}
-	if listed == 0 && waiting > 0 && !e.started.Load() {
-		// A Go program that lists before it starts would see nothing,
-		// and no error.
+	if waiting > 0 && !e.started.Load() {
+		// A Go program that lists before it starts would see nothing
+		// of those servers (only of those that start on use), and no
+		// error.
 		return nil, errorf(KindUsage, "", "no server is started: Engine.Start was never called, and servers start on use only with activation lazy or transient").
 			hint("call Engine.Start before listing what the servers offer")
 	}
