@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -17,7 +18,10 @@ import (
 // read the probe (its stdin pipe drained) and given no answer within
 // probeSilence, or, where the pipe cannot tell, within probeBlind of the
 // write, the connection answers the probe itself with an error, and the SDK
-// goes on with initialize. A late answer of the server's is dropped.
+// goes on with initialize. A late answer of the server's is dropped; if it
+// is a 2026-07-28 server's, the start is made again without a stand-in
+// (a slow server behind a relay that drains the pipe at once), and the
+// engine stands in for that server no more.
 var (
 	probeSilence = 2 * time.Second // vars for tests
 	probeBlind   = 5 * time.Second
@@ -35,6 +39,11 @@ type discoverProbe struct {
 	dropped  jsonrpc.ID        // a probe given up on: its late answer is dropped
 	standIn  *jsonrpc.Response // the answer given in its place, passed on
 	gaveUp   func()            // told when a probe is given up on
+	// lateModern: that late answer was a 2026-07-28 server's (a result,
+	// or a modern error): the server was only slow (behind docker run -i,
+	// say, which drains the pipe at once), and a modern server may refuse
+	// the initialize that followed the stand-in.
+	lateModern bool
 }
 
 // arm readies the wait for the answer to the probe with id, before it is
@@ -87,8 +96,11 @@ func (p *discoverProbe) watch(id jsonrpc.ID, answered chan struct{}, stdin io.Wr
 			p.mu.Unlock()
 			return // answered meanwhile
 		}
-		stand := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: fmt.Sprintf("mcpctl: no answer to server/discover within %s of the server reading it", wait)}}
+		why := fmt.Sprintf("mcpctl: no answer to server/discover within %s of the server reading it", wait)
+		if wait == blind {
+			why = fmt.Sprintf("mcpctl: no answer to server/discover within %s", wait)
+		}
+		stand := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: why}}
 		p.answered, p.dropped, p.standIn = nil, id, stand
 		gaveUp := p.gaveUp
 		p.mu.Unlock()
@@ -116,7 +128,21 @@ func (p *discoverProbe) drop(msg jsonrpc.Message) bool {
 		p.standIn = nil
 	case p.dropped.IsValid() && resp.ID == p.dropped:
 		p.dropped = jsonrpc.ID{}
+		var werr *jsonrpc.Error
+		p.lateModern = resp.Error == nil || errors.As(resp.Error, &werr) && werr.Code == codeUnsupportedProtocolVersion
 		return true
 	}
 	return false
+}
+
+// codeUnsupportedProtocolVersion is 2026-07-28's UnsupportedProtocolVersionError.
+const codeUnsupportedProtocolVersion = -32022
+
+// answeredLate reports whether the server answered a probe given up on as
+// a 2026-07-28 server does: its start is to be made again without a
+// stand-in.
+func (p *discoverProbe) answeredLate() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lateModern
 }

@@ -16,6 +16,9 @@ import (
 // to initialize; the server's late answer is dropped, and what comes after
 // it is read. A probe answered in time gets no stand-in.
 func TestDiscoverProbeUnanswered(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the pipe tells what is unread on Linux only; elsewhere the probe waits probeBlind")
+	}
 	old := probeSilence
 	probeSilence = 100 * time.Millisecond
 	t.Cleanup(func() { probeSilence = old })

@@ -54,8 +54,10 @@ type server struct {
 	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
 	// probeUnanswered: a start's server/discover went unanswered (probe.go);
 	// the server's later starts are spoken to in probeLegacyVersion at once,
-	// as the spec suggests, for the engine's life.
-	probeUnanswered atomic.Bool
+	// as the spec suggests, for the engine's life. probeLate: it answered
+	// after the stand-in, as a 2026-07-28 server: its starts wait for its
+	// answer.
+	probeUnanswered, probeLate atomic.Bool
 	// life ends when the server stops or dies; in-flight calls end with it.
 	life    context.Context
 	endLife context.CancelFunc
@@ -291,6 +293,7 @@ func (s *server) connect(ctx context.Context) error {
 	// life ends when this run of the server does; in-flight calls end with it.
 	life, endLife := context.WithCancel(context.Background())
 	var proc *process
+	var sc *stdioConn
 	if cfg.IsStdio() {
 		logPath := ""
 		if s.e.opts.LogDir != "" {
@@ -315,7 +318,8 @@ func (s *server) connect(ctx context.Context) error {
 			logSkipped(line, why)
 		})
 		proc.lines = stdout
-		sc := newStdioConn(stdout, proc.stdin)
+		sc = newStdioConn(stdout, proc.stdin)
+		sc.probeOff = s.probeLate.Load()
 		sc.probe.gaveUp = func() {
 			s.probeUnanswered.Store(true)
 			s.log.Warn("the server did not answer server/discover: speaking "+probeLegacyVersion+" with it from now on",
@@ -395,6 +399,17 @@ func (s *server) connect(ctx context.Context) error {
 		proc.awaitExit(500 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err, timedOut)
 		proc.stop(0, s.shutdownTimeout())
+		if sc != nil && sc.probe.answeredLate() && !s.probeLate.Load() {
+			// A 2026-07-28 server, only slow: made again, waiting for
+			// its answer (the start's retry).
+			s.probeLate.Store(true)
+			s.probeUnanswered.Store(false)
+			s.log.Warn("the server answered server/discover after mcpctl stood in for it: starting it again, waiting for its answer")
+			var e *Error
+			if errors.As(failure, &e) {
+				e.transient = true
+			}
+		}
 		return failure
 	}
 	init, ok := cp.last("initialize")

@@ -38,6 +38,9 @@ type stdioConn struct {
 	// probing: one was written, so that reads look for its answer.
 	probe   discoverProbe
 	probing atomic.Bool
+	// probeOff: no stand-in, the server's answer is waited for (it once
+	// answered after one); set before the connection is used.
+	probeOff bool
 }
 
 type lineMsgs struct {
@@ -107,7 +110,7 @@ func (c *stdioConn) read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.Method != "server/discover" || !req.IsCall() {
+	if !ok || req.Method != "server/discover" || !req.IsCall() || c.probeOff {
 		return c.write(ctx, msg)
 	}
 	answered := c.probe.arm(req.ID)
