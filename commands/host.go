@@ -168,6 +168,15 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 			})
 		}
 	}
+	if hopts.startWithin > 0 {
+		// --timeout bounds the start: as each server's startupTimeout, so
+		// that a server failing on its own says so, with its stderr.
+		for _, s := range cfg.Servers {
+			if s.StartupTimeout <= 0 || s.StartupTimeout > hopts.startWithin {
+				s.StartupTimeout = hopts.startWithin
+			}
+		}
+	}
 	e := engine.New(cfg, opts)
 	defer e.Close()
 	h := localHost{Engine: e, serving: hopts.serving}
@@ -179,21 +188,15 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	if hopts.partial && len(names) == 0 {
 		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
 	}
-	sctx := ctx
-	if hopts.startWithin > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, hopts.startWithin)
-		defer cancel()
-	}
-	if err := start(sctx, names...); err != nil {
-		if ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
-			what, server := "the servers", ""
-			if len(names) == 1 {
-				what, server = "server "+names[0], names[0]
-			}
-			return &engine.Error{Kind: engine.KindTimeout, Server: server,
-				Message: fmt.Sprintf("%s did not finish starting within %s (--timeout)", what, hopts.startWithin),
-				Hint:    []string{"without a session, --timeout bounds the servers' start too: give it longer, or start them once with: mcpctl up"}}
+	if err := start(ctx, names...); err != nil {
+		var e *engine.Error
+		if hopts.startWithin > 0 && engine.StartTimedOut(err) && errors.As(err, &e) && strings.HasSuffix(e.Message, " within "+hopts.startWithin.String()) {
+			// The --timeout ran out, not the server's own startupTimeout:
+			// the error keeps what it says of the server (its stderr).
+			e.Kind = engine.KindTimeout
+			e.Message += " (--timeout)"
+			e.Hint = []string{"without a session, --timeout bounds the servers' start too: give it longer, or start them once with: mcpctl up"}
+			return err
 		}
 		return oneShotHints(err)
 	}

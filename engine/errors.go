@@ -68,6 +68,16 @@ type Error struct {
 	// unreachable: a remote server could not be reached for a request; it
 	// counts toward failureThreshold, as a stdio server's death ends it.
 	unreachable bool
+	// startTimedOut: a server did not finish starting within its
+	// startupTimeout (see StartTimedOut).
+	startTimedOut bool
+}
+
+// StartTimedOut reports whether err is a server's start that ran out its
+// startupTimeout, rather than one that failed for a reason of its own.
+func StartTimedOut(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.startTimedOut
 }
 
 // Error, Unwrap, Hints and Is work on a nil *Error too, which an error

@@ -319,7 +319,7 @@ func (s *server) connect(ctx context.Context) error {
 		})
 		proc.lines = stdout
 		sc = newStdioConn(stdout, proc.stdin)
-		sc.probeOff = s.probeLate.Load()
+		sc.probeOff = s.probeLate.Load() || cfg.ProtocolVersion != "" // a pinned version is the user's word
 		sc.probe.gaveUp = func() {
 			s.probeUnanswered.Store(true)
 			s.log.Warn("the server did not answer server/discover: speaking "+probeLegacyVersion+" with it from now on",
@@ -458,6 +458,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.hint("update the server, or set protocolVersion of server %s to a version both speak (%s)", name, s.cfg().Source)
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
+		e.startTimedOut = true
 		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	case proc == nil && errors.As(err, &already):
 		return already
@@ -478,6 +479,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
+		e.startTimedOut = true
 		if n := proc.skippedLines(); n > 0 {
 			e.Message += "; " + skippedNote(n)
 			e.hint("an MCP server writes only JSON-RPC messages to stdout: check that server %s's command starts an MCP server over stdio (%s)", name, s.cfg().Source)
