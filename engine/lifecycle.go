@@ -630,6 +630,9 @@ var errTimedOut = errors.New("request timed out")
 // A deadline ends a request that hears nothing for timeout. Progress
 // extends it by timeout again, up to progressCap times the timeout in all.
 type deadline struct {
+	// byCaller: the timeout is the caller's (--timeout), not the config's.
+	byCaller bool
+
 	mu      sync.Mutex
 	timer   *time.Timer
 	timeout time.Duration

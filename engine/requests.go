@@ -65,7 +65,7 @@ func (h *handle) capabilities() *mcp.ServerCapabilities {
 // failure, and records metrics. what names the request in messages ("the
 // call to everything.echo").
 func (h *handle) do(ctx context.Context, method, what string, timeout time.Duration, send func(context.Context) (any, error)) (json.RawMessage, error) {
-	return h.request(ctx, method, what, timeout, false, send)
+	return h.request(ctx, method, what, timeout, false, false, send)
 }
 
 // doFor is do for a request its caller made with a timeout of its own
@@ -75,14 +75,15 @@ func (h *handle) do(ctx context.Context, method, what string, timeout time.Durat
 // server from every other.
 func (h *handle) doFor(ctx context.Context, method, what string, timeoutMs int64, send func(context.Context) (any, error)) (json.RawMessage, error) {
 	timeout := h.s.requestTimeout(timeoutMs)
-	return h.request(ctx, method, what, timeout, timeout < h.s.requestTimeout(0), send)
+	return h.request(ctx, method, what, timeout, timeout < h.s.requestTimeout(0), timeoutMs > 0, send)
 }
 
-func (h *handle) request(ctx context.Context, method, what string, timeout time.Duration, callerShort bool, send func(context.Context) (any, error)) (json.RawMessage, error) {
+func (h *handle) request(ctx context.Context, method, what string, timeout time.Duration, callerShort, callerTimeout bool, send func(context.Context) (any, error)) (json.RawMessage, error) {
 	t0 := time.Now()
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	dl := newDeadline(timeout, func() { cancel(errTimedOut) })
+	dl.byCaller = callerTimeout
 	defer dl.stop()
 	h.deadline.Store(dl)
 	stopOnEnd := context.AfterFunc(h.life, func() { cancel(nil) })
@@ -203,7 +204,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 			e = errorf(KindTimeout, name, "%s did not answer within %s (the server was told to cancel)", what, timeout).
 				hint("give it longer with --timeout, e.g. --timeout %s", 2*timeout)
 		}
-		if cfg := h.s.cfg(); cfg.RequestTimeout > 0 && !h.s.e.requestSet && timeout == cfg.RequestTimeout {
+		if cfg := h.s.cfg(); cfg.RequestTimeout > 0 && !h.s.e.requestSet && !dl.byCaller && timeout == cfg.RequestTimeout {
 			// The config's timeout, not the caller's: where to raise it
 			// for every request, in the file's own words.
 			e.hint("or raise %s of server %s (%s) for all its requests", cfg.FieldName("requestTimeout"), name, cfg.Where("requestTimeout"))
