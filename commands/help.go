@@ -85,6 +85,10 @@ func noHelpOn(group, parent *cli.Command, path []string) error {
 	return usagef(fmt.Sprintf("no help on %q: there is no such command", asked), hint)
 }
 
+// urfave's help goes through a package variable: set once, not by each
+// root built (which would race when two run at once).
+func init() { cli.ShowCommandHelp = showCommandHelp }
+
 // showCommandHelp is urfave's ShowCommandHelp, except that --help on a
 // command without subcommands shows that command's help whatever
 // arguments come with it: urfave took "mcpctl call fs.read --help" for

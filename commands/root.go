@@ -53,7 +53,6 @@ func (s Signaled) Error() string { return "interrupted by " + s.Signal.String() 
 
 // newRootCmd builds the whole command tree for one run.
 func newRootCmd(env *Env) *cli.Command {
-	cli.ShowCommandHelp = showCommandHelp
 	root := &cli.Command{
 		Name:    "mcpctl",
 		Usage:   "Run and use the MCP servers of a project from the command line",

@@ -65,7 +65,7 @@ func (s *Server) Check() []*CheckError {
 	if s.IsStdio() {
 		if err := s.CheckCwd(); err != nil {
 			errs = append(errs, err.(*CheckError))
-		} else if _, err := s.ResolveCommand(); err != nil && s.Command != "" { // a missing command is the file's error
+		} else if _, err := s.ResolveCommand(); err != nil && s.Command != "" && !strings.ContainsRune(s.Command, 0) { // a missing command is the file's error; one with a NUL, below
 			ce := err.(*CheckError)
 			errs = append(errs, ce)
 		}

@@ -560,6 +560,14 @@ func TestArgWithNUL(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "args[1] holds a NUL byte, which a program's arguments cannot carry (server a, mcp.json:1:") {
 		t.Errorf("check: %v", errs)
 	}
+	// In the command: said once, not also as a command not found.
+	cfg, err = loadFile(t, "mcp.json", `{"servers": {"a": {"command": "s\u0000h"}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := cfg.Check(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "the command holds a NUL byte") {
+		t.Errorf("check: %v", errs)
+	}
 }
 
 // A root that is not there is refused: server-filesystem skipped it and

@@ -250,6 +250,9 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		return errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
 			hint("load one with config.Load or config.Parse, and pass it to engine.New")
 	}
+	// Called, whether or not the start goes well: a listing after a
+	// failed Start is not told Start was never called.
+	e.started.Store(true)
 	targets, err := e.targets(names)
 	if err != nil {
 		return err
@@ -257,7 +260,6 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if err := precheck(targets); err != nil {
 		return err
 	}
-	e.started.Store(true)
 	if len(names) > 0 {
 		// Named: started by hand, whatever stopped them before.
 		for _, s := range targets {

@@ -393,6 +393,12 @@ func TestListBeforeStart(t *testing.T) {
 	if _, err := e.Prompts(""); !strings.Contains(fmt.Sprint(err), "Engine.Start was never called") {
 		t.Errorf("Prompts before Start: %v", err)
 	}
+	// A Start that failed was called all the same.
+	failed := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	failed.Start(ctx(t), "nosuch")
+	if _, err := failed.Tools(""); strings.Contains(fmt.Sprint(err), "never called") {
+		t.Errorf("Tools after a failed Start: %v", err)
+	}
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
