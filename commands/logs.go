@@ -149,6 +149,15 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		// session yet (it may have made its directory already).
 		starting = awaitClaim(ctx, sess, time.Second)
 	}
+	if opts.server != "" && !opts.audit && !exists(filepath.Join(sess.ServerLogDir(), opts.server+".log")) {
+		if cfg, err := env.loadConfig(); err == nil {
+			if s := cfg.Server(opts.server); s != nil && !s.IsStdio() {
+				return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
+					Message: fmt.Sprintf("server %s is a remote server (%s): it writes no stderr, so it has no log", opts.server, s.Redact(s.URL)),
+					Hint:    []string{"what mcpctl did with it, and its errors, are in the session's log: mcpctl logs"}}
+			}
+		}
+	}
 	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) && !starting {
 		return noSession(sess.StateDir)
 	}
@@ -166,13 +175,6 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	case opts.server != "":
 		path = filepath.Join(sess.ServerLogDir(), opts.server+".log")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !opts.follow {
-			if cfg, err := env.loadConfig(); err == nil {
-				if s := cfg.Server(opts.server); s != nil && !s.IsStdio() {
-					return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
-						Message: fmt.Sprintf("server %s is a remote server (%s): it writes no stderr, so it has no log", opts.server, s.Redact(s.URL)),
-						Hint:    []string{"what mcpctl did with it, and its errors, are in the session's log: mcpctl logs"}}
-				}
-			}
 			hint := "a server's log is written once the session, or a command run without it, starts it; see: mcpctl status"
 			if names := logNames(sess.ServerLogDir()); len(names) > 0 {
 				hint = "servers with a log: " + strings.Join(names, ", ")
