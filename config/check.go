@@ -166,7 +166,7 @@ func (s *Server) ResolveCommand() (string, error) {
 		} else if !strings.ContainsRune(s.Command, '/') && s.Command != "" {
 			// A program in the server's cwd, which a command without a
 			// slash is not looked for in, as in a shell.
-			if st, err := os.Stat(filepath.Join(s.Cwd, s.Command)); err == nil && st.Mode().IsRegular() {
+			if st, err := os.Stat(filepath.Join(s.Cwd, s.Command)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 				hint = fmt.Sprintf(`%s is in the server's cwd (%s), not on its PATH: write "command": "./%s"`, shown, s.Redact(s.Cwd), shown)
 			}
 		}
