@@ -16,12 +16,7 @@ import (
 // to initialize; the server's late answer is dropped, and what comes after
 // it is read. A probe answered in time gets no stand-in.
 func TestDiscoverProbeUnanswered(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the pipe tells what is unread on Linux only; elsewhere the probe waits probeBlind")
-	}
-	old := probeSilence
-	probeSilence = 100 * time.Millisecond
-	t.Cleanup(func() { probeSilence = old })
+	withProbeSilence(t, 100*time.Millisecond)
 
 	for _, answer := range []bool{false, true} {
 		gaveUp := make(chan struct{}, 1)
@@ -76,12 +71,7 @@ func TestDiscoverProbeUnanswered(t *testing.T) {
 // A server still starting has not read the probe: its silence then says
 // nothing, and the probe waits (probeBlind, not probeSilence).
 func TestDiscoverProbeWaitsForTheRead(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the pipe tells what is unread on Linux only; elsewhere the probe waits probeBlind")
-	}
-	old := probeSilence
-	probeSilence = 50 * time.Millisecond
-	t.Cleanup(func() { probeSilence = old })
+	withProbeSilence(t, 50*time.Millisecond)
 	c, inR, _, _, ctx := probed(t, nil)
 	// Unread for 10 times probeSilence: no stand-in meanwhile.
 	short, cancelShort := context.WithTimeout(ctx, 10*probeSilence)
@@ -116,4 +106,15 @@ func probed(t *testing.T, gaveUp func()) (c *stdioConn, inR, outW *os.File, id j
 		t.Fatal(err)
 	}
 	return c, inR, outW, id, ctx
+}
+
+// withProbeSilence sets probeSilence for t, on Linux: elsewhere the pipe
+// does not tell what is unread, and the probe waits probeBlind.
+func withProbeSilence(t *testing.T, d time.Duration) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the pipe tells what is unread on Linux only; elsewhere the probe waits probeBlind")
+	}
+	old := probeSilence
+	probeSilence = d
+	t.Cleanup(func() { probeSilence = old })
 }
