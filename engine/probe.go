@@ -112,11 +112,12 @@ func (p *discoverProbe) watch(id jsonrpc.ID, answered chan struct{}, stdin io.Wr
 }
 
 // drop reports whether msg is to be dropped: the late answer to a probe
-// given up on. An answer to the probe waited for ends the wait.
-func (p *discoverProbe) drop(msg jsonrpc.Message) bool {
+// given up on. An answer to the probe waited for ends the wait. settled:
+// nothing is left to watch for, and reads need not look any more.
+func (p *discoverProbe) drop(msg jsonrpc.Message) (drop, settled bool) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
-		return false
+		return false, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -130,9 +131,9 @@ func (p *discoverProbe) drop(msg jsonrpc.Message) bool {
 		p.dropped = jsonrpc.ID{}
 		var werr *jsonrpc.Error
 		p.lateModern = resp.Error == nil || errors.As(resp.Error, &werr) && werr.Code == codeUnsupportedProtocolVersion
-		return true
+		drop = true
 	}
-	return false
+	return drop, p.answered == nil && p.standIn == nil && !p.dropped.IsValid()
 }
 
 // codeUnsupportedProtocolVersion is 2026-07-28's UnsupportedProtocolVersionError.

@@ -294,6 +294,8 @@ func (s *server) connect(ctx context.Context) error {
 	life, endLife := context.WithCancel(context.Background())
 	var proc *process
 	var sc *stdioConn
+	var started atomic.Bool // the start is over: stdout's tail is no longer kept
+	defer started.Store(true)
 	if cfg.IsStdio() {
 		logPath := ""
 		if s.e.opts.LogDir != "" {
@@ -314,7 +316,10 @@ func (s *server) connect(ctx context.Context) error {
 		s.mu.Unlock()
 		logSkipped := s.skippedLineLogger()
 		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
-			proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line, []byte("?")))))
+			if !started.Load() {
+				// Kept for a failed start's error only, which alone reads it.
+				proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line, []byte("?")))))
+			}
 			logSkipped(line, why)
 		})
 		proc.lines = stdout

@@ -72,8 +72,17 @@ func (c *stdioConn) readLoop() {
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.read(ctx)
-		if err != nil || !c.probing.Load() || !c.probe.drop(msg) {
+		if err != nil || !c.probing.Load() {
 			return msg, err
+		}
+		drop, settled := c.probe.drop(msg)
+		if settled {
+			// Answered in time, or its late answer dropped: the
+			// connection's other reads are left alone.
+			c.probing.Store(false)
+		}
+		if !drop {
+			return msg, nil
 		}
 	}
 }
