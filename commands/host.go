@@ -168,13 +168,13 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 			})
 		}
 	}
-	if hopts.startWithin > 0 {
-		// --timeout bounds the start: as each server's startupTimeout, so
-		// that a server failing on its own says so, with its stderr.
-		for _, s := range cfg.Servers {
-			if s.StartupTimeout <= 0 || s.StartupTimeout > hopts.startWithin {
-				s.StartupTimeout = hopts.startWithin
-			}
+	// --timeout bounds the start: as each server's startupTimeout, so that
+	// a server failing on its own says so, with its stderr.
+	bounded := map[string]bool{} // the servers whose start --timeout bounds
+	for _, s := range cfg.Servers {
+		if hopts.startWithin > 0 && (s.StartupTimeout <= 0 || s.StartupTimeout > hopts.startWithin) {
+			s.StartupTimeout = hopts.startWithin
+			bounded[s.Name] = true
 		}
 	}
 	e := engine.New(cfg, opts)
@@ -190,11 +190,12 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	if err := start(ctx, names...); err != nil {
 		var e *engine.Error
-		if hopts.startWithin > 0 && engine.StartTimedOut(err) && errors.As(err, &e) && strings.HasSuffix(e.Message, " within "+hopts.startWithin.String()) {
+		if engine.StartTimedOut(err) && errors.As(err, &e) && bounded[e.Server] {
 			// The --timeout ran out, not the server's own startupTimeout:
 			// the error keeps what it says of the server (its stderr).
 			e.Kind = engine.KindTimeout
-			e.Message += " (--timeout)"
+			within := " within " + hopts.startWithin.String()
+			e.Message = strings.Replace(e.Message, within, within+" (--timeout)", 1)
 			e.Hint = []string{"without a session, --timeout bounds the servers' start too: give it longer, or start them once with: mcpctl up"}
 			return err
 		}
