@@ -140,7 +140,7 @@ func (s *server) hidden(tool string) string {
 func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 	if why, ok := sn.hiddenTools[tool]; ok {
 		return errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
-			hint("change %s/%s of server %s to use it", cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)
+			hint("%s to use it", changeFilters(cfg, server))
 	}
 	e := unknownName("tool", server+"."+tool, server, sn.names(listTools))
 	if len(e.Candidates) == 0 {
@@ -148,15 +148,21 @@ func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 		hidden := slices.Sorted(maps.Keys(sn.hiddenTools))
 		switch near := schemas.Closest(tool, hidden); {
 		case len(near) > 0:
-			e.Hint = []string{fmt.Sprintf("%s.%s is near, but hidden by the config: it %s; change %s/%s of server %s to use it",
-				server, near[0], sn.hiddenTools[near[0]], cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)}
+			e.Hint = []string{fmt.Sprintf("%s.%s is near, but hidden by the config: it %s; %s to use it",
+				server, near[0], sn.hiddenTools[near[0]], changeFilters(cfg, server))}
 		case len(hidden) > 0 && len(sn.names(listTools)) == 0:
 			// Not "offers no tools": it offers them, and the config hides them.
-			e.Hint = []string{fmt.Sprintf("the config hides every tool of server %s (%d): change %s/%s of server %s to use them",
-				server, len(hidden), cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)}
+			e.Hint = []string{fmt.Sprintf("the config hides every tool of server %s (%d): %s to use them",
+				server, len(hidden), changeFilters(cfg, server))}
 		}
 	}
 	return e
+}
+
+// changeFilters is the advice to change the server's tool filters, in its
+// file's own field names.
+func changeFilters(cfg *config.Server, server string) string {
+	return fmt.Sprintf("change %s/%s of server %s", cfg.FieldName("includeTools"), cfg.FieldName("excludeTools"), server)
 }
 
 // list lists every page of each list the server has the capability for,
@@ -700,11 +706,11 @@ func partial[T any](out T, unlisted *Error) (T, error) {
 // are its last known ones, marked stale. When a server that was never
 // listed could not start (one that starts on use, one a reload added),
 // Tools returns the others' with an error ([KindUnavailable]) that names
-// it: a non-nil list with an error is a partial one. Before [Engine.Start],
-// when no server starts on use, it lists nothing and returns a usage error
-// that says so. Prompts, Resources and Inspect do the same. The items are the engine's own, shared with
-// every caller and not copied: read them, do not change them (nor the
-// bytes Raw returns).
+// it: a non-nil list with an error is a partial one. Before [Engine.Start]
+// it returns a usage error that says so, unless every server starts on
+// use. Prompts, Resources and Inspect do the same. The items are the
+// engine's own, shared with every caller and not copied: read them, do
+// not change them (nor the bytes Raw returns).
 func (e *Engine) Tools(filter string) ([]*Tool, error) {
 	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
 	if err != nil {

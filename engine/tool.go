@@ -477,8 +477,8 @@ func (t *Tool) validate(args json.RawMessage) error {
 	e.Violations = vs
 	for _, v := range vs {
 		// key=value gives text where the schema wants JSON it could not
-		// read from it: say how to write that JSON.
-		if v.Keyword != "type" || len(v.Path) != 1 || !strings.HasSuffix(v.Message, "got string") && !strings.HasSuffix(v.Message, "got object") && !strings.HasSuffix(v.Message, "got array") {
+		// read from it, or JSON of another kind: say how to write it.
+		if v.Keyword != "type" || len(v.Path) != 1 {
 			continue
 		}
 		switch key := v.Path[0]; {
