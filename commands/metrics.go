@@ -69,7 +69,12 @@ func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
 		e := engine.New(cfg, env.engineOptions(sess, slog.New(slog.DiscardHandler)))
 		ms = e.Metrics()
 		e.Close()
-		if env.StderrTTY {
+		switch {
+		case env.sessionFlag != "":
+			// Named on the command line, it was expected to answer: zero
+			// figures would read as a session that served nothing.
+			env.note("session %s is not running: no figures; every server is listed as down", sess.Name)
+		case env.StderrTTY:
 			env.noteHint("no session is running: no figures yet; start one with: mcpctl up")
 		}
 	} else if err != nil {
