@@ -23,6 +23,8 @@ func newStatusCmd(env *Env) *cli.Command {
 its pid, tool count and last error. In JSON, "since" is when the server
 entered its state; "restarts" and "restartAt" follow the on-failure policy;
 "failures" counts failed requests in a row (a degraded server);
+"lastSuccessAt" and "lastFailureAt" are when a request to it (a health check
+ping too) last succeeded and last failed;
 "stoppedByHand" marks a server stopped with "mcpctl stop" (", by hand" in
 the table), which stays stopped until "mcpctl start" or "mcpctl restart".
 With no session running the servers are listed as stopped ("session" is null

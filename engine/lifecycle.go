@@ -46,6 +46,10 @@ type lifecycle struct {
 	byHandRestart chan struct{}
 
 	failures int // consecutive failed requests
+	// lastSuccess and lastFailure are when a request (a health check
+	// ping too) last succeeded and last counted as a failure, over the
+	// server's every run.
+	lastSuccess, lastFailure time.Time
 	// streamLost: a remote server's event stream broke and is not open
 	// again yet (eventStream).
 	streamLost bool
@@ -315,13 +319,14 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 		return // a request to an earlier run of the server
 	}
 	if err == nil {
-		s.lc.failures = 0
+		s.lc.failures, s.lc.lastSuccess = 0, time.Now()
 		if s.state == StateDegraded {
 			s.setState(StateReady, nil)
 		}
 		return
 	}
 	s.lc.failures++
+	s.lc.lastFailure = time.Now()
 	ee := serverError(s, err)
 	threshold := s.cfg().FailureThreshold
 	if threshold <= 0 {

@@ -71,10 +71,11 @@ func TestFailureThreshold(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	}
-	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 {
+	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 || st.LastFailureAt != nil || st.LastSuccessAt != nil {
 		t.Fatalf("after three calls that gave up before the server's timeout: %+v", st)
 	}
 	slow := &CallRequest{Name: "srv.slow"}
+	beforeSlow := time.Now()
 	if _, err := e.CallTool(ctx(t), slow); KindOf(err) != KindTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -82,10 +83,18 @@ func TestFailureThreshold(t *testing.T) {
 	if st.Failures != 1 || !strings.Contains(st.LastError, "did not answer within 100ms") {
 		t.Errorf("degraded status: %+v", st)
 	}
+	if st.LastFailureAt == nil || st.LastFailureAt.Before(beforeSlow) || st.LastSuccessAt != nil {
+		t.Errorf("after a timeout: lastFailureAt %v (the call began %v), lastSuccessAt %v", st.LastFailureAt, beforeSlow, st.LastSuccessAt)
+	}
+	failedAt := *st.LastFailureAt
+	beforeEcho := time.Now()
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, e, "srv", StateReady)
+	st = waitState(t, e, "srv", StateReady)
+	if st.LastSuccessAt == nil || st.LastSuccessAt.Before(beforeEcho) || st.LastFailureAt == nil || !st.LastFailureAt.Equal(failedAt) {
+		t.Errorf("after a success: lastSuccessAt %v (the call began %v), lastFailureAt %v (want %v)", st.LastSuccessAt, beforeEcho, st.LastFailureAt, failedAt)
+	}
 
 	e.CallTool(ctx(t), slow)
 	waitState(t, e, "srv", StateDegraded)

@@ -750,6 +750,7 @@ func (s *server) status() ServerStatus {
 		st.Activation = a
 	}
 	st.Restarts, st.Failures = s.lc.restarts, s.lc.failures
+	st.LastSuccessAt, st.LastFailureAt = timeOrNil(s.lc.lastSuccess), timeOrNil(s.lc.lastFailure)
 	st.StoppedByHand = s.lc.held && s.state == StateStopped
 	if s.lc.restartDone != nil && !s.lc.restartAt.IsZero() {
 		t := s.lc.restartAt
@@ -984,4 +985,12 @@ func (s *server) requestTimeout(ms int64) time.Duration {
 		return s.cfg().RequestTimeout
 	}
 	return s.e.opts.RequestTimeout
+}
+
+// timeOrNil is t, or nil for the zero time: a status field left out.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

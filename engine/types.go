@@ -48,6 +48,12 @@ type ServerStatus struct {
 	RestartAt *time.Time `json:"restartAt,omitempty"`
 	// Failures counts the failed requests in a row (a degraded server).
 	Failures int `json:"failures"`
+	// LastSuccessAt and LastFailureAt are when a request to the server
+	// (a health check ping too) last succeeded and last failed in a way
+	// that counts toward failureThreshold, over all its runs; a caller's
+	// giving up is neither.
+	LastSuccessAt *time.Time `json:"lastSuccessAt,omitempty"`
+	LastFailureAt *time.Time `json:"lastFailureAt,omitempty"`
 	// StoppedByHand: stopped with mcpctl stop (Engine.Stop), it stays
 	// stopped until started by hand.
 	StoppedByHand bool `json:"stoppedByHand,omitempty"`
