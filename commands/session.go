@@ -105,8 +105,8 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	d.SetConfigLoader(func() (*config.Config, error) {
 		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, NoAskHint: func(name string) string {
 			return fmt.Sprintf("the session cannot ask: give it with %s=... mcpctl reload", name)
-		}, UnsetHint: func(name string) string {
-			return fmt.Sprintf("the session keeps the environment it started with: give a default (${%s:-value}), or start it again with %s set: mcpctl down && %s=... mcpctl up", name, name, name)
+		}, UnsetHint: func(name, withDefault string) string {
+			return fmt.Sprintf("the session keeps the environment it started with: give a default (%s), or start it again with %s set: mcpctl down && %s=... mcpctl up", withDefault, name, name)
 		}})
 		if err == nil {
 			err = obs.follow(next)

@@ -460,9 +460,10 @@ type Options struct {
 	// error: for showing a config whose input values are hidden anyway.
 	Placeholder string
 	// UnsetHint, when set, is the hint for a ${VAR} that is not set (given
-	// its name), where exporting it would not reach the reader: a session
-	// reads its config again with the environment it started with.
-	UnsetHint func(name string) string
+	// its name, and the reference as written with a default, such as
+	// ${env:VAR:-value}), where exporting it would not reach the reader: a
+	// session reads its config again with the environment it started with.
+	UnsetHint func(name, withDefault string) string
 	// NoAskHint, when set, is the hint for an input without a value
 	// (given its $MCPCTL_INPUT_<ID>), where nobody can be asked: a
 	// background session says how a reload gives it one.

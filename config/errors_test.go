@@ -64,6 +64,8 @@ hint: did you mean "database"?`},
 hint: enable it, or drop the dependency`},
 		{"unset variable", [][2]string{{"mcp.json", "{\"servers\": {\"brave\": {\"command\": \"npx\",\n  \"env\": {\"BRAVE_API_KEY\": \"${BRAVE_API_KEY}\"}}}}"}}, nil, `mcp.json:2:28: servers.brave.env.BRAVE_API_KEY: ${BRAVE_API_KEY} is not set
 hint: export BRAVE_API_KEY, or give a default: ${BRAVE_API_KEY:-value}`},
+		{"unset variable written with env:", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": [\"${env:pathSeparator}\"]}}}"}}, nil, `mcp.json:1:45: servers.a.args[0]: ${env:pathSeparator} is not set
+hint: export pathSeparator, or give a default: ${env:pathSeparator:-value}`},
 		{"unset variable in url, not a missing command", [][2]string{{"mcp.json", "{\"servers\": {\"r\": {\"url\": \"https://x/${TOK}\"}, \"c\": {\"command\": \"${NOPE}\"}}}"}}, nil, `mcp.json:1:27: servers.r.url: ${TOK} is not set
 mcp.json:1:65: servers.c.command: ${NOPE} is not set
 hint: export TOK, or give a default: ${TOK:-value}

@@ -18,8 +18,8 @@ type Vars struct {
 	// Input resolves ${input:ID}; nil means inputs cannot be resolved.
 	Input func(id string) (string, error)
 
-	unresolved bool                     // Options.Unresolved
-	unsetHint  func(name string) string // Options.UnsetHint
+	unresolved bool                                  // Options.Unresolved
+	unsetHint  func(name, withDefault string) string // Options.UnsetHint
 }
 
 // An expandError says which reference in a value could not be resolved.
@@ -115,6 +115,7 @@ func InputEnv(id string) string {
 // environment or an input, inner are the secrets a default held.
 func resolve(ref, body string, v Vars) (val string, secret bool, inner []string, err error) {
 	name, def, hasDef := strings.Cut(body, ":-")
+	spelled := "" // how the reference named the environment, for the hint
 	switch {
 	case name == "workspaceFolder":
 		return v.WorkspaceFolder, false, nil, nil
@@ -125,7 +126,7 @@ func resolve(ref, body string, v Vars) (val string, secret bool, inner []string,
 	case name == "pathSeparator" || name == "/":
 		return string(filepath.Separator), false, nil, nil
 	case strings.HasPrefix(name, "env:"):
-		name = strings.TrimPrefix(name, "env:")
+		name, spelled = strings.TrimPrefix(name, "env:"), "env:"
 	case strings.HasPrefix(name, "input:"):
 		id := strings.TrimPrefix(name, "input:")
 		if strings.TrimSpace(id) == "" {
@@ -162,9 +163,10 @@ func resolve(ref, body string, v Vars) (val string, secret bool, inner []string,
 		return out, len(secrets) > 0, secrets, err
 	}
 	if !ok {
-		hint := fmt.Sprintf("export %s, or give a default: ${%s:-value}", name, name)
+		withDefault := "${" + spelled + name + ":-value}"
+		hint := fmt.Sprintf("export %s, or give a default: %s", name, withDefault)
 		if v.unsetHint != nil {
-			hint = v.unsetHint(name)
+			hint = v.unsetHint(name, withDefault)
 		}
 		return "", false, nil, &expandError{ref: ref, msg: "is not set", hint: hint}
 	}
