@@ -74,7 +74,9 @@ func (s *Server) Check() []*CheckError {
 		for i, root := range s.Roots {
 			// server-filesystem skips a root that is not there, and
 			// serves the others, or the project, unsaid.
-			if _, err := os.Stat(root); err != nil {
+			if strings.ContainsRune(root, 0) {
+				add("roots", fmt.Sprintf("roots[%d] holds a NUL byte, which a path cannot carry", i), "remove it")
+			} else if _, err := os.Stat(root); err != nil {
 				add("roots", fmt.Sprintf("roots[%d] %s does not exist", i, s.Redact(root)), "create it, or fix roots")
 			}
 		}
@@ -134,6 +136,11 @@ const maxArgString = 32 * 4096
 // *CheckError), as [Server.Check] does: for a start long after the check,
 // the directory may have gone since.
 func (s *Server) CheckCwd() error {
+	if strings.ContainsRune(s.Cwd, 0) {
+		// The kernel's "invalid argument", and the byte printed as
+		// nothing: the path would look fine.
+		return s.checkError("cwd", "the working directory holds a NUL byte, which a path cannot carry", "remove it")
+	}
 	st, err := os.Stat(s.Cwd)
 	if err == nil && st.IsDir() {
 		return nil

@@ -568,6 +568,21 @@ func TestArgWithNUL(t *testing.T) {
 	if errs := cfg.Check(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "the command holds a NUL byte") {
 		t.Errorf("check: %v", errs)
 	}
+	// In a path: said so, not "invalid argument" or "does not exist" with
+	// the byte invisible.
+	cfg, err = loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "cwd": "/tmp\u0000x", "roots": [".", "/tmp\u0000y"]}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs = cfg.Check()
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if len(errs) != 2 || !strings.Contains(got[0], "the working directory holds a NUL byte, which a path cannot carry (server a, mcp.json:1:") ||
+		!strings.Contains(got[1], "roots[1] holds a NUL byte, which a path cannot carry") {
+		t.Errorf("check:\n%s", strings.Join(got, "\n"))
+	}
 }
 
 // A root that is not there is refused: server-filesystem skipped it and
