@@ -147,11 +147,13 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 			}()
 		}
 	}
+	if paths, err := env.configPaths(); err == nil {
+		if err := config.Rereadable(paths, env.WorkDir); err != nil {
+			return err
+		}
+	}
 	cfg, err := env.loadConfig()
 	if err != nil {
-		return err
-	}
-	if err := cfg.Rereadable(); err != nil {
 		return err
 	}
 	// A session found running may be ending (a down under way), or one

@@ -571,13 +571,15 @@ func readAtMost(path string, max int64) ([]byte, error) {
 	return data, err
 }
 
-// Rereadable returns an error naming the first config file that cannot be
-// read again, a pipe (/dev/stdin, a shell's <(...)): a session reads its
-// files again at its start and at each reload.
-func (c *Config) Rereadable() error {
-	for _, p := range c.Paths {
+// Rereadable returns an error naming the first of paths (config files,
+// shown relative to wd) that cannot be read again, a pipe (/dev/stdin, a
+// shell's <(...), a FIFO): a session reads its files again at its start
+// and at each reload. It reads none of them: reading a FIFO would wait for
+// its writer first.
+func Rereadable(paths []string, wd string) error {
+	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
-			return &Error{File: displayPath(p, c.Dir), Msg: "is not a file but a pipe, which a session cannot read again (it reads its config at its start and at each reload)",
+			return &Error{File: displayPath(p, wd), Msg: "is not a file but a pipe, which a session cannot read again (it reads its config at its start and at each reload)",
 				Hint: "write the config to a file and give that with -c; a pipe serves a command run without up"}
 		}
 	}
