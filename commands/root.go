@@ -213,6 +213,37 @@ func flagMistake(msg string, cmd *cli.Command) string {
 	return msg
 }
 
+// valueStuck is the hint for an unknown flag that is a flag taking a value
+// with its value written against it (-cmcp.json, --timeout5s), as some
+// tools take it; Go's flags read it as one flag of that whole name.
+func valueStuck(msg string, cmd *cli.Command) string {
+	name, ok := strings.CutPrefix(msg, "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	best := ""
+	for _, c := range cmd.Lineage() {
+		for _, f := range c.Flags {
+			if _, isBool := f.(*cli.BoolFlag); isBool {
+				continue // -rv is no flag with a value
+			}
+			for _, n := range f.Names() {
+				if len(n) < len(name) && strings.HasPrefix(name, n) && len(n) > len(best) {
+					best = n
+				}
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	dash := "--"
+	if len(best) == 1 {
+		dash = "-"
+	}
+	return fmt.Sprintf("a flag's value goes after a space or =: %s%s %s", dash, best, name[len(best):])
+}
+
 // Compiled on first use, as the other regexps of error paths: every
 // command's start would pay for them.
 var (
@@ -237,7 +268,11 @@ func durationMistake(v string) string {
 // that takes one value refuses a second: the last one silently won.
 func setUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
-		return usagef(flagMistake(err.Error(), c), fmt.Sprintf("see the flags with: %s --help", c.FullName()))
+		hints := []string{fmt.Sprintf("see the flags with: %s --help", c.FullName())}
+		if h := valueStuck(err.Error(), c); h != "" {
+			hints = append([]string{h}, hints...)
+		}
+		return usagef(flagMistake(err.Error(), c), hints...)
 	}
 	for _, f := range cmd.Flags {
 		switch f := f.(type) {
