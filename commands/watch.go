@@ -53,7 +53,8 @@ head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
 --count events did not all come), after --count events, or after --timeout (exit 4
 when --count events did not come by then); when the session ends under it
 (mcpctl down), it exits 3. Without a session it starts the servers for its
-own duration.
+own duration; one that cannot start is its state event (to unavailable, with
+the error), and the others are watched, unless none starts (exit 3).
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
@@ -111,7 +112,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	}
 	seen := 0
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
-	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true}, func(h host) error {
+	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
 		return h.Watch(wctx, req, func(ev engine.Event) error {
 			wrote, err := p.Line(ev)
 			if err != nil {
