@@ -151,7 +151,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	if err != nil {
 		return err
 	}
-	opts := env.engineOptions(sess, slog.New(slog.DiscardHandler))
+	opts := env.engineOptions(sess, slog.New(&hintedWarnings{env: env}))
 	opts.ShutdownGrace = oneShotGrace
 	opts.LazyLists = true
 	if hopts.guard {
@@ -316,3 +316,47 @@ func serverOf(name string) func(*config.Config) ([]string, error) {
 		return []string{srv}, nil
 	}
 }
+
+// hintedWarnings is the log of an engine run for one command: its
+// warnings that say what the user can do (a "hint" attribute, such as a
+// server that made every start wait for want of a protocolVersion) are
+// notes on stderr; there is no session log to find them in. The rest is
+// dropped.
+type hintedWarnings struct {
+	env    *Env
+	server string
+}
+
+func (h *hintedWarnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *hintedWarnings) Handle(_ context.Context, r slog.Record) error {
+	var hint string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "hint" {
+			hint = a.Value.String()
+		}
+		return hint == ""
+	})
+	if hint == "" {
+		return nil
+	}
+	if h.server != "" {
+		h.env.note("warning: server %s: %s", h.server, r.Message)
+	} else {
+		h.env.note("warning: %s", r.Message)
+	}
+	h.env.noteHint("hint: %s", hint)
+	return nil
+}
+
+func (h *hintedWarnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := *h
+	for _, a := range attrs {
+		if a.Key == "server" {
+			out.server = a.Value.String()
+		}
+	}
+	return &out
+}
+
+func (h *hintedWarnings) WithGroup(string) slog.Handler { return h }

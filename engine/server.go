@@ -328,7 +328,7 @@ func (s *server) connect(ctx context.Context) error {
 		sc.probe.gaveUp = func() {
 			s.probeUnanswered.Store(true)
 			s.log.Warn("the server did not answer server/discover: speaking "+probeLegacyVersion+" with it from now on",
-				"hint", "set its protocolVersion to "+probeLegacyVersion+" to skip the wait")
+				"hint", fmt.Sprintf("set its protocolVersion (%s) to %s to skip the wait", cfg.Source, probeLegacyVersion))
 		}
 		conn.Connection = sc
 	}
