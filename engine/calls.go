@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CallTool calls server.tool. Arguments are built from req, validated
+// against the tool's input schema and only then sent. A tool that reports
+// failure (isError) is a result, not an error. A tool whose
+// execution.taskSupport is "required" (or "optional", with req.Task) runs as
+// a task: created, polled, and its result fetched.
+func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
+	if req == nil {
+		return nil, nilRequest("CallTool", "CallRequest")
+	}
+	if err := badRequest("CallTool", "CallRequest", req.TimeoutMs, req.Retry); err != nil {
+		return nil, err
+	}
+	srvName, toolName, err := SplitName(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(srvName)
+	if err != nil {
+		return nil, err
+	}
+	if req.OnProgress != nil {
+		relay := newProgressRelay(req.OnProgress, e.log)
+		r := *req
+		r.OnProgress = relay.send
+		returned := false
+		defer func() {
+			if !returned {
+				relay.stop(false) // the call panicked: that panic goes on
+			}
+		}()
+		res, err := e.callTool(ctx, s, toolName, &r)
+		returned = true
+		relay.stop(true)
+		return res, err
+	}
+	return e.callTool(ctx, s, toolName, req)
+}
+
+// callTool is CallTool once its request is checked and its server found.
+func (e *Engine) callTool(ctx context.Context, s *server, toolName string, req *CallRequest) (*CallResult, error) {
+	srvName := s.cfg().Name
+	// A call is tried once unless the caller asks for retries or the tool
+	// says calling it twice does no harm.
+	tries := 1 + req.Retry
+	var res *CallResult
+	err := e.retrying(ctx, &tries, s, func(ctx context.Context) (err error) {
+		res, err = e.callOnce(ctx, s, toolName, req, &tries)
+		return err
+	})
+	return res, deadlineError(err, srvName, "the call to "+req.Name)
+}
+
+func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (res *CallResult, err error) {
+	srvName := s.cfg().Name
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release()
+	tool := h.snap.toolByName[toolName]
+	if tool == nil {
+		return nil, unknownTool(s.cfg(), h.snap, srvName, toolName)
+	}
+	defer func() {
+		// Asked only when it matters: after a failure. A timeout the
+		// caller set bounds the call, not each try of it.
+		if err != nil && req.Retry == 0 && req.TimeoutMs == 0 && tool.Idempotent() {
+			*tries = retryTries
+		}
+	}()
+	args, err := buildArguments(tool, req.Arguments, req.Pairs)
+	if err != nil {
+		return nil, err
+	}
+	if err := tool.validate(args); err != nil {
+		return nil, err
+	}
+	support := tool.TaskSupport()
+	if req.Task && support == "forbidden" {
+		return nil, errorf(KindUsage, srvName, "%s cannot run as a task (its execution.taskSupport is forbidden)", tool.Name()).
+			hint("call it without --task")
+	}
+	token := e.nextToken()
+	// Progress keeps the call alive: each notification extends its deadline.
+	defer e.watchProgress(token, func(p Progress) {
+		h.deadline.Load().extend()
+		if req.OnProgress != nil {
+			req.OnProgress(p)
+		}
+	})()
+	call := &asker{caller: req.Caller, sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline, ctx: ctx}
+	defer s.askers.add(call)()
+	if support == "required" || (support == "optional" && req.Task) {
+		return h.callTask(ctx, tool, args, token, req)
+	}
+	what := "the call to " + tool.Name()
+	for round := 0; ; round++ {
+		raw, err := h.doFor(ctx, "tools/call", what, req.TimeoutMs, func(ctx context.Context) (any, error) {
+			params := &mcp.CallToolParams{Name: toolName, Arguments: args}
+			params.SetProgressToken(token)
+			return h.cs.CallTool(ctx, params)
+		})
+		// A server that needs the user to visit a URL first says so with
+		// an error (-32042); once they did, the call is made again.
+		if els := urlElicitations(err); els != nil && round < maxURLRounds {
+			if err := s.satisfy(ctx, what, els, err, req.Elicitation, call); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return callResult(srvName, tool, raw)
+	}
+}
+
+// maxURLRounds bounds how often one call sends its user to a URL: a server
+// that asks again after every visit would otherwise loop.
+const maxURLRounds = 3
+
+// reader is a request other than a call in flight (a prompt, a read, a
+// completion): it answers no question itself, but while it is in flight a
+// question could be its, so no call's caller is asked one (a hook is, or
+// it is declined), and a hook answering holds its deadline.
+func (h *handle) reader() *asker {
+	return &asker{hold: h.holdDeadline}
+}
+
+// holdDeadline stops the running request's deadline until resume.
+func (h *handle) holdDeadline() (resume func()) {
+	return h.deadline.Load().hold()
+}
+
+func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
+	// Scanned, not decoded: a result can be megabytes of content.
+	var isError bool
+	ms, err := members(raw)
+	malformed := func(what string) (*CallResult, error) {
+		return nil, errorf(KindProtocol, server, "%s answered with a result that breaks MCP: %s", tool.Name(), what).
+			hint("tell the server's authors; with MCPCTL_TRACE=1, mcpctl up logs each message as sent (servers/%s.wire.jsonl)", server)
+	}
+	if err != nil {
+		return malformed("it is not a JSON object")
+	}
+	for _, m := range ms {
+		switch m.key {
+		case "content":
+			if len(m.value) == 0 || m.value[0] != '[' {
+				return malformed("its content is not an array")
+			}
+		case "structuredContent":
+			if len(m.value) == 0 || m.value[0] != '{' && string(m.value) != "null" {
+				return malformed("its structuredContent is not an object")
+			}
+		case "isError":
+			if v := string(m.value); v != "true" && v != "false" && v != "null" {
+				return malformed("its isError is not true or false")
+			}
+			isError = string(m.value) == "true"
+		case "resultType":
+			if string(m.value) == `"input_required"` {
+				return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
+			}
+		}
+	}
+	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: isError}, nil
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ReadResource reads a resource from the server that lists its URI, or whose
+// template matches it, or from req.Server. Answers come from the cache when
+// fresh, even when the server is down (not once [Engine.Stop] stopped it:
+// that drops them).
+func (e *Engine) ReadResource(ctx context.Context, req *ResourceRequest) (*ResourceResult, error) {
+	if req == nil {
+		return nil, nilRequest("ReadResource", "ResourceRequest")
+	}
+	if err := badRequest("ReadResource", "ResourceRequest", req.TimeoutMs, 0); err != nil {
+		return nil, err
+	}
+	if err := e.open(); err != nil {
+		return nil, err // a cached answer too: the engine holds nothing after Close
+	}
+	s, err := e.route(ctx, req.URI, req.Server)
+	if err != nil {
+		return nil, err
+	}
+	var res *ResourceResult
+	err = e.retrying(ctx, readTries(req.TimeoutMs), s, func(ctx context.Context) (err error) {
+		res, err = e.readOnce(ctx, s, req)
+		return err
+	})
+	if err != nil && req.Server != "" {
+		nearURIs(s, req.URI, err)
+	}
+	return res, deadlineError(err, s.cfg().Name, "reading "+req.URI)
+}
+
+// nearURIs adds a did-you-mean to err, server s's refusal of a read of uri
+// it was named for, when s lists no such URI and has no template matching
+// it: without --server, routing would have said so.
+func nearURIs(s *server, uri string, err error) {
+	var me *Error
+	var werr *jsonrpc.Error
+	if !errors.As(err, &me) || me.Kind != KindProtocol || !errors.As(err, &werr) {
+		return
+	}
+	sn := s.lastOffer()
+	if sn == nil || slices.ContainsFunc(sn.templates, func(t *Template) bool { return t.Match(uri) }) {
+		return
+	}
+	uris := make([]string, 0, len(sn.resources))
+	for _, r := range sn.resources {
+		if r.URI == uri {
+			return
+		}
+		uris = append(uris, r.URI)
+	}
+	if near := schemas.Closest(uri, uris); len(near) > 0 {
+		me.Candidates = near
+		me.hint("did you mean %s?", strings.Join(near, " or "))
+	}
+	me.hint("see its resources with: mcpctl resources %s", s.cfg().Name)
+}
+
+func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) (*ResourceResult, error) {
+	params := &mcp.ReadResourceParams{URI: req.URI}
+	key := cacheKey(s.cfg().Name, "resources/read", params)
+	// A fresh answer is given whatever the server's state (see promptOnce).
+	if !req.NoCache {
+		if raw, ok := e.cache.get(key); ok {
+			return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw, Cached: true}, nil
+		}
+	}
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release()
+	defer s.askers.add(h.reader())()
+	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
+		return h.cs.ReadResource(ctx, params)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
+	return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw}, nil
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SubscribeResource subscribes to updates of a resource (routed as
+// [Engine.ReadResource] routes); updates arrive as [EventResourceUpdated]
+// events. Subscriptions to one URI are counted: the server is unsubscribed
+// when the last release is called.
+func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (release func(), err error) {
+	defer func() { err = deadlineError(err, server, "subscribing to "+uri) }()
+	s, err := e.route(ctx, uri, server)
+	if err != nil {
+		return nil, err
+	}
+	server = s.cfg().Name
+	// A subscription uses the server until it is released: an idle or
+	// transient server is not stopped under it.
+	h, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c := h.capabilities().Resources; c == nil || !c.Subscribe {
+		h.release()
+		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not support resource subscriptions", s.cfg().Name)
+	}
+	// The map is held only to find the URI's entry; the round trips are
+	// made under the entry's own lock, which keeps one URI's subscribe and
+	// unsubscribe in order without making other URIs wait on a slow server.
+	s.subsMu.Lock()
+	sub := s.subs[uri]
+	if sub == nil {
+		sub = &subscription{}
+		s.subs[uri] = sub
+	}
+	sub.n++
+	s.subsMu.Unlock()
+	sub.mu.Lock()
+	if sub.on != h.cs {
+		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
+			return nil, h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			s.leave(sub)
+			s.drop(uri, sub)
+			sub.mu.Unlock()
+			h.release()
+			return nil, err
+		}
+		sub.on = h.cs
+	}
+	sub.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			defer h.release()
+			sub.mu.Lock()
+			defer sub.mu.Unlock()
+			if s.leave(sub) && sub.on != nil {
+				if !newProtocol(sub.on) {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					t0 := time.Now()
+					err := sub.on.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+					// Counted in metrics as every request is; not toward
+					// failureThreshold: the caller is gone and waits on
+					// no answer.
+					s.e.metrics.record(s.cfg().Name, "resources/unsubscribe", time.Since(t0), err)
+				}
+				// A 2026-07-28 subscription is a subscriptions/listen
+				// request held open. It stays open for the connection's
+				// life: a go-sdk v1.8 server, when any listen of a session
+				// ends, drops that session's list_changed subscription
+				// too, and the session would follow no more list changes.
+				// The SDK subscribes a URI once, so a later subscribe
+				// to it costs nothing.
+				sub.on = nil
+			}
+			s.drop(uri, sub)
+		})
+	}, nil
+}
+
+// A subscription is a resource URI some callers follow, and the connection
+// it was made on.
+type subscription struct {
+	// mu is held across the URI's round trips (subscribe, unsubscribe,
+	// subscribe again on a new connection), so they reach the server in
+	// the order they were decided.
+	mu sync.Mutex
+	on *mcp.ClientSession // under mu; nil when the server was not told
+	n  int                // callers subscribed or subscribing, under the server's subsMu
+}
+
+// leave counts a caller out of sub (whose mu the caller holds) and
+// reports whether none is left: then the server is to be unsubscribed. The
+// URI's entry stays in the map until the caller drops it, after the
+// unsubscribe: a caller that comes meanwhile finds it, counts itself in
+// and waits on mu, then subscribes again. Were the entry gone, it would
+// make one of its own and its subscribe could reach the server before
+// the unsubscribe, which would undo it.
+func (s *server) leave(sub *subscription) (last bool) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	sub.n--
+	return sub.n == 0
+}
+
+// drop removes uri's entry sub from the map unless a caller counted
+// itself in since it was left (the caller holds sub.mu).
+func (s *server) drop(uri string, sub *subscription) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if sub.n == 0 && s.subs[uri] == sub {
+		delete(s.subs, uri)
+	}
+}
+
+// restore makes the subscriptions of an earlier connection, and sets the
+// log level set on it, on cs (over conn), a new one: after a restart or a
+// reconnect the server knows nothing of them. A failure is logged: the
+// server runs without them, as a watch could not tell it apart from a
+// server that says nothing.
+func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captureConn) {
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return
+	}
+	s.subsMu.Lock()
+	subs := maps.Clone(s.subs)
+	s.subsMu.Unlock()
+	for uri, sub := range subs {
+		sub.mu.Lock()
+		if sub.on != nil && sub.on != cs {
+			ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			cancel()
+			if err != nil {
+				s.log.Warn("could not subscribe again on a new connection", "uri", uri, "error", err.Error())
+			} else {
+				sub.on = cs
+			}
+		}
+		sub.mu.Unlock()
+	}
+	s.levelMu.Lock()
+	defer s.levelMu.Unlock()
+	if s.logLevel == "" || ir.Capabilities.Logging == nil {
+		return
+	}
+	err := setLevelOn(cs, conn, s.logLevel, func() error {
+		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
+		defer cancel()
+		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(s.logLevel)})
+	})
+	if err != nil {
+		s.log.Warn("could not set the log level again on a new connection", "level", s.logLevel, "error", err.Error())
+	}
+}
+
+// newProtocol says whether cs speaks 2026-07-28 or later: stateless
+// requests, notifications over subscriptions/listen.
+func newProtocol(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= "2026-07-28"
+}
+
+// setLevelOn sets the log level of a connection: a server of 2026-07-28 or
+// later takes it with each request (conn adds it), an older one is told
+// with logging/setLevel, which send makes.
+func setLevelOn(cs *mcp.ClientSession, conn *captureConn, level string, send func() error) error {
+	if newProtocol(cs) {
+		conn.logLevel.Store(level)
+		return nil
+	}
+	return send()
+}
+
+// LogLevels are the levels of MCP logging, from most to least verbose.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// SetLogLevel asks the ready servers that support logging (all, or those
+// named) to send log messages at level and above. It returns the servers
+// it was set on. A name that is not a server is an error.
+func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...string) ([]string, error) {
+	if !slices.Contains(LogLevels, level) {
+		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
+	}
+	if err := e.open(); err != nil {
+		return nil, err
+	}
+	if err := e.checkServers(servers); err != nil {
+		return nil, err
+	}
+	var set []string
+	for _, s := range e.all() {
+		if len(servers) > 0 && !slices.Contains(servers, s.cfg().Name) {
+			continue
+		}
+		h, err := s.ready(ctx)
+		if ctx.Err() != nil {
+			return set, deadlineError(ctx.Err(), s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+		}
+		if err != nil || h.capabilities().Logging == nil {
+			continue
+		}
+		s.levelMu.Lock()
+		err = setLevelOn(h.cs, h.conn, level, func() error {
+			_, err := h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
+				return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+			})
+			return err
+		})
+		if err == nil {
+			s.logLevel = level
+		}
+		s.levelMu.Unlock()
+		if err != nil {
+			return set, deadlineError(err, s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+		}
+		set = append(set, s.cfg().Name)
+	}
+	return set, nil
+}

@@ -1,0 +1,93 @@
+package engine
+
+import "context"
+
+// A WatchRequest is what a watch follows.
+type WatchRequest struct {
+	Filter EventFilter
+	// Subscribe holds resource URIs to subscribe to for the life of the
+	// watch, routed as reads are, or to SubscribeServer.
+	Subscribe       []string
+	SubscribeServer string
+	// LogLevel, when set, is set on the watched servers that log.
+	LogLevel string
+}
+
+// Watch follows events until ctx ends or fn returns an error (which Watch
+// then returns). It first holds the subscriptions and sets the log level,
+// then calls fn with an [EventReady] event, then with each event. A nil
+// req follows every event, as a zero WatchRequest does. A server or an
+// event type in req.Filter that does not exist is an error.
+func (e *Engine) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
+	if req == nil {
+		req = &WatchRequest{}
+	}
+	return e.WatchFrom(ctx, e.Events(req.Filter), req, fn)
+}
+
+// checkServers refuses a name that is not a server: what it asks of that
+// server would silently not happen.
+func (e *Engine) checkServers(names []string) error {
+	for _, name := range names {
+		if _, err := e.lookup(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WatchFrom is [Engine.Watch] on a subscription taken earlier, so that a
+// watch can begin with events from before it was set up, such as those of
+// the servers' start (subscribe, [Engine.Start], then WatchFrom).
+// req.Filter is not applied again. WatchFrom closes sub.
+func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchRequest, fn func(Event) error) error {
+	if sub == nil {
+		return errorf(KindUsage, "", "WatchFrom was called with a nil *Subscription").hint("take one with Engine.Events")
+	}
+	if fn == nil {
+		sub.Close()
+		return errorf(KindUsage, "", "Watch was called with a nil func(Event) error").hint("pass the function each event is handed to")
+	}
+	defer sub.Close()
+	if req == nil {
+		req = &WatchRequest{}
+	}
+	// A server or an event type that is not there would be watched in
+	// silence.
+	if err := e.checkServers(req.Filter.Servers); err != nil {
+		return err
+	}
+	if err := CheckEventTypes(req.Filter.Types); err != nil {
+		return err
+	}
+	for _, uri := range req.Subscribe {
+		release, err := e.SubscribeResource(ctx, uri, req.SubscribeServer)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if req.LogLevel != "" {
+		if _, err := e.SetLogLevel(ctx, req.LogLevel, req.Filter.Servers...); err != nil {
+			return err
+		}
+	}
+	// Stamped with when the subscription began, not now: the events it
+	// holds from before this line (a start's, without a session) are later.
+	if err := fn(Event{Time: sub.since, Type: EventReady}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-sub.C:
+			if !ok {
+				return nil
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
