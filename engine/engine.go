@@ -370,7 +370,7 @@ func (c startCutBy) Error() string { return "server " + c.server + " failed to s
 func serverError(s *server, err error) *Error {
 	var ee *Error
 	if !errors.As(err, &ee) {
-		ee = errorf(KindUnavailable, s.cfg().Name, "%v", err).wrap(err)
+		ee = errorf(KindUnavailable, s.cfg().Name, "%s", s.said(err)).wrap(err)
 	}
 	return ee
 }

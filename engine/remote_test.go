@@ -642,3 +642,28 @@ func TestRemoteRefusesTokenLater(t *testing.T) {
 		t.Errorf("a call after: %v (%s)", err, KindOf(err))
 	}
 }
+
+// The errors a remote server's connection ends with quote its URL (net/http,
+// the SDK), whose query may hold a token from the environment: they are
+// redacted as every other error is (the token was in status, watch, the
+// logs and a one-shot call's error).
+func TestRemoteErrorsRedactTheURL(t *testing.T) {
+	cfg, err := config.Parse("m.json", []byte(`{"servers": {"r": {"url": "http://127.0.0.1:9/mcp?token=${TOK}"}}}`), "", func(k string) (string, bool) {
+		return "supersecrettoken123", k == "TOK"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cfg, nil)
+	defer e.Close()
+	s, err := e.lookup("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New(`Get "http://127.0.0.1:9/mcp?token=supersecrettoken123": dial tcp 127.0.0.1:9: connect: connection refused`)
+	for _, got := range []*Error{s.lostError(cause), serverError(s, cause)} {
+		if strings.Contains(got.Message, "supersecrettoken123") || !strings.Contains(got.Message, "token="+config.Redacted) {
+			t.Errorf("error: %s", got.Message)
+		}
+	}
+}

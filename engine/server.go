@@ -256,7 +256,7 @@ func (s *server) start(ctx context.Context) error {
 		case errors.Is(err, context.Canceled):
 			e = errorf(KindUnavailable, s.cfg().Name, "server %s was stopped during startup", s.cfg().Name).wrap(err)
 		default:
-			e = errorf(KindUnavailable, s.cfg().Name, "server %s: %v", s.cfg().Name, err).wrap(err)
+			e = errorf(KindUnavailable, s.cfg().Name, "server %s: %s", s.cfg().Name, s.said(err)).wrap(err)
 		}
 		s.setState(StateUnavailable, e)
 		s.startFailedAt = time.Now()
@@ -496,7 +496,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		}
 		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	default:
-		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %v", name, err)
+		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %s", name, s.said(err))
 	}
 	e.Stderr = proc.stderrTail(10)
 	if proc != nil {
@@ -615,13 +615,17 @@ func (s *server) lostError(err error) *Error {
 		return errorf(KindUnavailable, name, "server %s closed the connection", name)
 	case strings.Contains(err.Error(), "Unauthorized"):
 		if _, ok := s.cfg().SendsAuthorization(); ok {
-			return errorf(KindAuth, name, "server %s now refuses the Authorization header it is sent: %v", name, err).
+			return errorf(KindAuth, name, "server %s now refuses the Authorization header it is sent: %s", name, s.said(err)).
 				hint("check the token in it, and the variable or input it comes from")
 		}
 		return authNeeded(name, "it answered 401")
 	}
-	return errorf(KindUnavailable, name, "lost the connection to server %s: %v", name, err)
+	return errorf(KindUnavailable, name, "lost the connection to server %s: %s", name, s.said(err))
 }
+
+// said is err's text with the server's secrets redacted: the SDK's and
+// net/http's errors quote the URL, whose query may hold a token.
+func (s *server) said(err error) string { return s.cfg().Redact(err.Error()) }
 
 // cancelFlushWait bounds the writes of the notifications/cancelled owed as
 // a server stops: one that does not read its stdin is not waited for.
