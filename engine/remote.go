@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -29,6 +31,9 @@ type captureRoundTripper struct {
 	base    http.RoundTripper
 	conn    *captureConn
 	headers map[string]string
+	// origin is the server's URL's (origin): the configured headers go to
+	// it alone, not to a host a redirect or an SSE endpoint event names.
+	origin string
 	// refused is the status of the last answer in the 4xx range: a server
 	// that refuses streamable HTTP may speak the older SSE transport.
 	refused atomic.Int32
@@ -39,8 +44,10 @@ type captureRoundTripper struct {
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
+	if origin(req.URL) == t.origin {
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
 	}
 	var sentID json.RawMessage // of the request posted, when it is one
 	if req.Method == http.MethodPost && req.Body != nil {
@@ -410,6 +417,9 @@ func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *ca
 		return nil, err
 	}
 	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers}
+	if u, err := url.Parse(cfg.URL); err == nil {
+		rt.origin = origin(u)
+	}
 	rt.onStream = func(err error) { s.eventStream(conn, err) }
 	hc := &http.Client{Transport: rt}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
@@ -522,4 +532,14 @@ func httpTransport(cfg *config.Server) (*http.Transport, error) {
 	}
 	t.TLSClientConfig = tc
 	return t, nil
+}
+
+// origin is u's scheme, host and port (the default one of the scheme when
+// none is written), as a browser compares origins.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443", "ws": "80", "wss": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

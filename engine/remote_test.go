@@ -667,3 +667,43 @@ func TestRemoteErrorsRedactTheURL(t *testing.T) {
 		}
 	}
 }
+
+// The configured headers go to the server's origin alone: not to another
+// host a redirect sends the client to (Go's client drops Authorization
+// there, but mcpctl set every header again on each hop), nor to the
+// message endpoint of another origin an SSE server names.
+func TestRemoteHeadersStayWithTheOrigin(t *testing.T) {
+	for _, kind := range []string{"http", "sse"} {
+		t.Run(kind, func(t *testing.T) {
+			elsewhere, seenElsewhere := serveRemote(t, kind)
+			var mu sync.Mutex
+			var seenHere []string
+			here := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seenHere = append(seenHere, r.Header.Get("Authorization"))
+				mu.Unlock()
+				http.Redirect(w, r, elsewhere+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			}))
+			t.Cleanup(here.Close)
+			cfg := remoteServer("r", kind, here.URL)
+			cfg.Headers["X-Api-Key"] = "s3cret-key"
+			e := newEngine(t, cfg)
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seenHere) == 0 || seenHere[0] != "Bearer s3cret-token" {
+				t.Errorf("the origin got Authorization %q, want the configured one", seenHere)
+			}
+			for _, a := range seenElsewhere() {
+				if a != "" {
+					t.Fatalf("the host redirected to got Authorization %q", a)
+				}
+			}
+		})
+	}
+}
