@@ -707,3 +707,21 @@ func TestRemoteHeadersStayWithTheOrigin(t *testing.T) {
 		})
 	}
 }
+
+// MCPCTL_TRACE writes a remote server's messages too: its log directory
+// was made only by a stdio server's start, so a config of remote servers
+// alone traced nothing.
+func TestRemoteTrace(t *testing.T) {
+	url, _ := serveRemote(t, "http")
+	logDir := filepath.Join(t.TempDir(), "servers")
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", url)}},
+		&Options{ShutdownTimeout: 2 * time.Second, LogDir: logDir, Trace: true})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(logDir, "r.wire.jsonl"))
+	if err != nil || !bytes.Contains(data, []byte(`"method":"tools/list"`)) {
+		t.Errorf("trace: %v\n%s", err, data)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -333,7 +334,16 @@ func (s *server) connect(ctx context.Context) error {
 		conn.Connection = sc
 	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {
-		if f, err := os.OpenFile(filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+		// A stdio server's start makes the directory, for its stderr; a
+		// remote one writes none, and its trace went nowhere, unsaid.
+		path := filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl")
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(s.e.opts.LogDir, 0o700) == nil {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+		if err != nil {
+			s.log.Warn("cannot write the wire trace (MCPCTL_TRACE)", "error", err.Error())
+		} else {
 			conn.trace = f
 			go func() { <-life.Done(); f.Close() }()
 		}
