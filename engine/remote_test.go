@@ -725,3 +725,44 @@ func TestRemoteTrace(t *testing.T) {
 		t.Errorf("trace: %v\n%s", err, data)
 	}
 }
+
+// A remote server that stops answering is not waited for as its
+// connection closes: the SDK gives the DELETE that ends the server's
+// session 5 s (and as long to a notifications/cancelled owed before it),
+// which made a stop, down, or a one-shot command after its --timeout take
+// 5–10 s more. The close waits 1 s at most, or shutdownTimeout if shorter.
+func TestRemoteStopDoesNotWaitForAHungServer(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			<-release // a server that hangs
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
+	for _, c := range []struct {
+		shutdownTimeout, closeWait time.Duration
+	}{{0, remoteCloseWait}, {200 * time.Millisecond, time.Minute}} {
+		defer func(was time.Duration) { remoteCloseWait = was }(remoteCloseWait)
+		remoteCloseWait = c.closeWait
+		cfg := remoteServer("r", "http", ts.URL)
+		cfg.ShutdownTimeout = c.shutdownTimeout
+		e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{cfg}}, nil)
+		if err := e.Start(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		e.Stop("r")
+		if took := time.Since(t0); took > 3*time.Second {
+			t.Errorf("shutdownTimeout %s: stopping a server that does not answer its DELETE took %s", c.shutdownTimeout, took)
+		}
+		if st := e.Status()[0]; st.State != StateStopped {
+			t.Errorf("after stop: %+v", st)
+		}
+		e.Close()
+	}
+}

@@ -652,9 +652,37 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 	if proc != nil {
 		conn.flushCancels(cancelFlushWait)
 	}
+	if proc == nil && cs != nil {
+		s.closeRemote(cs)
+		return
+	}
 	proc.closeStdin()
 	cs.Close()
 	proc.stop(grace, s.shutdownTimeout())
+}
+
+// remoteCloseWait bounds how long a remote server's connection is waited
+// for as it closes (shutdownTimeout if shorter): the SDK sends the
+// notifications/cancelled owed and a DELETE that ends the server's
+// session, each given 5 s, which a server that stopped answering takes
+// whole (down, and a one-shot command after its --timeout or Ctrl-C, took
+// 5–10 s). Both are courtesies: the close goes on in the background.
+var remoteCloseWait = time.Second // a var for tests
+
+func (s *server) closeRemote(cs *mcp.ClientSession) {
+	wait := min(remoteCloseWait, s.shutdownTimeout())
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		cs.Close()
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
+	}
 }
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
