@@ -42,6 +42,10 @@ type captureConn struct {
 	traceMu sync.Mutex
 	trace   io.Writer
 
+	// abortHTTP, for a remote server, ends every HTTP request of the
+	// connection, under way or to come (see captureRoundTripper.abort).
+	abortHTTP context.CancelFunc
+
 	// rootsAsked is the id of the server's roots/list request; the answer
 	// to it closes rootsAnswered (awaitRoots).
 	rootsAsked      jsonrpc.ID

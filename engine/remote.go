@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -34,6 +35,12 @@ type captureRoundTripper struct {
 	// origin is the server's URL's (origin): the configured headers go to
 	// it alone, not to a host a redirect or an SSE endpoint event names.
 	origin string
+	// abort, once done, ends every request, under way or to come: the SDK
+	// sends the notifications/cancelled owed, and the DELETE that ends the
+	// server's session, with contexts of their own (5 s each), which a
+	// server that stopped answering took whole as the connection closed
+	// or its start failed.
+	abort context.Context
 	// refused is the status of the last answer in the 4xx range: a server
 	// that refuses streamable HTTP may speak the older SSE transport.
 	refused atomic.Int32
@@ -43,7 +50,44 @@ type captureRoundTripper struct {
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
+	ctx := req.Context()
+	if t.abort != nil {
+		if t.abort.Err() != nil {
+			return nil, errAborted
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		stop := context.AfterFunc(t.abort, cancel)
+		resp, err := t.roundTrip(req.Clone(ctx))
+		if err != nil || resp.Body == nil {
+			stop()
+			cancel()
+			return resp, err
+		}
+		resp.Body = &closeThen{ReadCloser: resp.Body, then: func() { stop(); cancel() }}
+		return resp, nil
+	}
+	return t.roundTrip(req.Clone(ctx))
+}
+
+// errAborted is a request to a server whose connection was given up.
+var errAborted = errors.New("the connection to the server was given up")
+
+// closeThen calls then once its body is closed: an event stream's context
+// lives as long as its body is read.
+type closeThen struct {
+	io.ReadCloser
+	then func()
+	once sync.Once
+}
+
+func (c *closeThen) Close() error {
+	err := c.ReadCloser.Close()
+	c.once.Do(c.then)
+	return err
+}
+
+func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 	if origin(req.URL) == t.origin {
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
@@ -410,13 +454,13 @@ func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error
 // whose type was implied by its url and that refuses streamable HTTP with a
 // 4xx is tried with the legacy SSE transport, as the MCP spec's backwards
 // compatibility section says.
-func (s *server) connectRemote(ctx context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	cfg := s.cfg()
 	base, err := httpTransport(cfg)
 	if err != nil {
 		return nil, err
 	}
-	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers}
+	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort}
 	if u, err := url.Parse(cfg.URL); err == nil {
 		rt.origin = origin(u)
 	}

@@ -766,3 +766,48 @@ func TestRemoteStopDoesNotWaitForAHungServer(t *testing.T) {
 		e.Close()
 	}
 }
+
+// A remote server that takes the connection and never answers fails its
+// start at startupTimeout, not 5 s later: the SDK's notifications/cancelled
+// for the initialize given up, waited for as its Connect closed, was sent
+// with a context of its own.
+func TestRemoteStartTimesOutOnTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	// Whether the SDK's notification is under way as its Connect closes
+	// is a race: several starts.
+	for range 8 {
+		cfg := remoteServer("r", "http", "http://"+ln.Addr().String()+"/mcp")
+		cfg.TypeImplied = true // as most write it: SSE is tried next
+		cfg.StartupTimeout = 300 * time.Millisecond
+		e := newEngine(t, cfg)
+		t0 := time.Now()
+		err = e.Start(ctx(t))
+		if took := time.Since(t0); took > 3*time.Second || !strings.Contains(fmt.Sprint(err), "did not finish starting within 300ms") {
+			t.Fatalf("start took %s: %v", took, err)
+		}
+	}
+}

@@ -379,11 +379,16 @@ func (s *server) connect(ctx context.Context) error {
 		// The SSE transport ties its event stream to the connect context:
 		// give it the connection's life, and let the startup timeout end
 		// that life if the handshake overruns.
-		overrun := context.AfterFunc(sctx, endLife)
+		abort, abortHTTP := context.WithCancel(context.Background())
+		conn.abortHTTP = abortHTTP
+		overrun := context.AfterFunc(sctx, func() {
+			endLife()
+			abortHTTP() // the SDK's cancellation and DELETE would wait 5 s each
+		})
 		defer overrun()
 		var cctx context.Context
 		cctx, cp = withCapture(life)
-		cs, err = s.connectRemote(cctx, client, conn, sessOpts)
+		cs, err = s.connectRemote(cctx, abort, client, conn, sessOpts)
 	}
 	if cp != nil {
 		conn.release(cp)
@@ -653,7 +658,7 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 		conn.flushCancels(cancelFlushWait)
 	}
 	if proc == nil && cs != nil {
-		s.closeRemote(cs)
+		s.closeRemote(cs, conn)
 		return
 	}
 	proc.closeStdin()
@@ -666,10 +671,10 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 // notifications/cancelled owed and a DELETE that ends the server's
 // session, each given 5 s, which a server that stopped answering takes
 // whole (down, and a one-shot command after its --timeout or Ctrl-C, took
-// 5–10 s). Both are courtesies: the close goes on in the background.
+// 5–10 s). Both are courtesies: past the wait they are given up.
 var remoteCloseWait = time.Second // a var for tests
 
-func (s *server) closeRemote(cs *mcp.ClientSession) {
+func (s *server) closeRemote(cs *mcp.ClientSession, conn *captureConn) {
 	wait := min(remoteCloseWait, s.shutdownTimeout())
 	closed := make(chan struct{})
 	go func() {
@@ -680,9 +685,16 @@ func (s *server) closeRemote(cs *mcp.ClientSession) {
 	defer t.Stop()
 	select {
 	case <-closed:
+		return
 	case <-t.C:
-		s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
 	}
+	if conn == nil || conn.abortHTTP == nil {
+		s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
+		return
+	}
+	s.log.Info("gave up the connection's end: the server did not answer it in time", "waited", wait.String())
+	conn.abortHTTP()
+	<-closed
 }
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
