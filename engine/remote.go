@@ -489,10 +489,27 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		t, _ = remoteTransport("sse", cfg.URL, hc)
 		cs, err = client.Connect(ctx, t, opts)
 	}
+	if err != nil && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
+		// The SSE transport has no OAuth handler to say it: the SDK's
+		// error is "failed to connect: Unauthorized", which read as a
+		// server not running.
+		return nil, unauthorized(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return cs, nil
+}
+
+// unauthorized is the error of a server that answered 401 where no OAuth
+// handler speaks for it (the SSE transport's).
+func unauthorized(cfg *config.Server) *Error {
+	if from, ok := cfg.SendsAuthorization(); ok {
+		return errorf(KindAuth, cfg.Name, "server %s refused the Authorization header it is sent (%s): it answered 401", cfg.Name, from).
+			hint("check the token in it, and the variable or input it comes from")
+	}
+	return errorf(KindAuth, cfg.Name, "server %s needs authorization: it answered 401", cfg.Name).
+		hint("send it its token in headers: \"Authorization\": \"Bearer ${TOKEN}\" (%s); mcpctl auth login is for streamable HTTP servers that use OAuth", cfg.Source)
 }
 
 // eventStream marks a ready remote server degraded while its event stream

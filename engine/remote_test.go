@@ -811,3 +811,25 @@ func TestRemoteStartTimesOutOnTime(t *testing.T) {
 		}
 	}
 }
+
+// An SSE server that answers 401 is an authorization error (exit 7) that
+// names the header sent, as a streamable HTTP one is: it was "failed to
+// connect: Unauthorized" (exit 3) with a hint to check that it runs.
+func TestRemoteSSEUnauthorized(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(ts.Close)
+	cfg := remoteServer("r", "sse", ts.URL)
+	err := newEngine(t, cfg).Start(ctx(t))
+	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r refused the Authorization header it is sent") {
+		t.Errorf("with a header: %v (%s)", err, KindOf(err))
+	}
+	cfg = remoteServer("r", "sse", ts.URL)
+	cfg.Headers = nil
+	err = newEngine(t, cfg).Start(ctx(t))
+	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r needs authorization: it answered 401") || !strings.Contains(strings.Join(asError(err).Hint, "\n"), `"Authorization": "Bearer ${TOKEN}" (test:1:1)`) {
+		t.Errorf("without one: %v (%s)", err, KindOf(err))
+	}
+}
