@@ -484,12 +484,14 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	if errors.As(err, &ae) && ae.Kind == KindAuth {
 		return nil, ae // a 401 is about a token, not about the transport
 	}
+	overSSE := cfg.Type == "sse"
 	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
 		t, _ = remoteTransport("sse", cfg.URL, hc)
 		cs, err = client.Connect(ctx, t, opts)
+		overSSE = true
 	}
-	if err != nil && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
+	if err != nil && overSSE && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
 		// The SSE transport has no OAuth handler to say it: the SDK's
 		// error is "failed to connect: Unauthorized", which read as a
 		// server not running.
