@@ -32,7 +32,7 @@ type serveOptions struct {
 }
 
 // serveTokenEnv holds the bearer token of mcpctl serve --http.
-const serveTokenEnv = "MCPCTL_SERVE_TOKEN"
+const serveTokenEnv = config.ServeTokenEnv
 
 // serveSelfEnv names, in the environment of the servers serve starts, the
 // session serve offers.

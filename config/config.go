@@ -186,6 +186,10 @@ func (l Limits) Any() bool {
 // default, and the locale, time zone, temporary and runtime directories.
 var BasicEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TZ", "TMPDIR", "XDG_RUNTIME_DIR"}
 
+// ServeTokenEnv holds the bearer token of mcpctl serve --http: mcpctl's
+// own secret, which no server inherits (a server's env may still name it).
+const ServeTokenEnv = "MCPCTL_SERVE_TOKEN"
+
 // ServeSessionEnv names, in the environment of the servers mcpctl serve
 // starts, the session serve offers: a serve among them refuses to run.
 // Every server gets it, whatever its inheritEnv.

@@ -533,8 +533,9 @@ func serverEnv(s *config.Server, env []string) []string {
 	out := make([]string, 0, len(env)+len(s.Env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		// Input values reach a server only where its config puts them.
-		if strings.HasPrefix(k, config.InputEnvPrefix) || !s.Inherits(k) {
+		// Input values, and serve's token, reach a server only where its
+		// config puts them.
+		if strings.HasPrefix(k, config.InputEnvPrefix) || k == config.ServeTokenEnv || !s.Inherits(k) {
 			continue
 		}
 		if _, over := s.Env[k]; !over {
