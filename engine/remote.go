@@ -548,6 +548,9 @@ func remoteFailure(cfg *config.Server, err error) *Error {
 		e.hint("server %s may not use OAuth: if it takes a fixed token, send it in its headers: \"Authorization\": \"Bearer ${TOKEN}\" (%s)", cfg.Name, cfg.Source)
 	case errors.Is(err, context.DeadlineExceeded):
 		e.hint("raise %s of server %s (%s) if it is just slow", cfg.FieldName("startupTimeout"), cfg.Name, cfg.Source)
+	case strings.Contains(err.Error(), "x509: "):
+		// It runs: its certificate is not one this system trusts.
+		e.hint("if its certificate is signed by a CA of your own (or is self-signed), give that CA's certificate as caFile of server %s (%s)", cfg.Name, cfg.Source)
 	default:
 		e.hint("check that the server runs at %s (%s)", url, cfg.Source)
 	}

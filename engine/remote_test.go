@@ -536,7 +536,7 @@ func TestRemoteTLS(t *testing.T) {
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600)
 
 	e := newEngine(t, remoteServer("untrusted", "http", ts.URL))
-	if err := e.Start(ctx(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if err := e.Start(ctx(t)); err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(strings.Join(asError(err).Hint, "\n"), "give that CA's certificate as caFile of server untrusted (test:1:1)") {
 		t.Fatalf("a server with an unknown certificate: %v", err)
 	}
 	trusted := remoteServer("trusted", "http", ts.URL)
