@@ -194,8 +194,11 @@ func (c *stdioConn) write(ctx context.Context, msg jsonrpc.Message) error {
 // Close closes the server's stdin (asking it to exit) and stdout.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
-		c.closeErr = errors.Join(c.lines.Close(), c.stdin.Close())
+		// Marked closed first: a Read that meets the read loop's error
+		// (the closed pipe) tells it apart as the close's, and ends with
+		// EOF (it gave the pipe's error when it came before the mark).
 		close(c.closed)
+		c.closeErr = errors.Join(c.lines.Close(), c.stdin.Close())
 	})
 	return c.closeErr
 }
