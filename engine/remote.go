@@ -487,9 +487,17 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	overSSE := cfg.Type == "sse"
 	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
+		httpErr := err
+		rt.refused.Store(0)
 		t, _ = remoteTransport("sse", cfg.URL, hc)
 		cs, err = client.Connect(ctx, t, opts)
 		overSSE = true
+		if st := rt.refused.Load(); err != nil && (st == http.StatusNotFound || st == http.StatusMethodNotAllowed) {
+			// No SSE endpoint there either: what streamable HTTP was
+			// answered says more ("Method Not Allowed" hid a 403).
+			s.log.Info("the SSE transport was refused too", "status", st, "error", s.said(err))
+			err, overSSE = httpErr, false
+		}
 	}
 	if err != nil && overSSE && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
 		// The SSE transport has no OAuth handler to say it: the SDK's

@@ -833,3 +833,24 @@ func TestRemoteSSEUnauthorized(t *testing.T) {
 		t.Errorf("without one: %v (%s)", err, KindOf(err))
 	}
 }
+
+// A server whose type is implied by its url and that refuses streamable
+// HTTP is tried over SSE; when SSE is not there either (404, 405), the
+// error is streamable HTTP's: a 403 was told as "Method Not Allowed", the
+// SSE attempt's answer.
+func TestRemoteFallbackKeepsTheFirstError(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+			return
+		}
+		http.Error(w, "go away", http.StatusForbidden)
+	}))
+	t.Cleanup(ts.Close)
+	cfg := remoteServer("r", "http", ts.URL)
+	cfg.TypeImplied = true
+	err := newEngine(t, cfg).Start(ctx(t))
+	if err == nil || strings.Contains(err.Error(), "Method Not Allowed") || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("start: %v", err)
+	}
+}
