@@ -61,6 +61,19 @@ func TestQuestionOfNoOneInParticular(t *testing.T) {
 	}
 }
 
+// A sampling request that could be anyone's says so, where it said only
+// that no hook is set: the caller who would have answered was not asked.
+func TestSamplingOfNoOneInParticularSaysWhy(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{
+		{Name: "slow", Sleep: "2s"}, {Name: "sample", Sample: "2+2?"}}})
+	var other atomic.Int32
+	callInFlight(t, e, "client-1", counting(&other, `{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}`))
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.sample", Caller: "client-2", Sampling: counting(&other, `{}`)})
+	if err != nil || !strings.Contains(resultText(t, res), "it could be the question of any of 2 requests in flight on server srv, of different callers, so none of them was asked") || other.Load() != 0 {
+		t.Errorf("%v %+v; callers asked %d times", err, res, other.Load())
+	}
+}
+
 // A question that comes while a prompt is read beside a person's call may
 // be the read's: the person is not asked, and it is declined.
 func TestQuestionDuringAReadIsNotACallersQuestion(t *testing.T) {
