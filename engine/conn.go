@@ -199,6 +199,11 @@ type capture struct {
 	// sessionMissing: an HTTP server answered one of the requests with
 	// 404 for its session: it did not take the request.
 	sessionMissing bool
+	// httpStatus and httpBody: an HTTP server answered one of the requests
+	// with this status, and (the start of) this body, not a JSON-RPC
+	// message; the SDK tells it as an answer of its own making (-32005).
+	httpStatus int
+	httpBody   string
 }
 
 // A rawResult is one response as the server sent it.

@@ -137,6 +137,18 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		}
 	}
 	if resp.StatusCode/100 != 2 {
+		if cp, ok := req.Context().Value(captureKey{}).(*capture); ok && req.Method == http.MethodPost && resp.StatusCode != http.StatusNotFound {
+			// What the server said, kept for the error: the SDK says
+			// "rejected by transport".
+			head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+			cp.mu.Lock()
+			cp.httpStatus, cp.httpBody = resp.StatusCode, string(head)
+			cp.mu.Unlock()
+		}
 		return resp, nil
 	}
 	switch ct := resp.Header.Get("Content-Type"); {

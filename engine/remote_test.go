@@ -854,3 +854,34 @@ func TestRemoteFallbackKeepsTheFirstError(t *testing.T) {
 		t.Errorf("start: %v", err)
 	}
 }
+
+// A request a remote server answers with an HTTP error and no JSON-RPC
+// message says the status and what the server wrote: it was "answered
+// tools/call with error -32005: rejected by transport" (exit 5), the SDK's
+// words. A 5xx is the server failing, and counts toward failureThreshold.
+func TestRemoteHTTPErrorAnswer(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			http.Error(w, "upstream database is down\nat line 2", http.StatusInternalServerError)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 500 Internal Server Error: upstream database is down"
+	if KindOf(err) != KindUnavailable || err == nil || asError(err).Message != want {
+		t.Fatalf("got %v (%s), want %q", err, KindOf(err), want)
+	}
+	if st := e.Status()[0]; st.State != StateDegraded || st.Failures != 1 {
+		t.Errorf("after a 500: %s, %d failures; want degraded, 1", st.State, st.Failures)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -116,8 +117,14 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		if cp.sessionMissing {
 			sendErr = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, sendErr)
 		}
+		status, body := cp.httpStatus, cp.httpBody
 		cp.mu.Unlock()
-		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
+		var werr *jsonrpc.Error
+		if status != 0 && errors.As(sendErr, &werr) && werr.Code == codeRejected && callCtx.Err() == nil {
+			err = httpAnswerError(h.s.cfg(), what, status, body)
+		} else {
+			err = h.failure(ctx, callCtx, what, method, dl, sendErr)
+		}
 	}
 	recorded := err
 	if KindOf(err) == KindTimeout && callerShort {
@@ -314,4 +321,29 @@ func protocolError(cfg *config.Server, method string, err error) *Error {
 		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, cfg.Redact(werr.Message)).wrap(err)
 	}
 	return errorf(KindProtocol, server, "server %s answered %s with an error: %s", server, method, cfg.Redact(err.Error())).wrap(err)
+}
+
+// codeRejected is the code the SDK gives a request its HTTP transport
+// could not deliver or got no JSON-RPC answer to (its ErrRejected).
+const codeRejected = -32005
+
+// httpAnswerError is the error of a request a remote server answered with
+// an HTTP error and no JSON-RPC message: its status, and the first line of
+// what it said. A 5xx is the server failing (exit 3, and it counts toward
+// failureThreshold); a 4xx, the server refusing the request (exit 5).
+func httpAnswerError(cfg *config.Server, what string, status int, body string) *Error {
+	said := strings.TrimSpace(strings.SplitN(strings.ToValidUTF8(body, "?"), "\n", 2)[0])
+	if len(said) > 200 {
+		said = said[:200] + "…"
+	}
+	msg := fmt.Sprintf("server %s (%s) answered %s with HTTP %d %s", cfg.Name, cfg.Redact(cfg.URL), what, status, http.StatusText(status))
+	if said != "" {
+		msg += ": " + cfg.Redact(said)
+	}
+	if status/100 == 5 {
+		e := errorf(KindUnavailable, cfg.Name, "%s", msg)
+		e.unreachable = true
+		return e.hint("the server failed: see its own logs")
+	}
+	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs")
 }
