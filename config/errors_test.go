@@ -71,7 +71,14 @@ mcp.json:1:65: servers.c.command: ${NOPE} is not set
 hint: export TOK, or give a default: ${TOK:-value}
 hint: export NOPE, or give a default: ${NOPE:-value}`},
 		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "remote", "sse", "ws", "websocket", got "grpc"`},
-		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"`},
+		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"
+hint: e.g. http://localhost:8080/mcp`},
+		{"URL without a scheme, an address first", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"127.0.0.1:39101/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "127.0.0.1:39101/mcp"
+hint: e.g. http://127.0.0.1:39101/mcp`},
+		{"URL with a space at its end", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://h/mcp \"}}}"}}, nil, `mcp.json:1:27: servers.a.url: the URL has white space at its start or end
+hint: remove it`},
+		{"IPv6 URL without brackets", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://::1:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: not a URL with a host
+hint: an IPv6 address goes in brackets, e.g. http://[::1]:8080/mcp`},
 		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},
 		{"url on stdio", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"http://h\"}}}"}}, nil, `mcp.json:1:53: servers.a.url: url is for http, sse and ws servers
 hint: a server is run ("command") or reached ("url"): keep one`},

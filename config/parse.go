@@ -807,13 +807,31 @@ func (r *fieldReader) checkTransport() {
 		if _, p, ok := r.get("url"); ok {
 			u, err := url.Parse(s.URL)
 			schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[s.Type]
+			scheme, rest, hasScheme := strings.Cut(s.URL, "://")
 			switch {
-			case err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme)):
-				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), "")
+			case strings.TrimSpace(s.URL) != s.URL:
+				// A space at the end passes for part of the path: a 404.
+				d.errorAt(p, false, "the URL has white space at its start or end", "remove it")
+			case !hasScheme || (err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme))):
+				// Shown: a URL without a scheme parsed as one (127.0.0.1:
+				// 8080/mcp fails to, "first path segment ... colon").
+				hint := ""
+				if !hasScheme && !strings.Contains(s.URL, "@") {
+					hint = fmt.Sprintf("e.g. %s://%s", schemes[0], s.Redact(s.URL))
+				}
+				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), hint)
 			case err != nil || u.Host == "":
 				// Not shown: what fails to parse may hide its password.
-				d.errorAt(p, false, "not a URL with a host",
-					"in a user or password, write @ : / ? # as %40 %3A %2F %3F %23")
+				hint := ""
+				host, _, _ := strings.Cut(rest, "/")
+				host = host[strings.LastIndex(host, "@")+1:]
+				switch {
+				case strings.Contains(rest, "@"):
+					hint = "in a user or password, write @ : / ? # as %40 %3A %2F %3F %23"
+				case strings.Count(host, ":") > 1 && !strings.HasPrefix(host, "["):
+					hint = fmt.Sprintf("an IPv6 address goes in brackets, e.g. %s://[::1]:8080/mcp", strings.ToLower(scheme))
+				}
+				d.errorAt(p, false, "not a URL with a host", hint)
 			}
 		}
 	}
