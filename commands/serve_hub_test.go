@@ -34,6 +34,15 @@ func TestClientHint(t *testing.T) {
 	}
 }
 
+// A hint that offered an alternative to advice left out stands alone.
+func TestDescribeDropsTheOrOfAdviceLeftOut(t *testing.T) {
+	err := &engine.Error{Kind: engine.KindTimeout, Message: "the call to f.hang did not answer within 1s",
+		Hint: []string{"give it longer with --timeout, e.g. --timeout 2s", "or raise requestTimeout of server f (mcp.json:3:5) for all its requests"}}
+	if got, want := describe(err), "the call to f.hang did not answer within 1s\nhint: raise requestTimeout of server f (mcp.json:3:5) for all its requests"; got != want {
+		t.Errorf("describe:\n%s\nwant\n%s", got, want)
+	}
+}
+
 // A request cut short by serve's end is told why; one its client
 // cancelled gets no answer (nil here).
 func TestServingEnded(t *testing.T) {

@@ -309,10 +309,17 @@ func describe(err error) string {
 	msg := err.Error()
 	var h interface{ Hints() []string }
 	if errors.As(err, &h) {
+		dropped := false
 		for _, l := range h.Hints() {
 			if l = clientHint(l); l != "" {
+				if dropped {
+					// The alternative to advice left out stands alone
+					// ("or raise requestTimeout ...").
+					l = strings.TrimPrefix(l, "or ")
+				}
 				msg += "\nhint: " + l
 			}
+			dropped = l == ""
 		}
 	}
 	return msg
