@@ -59,7 +59,9 @@ MCP 2026-07-28 when its connection ends).
 
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends; a server that
-cannot start is left out with a warning, and the others are served. Over stdio,
+cannot start is left out with a warning, and the others are served (a
+config error, such as a command not found, or every server failing, ends
+serve with its error). Over stdio,
 stdout carries only MCP messages and serve ends when stdin closes, or when
 its client closes stdout; it also ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
 with its JSON-RPC error and serve goes on.
