@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,5 +99,20 @@ func TestProgressRelayIncreases(t *testing.T) {
 	}
 	if want := []string{"0/1 starting", "0.5/1 ", "1/1 "}; !slices.Equal(sent, want) {
 		t.Errorf("sent %q, want %q", sent, want)
+	}
+}
+
+// A request its client cancelled is answered (over HTTP, where the SDK
+// answers it) with a JSON-RPC error code: it was code 0.
+func TestCancelledRequestHasACode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := toolFailure(ctx, context.Canceled)
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError {
+		t.Errorf("toolFailure: %#v", err)
+	}
+	if err := rpcError(context.Canceled); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError {
+		t.Errorf("rpcError: %#v", err)
 	}
 }

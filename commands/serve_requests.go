@@ -257,6 +257,15 @@ func servingEnded(ctx context.Context) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpctl serve is ending (%v): the request was cancelled on its server", cause)}
 }
 
+// endedError is the answer to a request whose context ended (its client
+// cancelled it), with a JSON-RPC code: the SDK sent the context's error
+// with code 0, which JSON-RPC does not define. Over stdio the answer to a
+// cancelled request is not sent at all (drainingConn); over HTTP the SDK
+// sends it.
+func endedError(err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request was cancelled: " + err.Error()}
+}
+
 // requestError is err, the host's answer to a request, as serve's client
 // is told it.
 func requestError(ctx context.Context, err error) error {
@@ -276,7 +285,7 @@ func toolFailure(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 		if ended := servingEnded(ctx); ended != nil {
 			return nil, ended
 		}
-		return nil, ctx.Err()
+		return nil, endedError(ctx.Err())
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) && (ee.Kind == engine.KindProtocol || (ee.Kind == engine.KindUsage && len(ee.Violations) == 0)) {
@@ -289,7 +298,7 @@ func toolFailure(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 // invalid params; a server's own error keeps its code where it is known.
 func rpcError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return endedError(err)
 	}
 	code := int64(jsonrpc.CodeInternalError)
 	var werr *jsonrpc.Error
