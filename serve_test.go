@@ -592,6 +592,21 @@ func TestServeHTTP(t *testing.T) {
 			if n := strings.Count(stderr.String(), "warning: refused "); n != 1 || !strings.Contains(stderr.String(), "warning: refused 1 request(s) without the right token, the last from 127.0.0.1:") {
 				t.Errorf("refusals on serve's stderr (%d lines):\n%s", n, stderr)
 			}
+			// The Host in any case: host names are not case-sensitive.
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+			req.Host = strings.Replace(strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://"), "127.0.0.1", "LOCALHOST", 1)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err := http.DefaultClient.Do(req); err != nil {
+				t.Error(err)
+			} else {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("Host %s: %s %q", req.Host, resp.Status, body)
+				}
+			}
 			sc := w.connectHTTP(url, token)
 			checkServe(t, w, sc)
 			// A request as big as stdio takes (the SDK's own limit is 4 MiB).

@@ -342,7 +342,12 @@ func (hb *hub) httpHandler(token string, clients *presence, refused *refusals) h
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Host names are not case-sensitive: the SDK's check against DNS
+		// rebinding refused LOCALHOST.
+		r.Host = strings.ToLower(r.Host)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // requireBearer lets through only requests that carry token as
