@@ -249,28 +249,15 @@ func TestRemoteGoneAfterStart(t *testing.T) {
 // A connection reset while a call waits for its answer (a server, or a
 // proxy, going away) is the server lost, not a protocol error (-32005).
 func TestRemoteConnectionReset(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			conn.(*net.TCPConn).SetLinger(0) // close with a reset
-			conn.Close()
+	e, _ := remoteAnsweringCalls(t, func(w http.ResponseWriter) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+		conn.(*net.TCPConn).SetLinger(0) // close with a reset
+		conn.Close()
+	})
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
 	var ee *Error
 	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Message != "server r closed the connection during the call to r.echo" ||
@@ -860,12 +847,29 @@ func TestRemoteFallbackKeepsTheFirstError(t *testing.T) {
 // tools/call with error -32005: rejected by transport" (exit 5), the SDK's
 // words. A 5xx is the server failing, and counts toward failureThreshold.
 func TestRemoteHTTPErrorAnswer(t *testing.T) {
+	e, ts := remoteAnsweringCalls(t, func(w http.ResponseWriter) {
+		http.Error(w, "upstream database is down\nat line 2", http.StatusInternalServerError)
+	})
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 500 Internal Server Error: upstream database is down"
+	if KindOf(err) != KindUnavailable || err == nil || asError(err).Message != want {
+		t.Fatalf("got %v (%s), want %q", err, KindOf(err), want)
+	}
+	if st := e.Status()[0]; st.State != StateDegraded || st.Failures != 1 {
+		t.Errorf("after a 500: %s, %d failures; want degraded, 1", st.State, st.Failures)
+	}
+}
+
+// remoteAnsweringCalls starts an engine with a streamable HTTP server "r"
+// whose tools/call requests answer writes the answer to, the rest its own.
+func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter)) (*Engine, *httptest.Server) {
+	t.Helper()
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			http.Error(w, "upstream database is down\nat line 2", http.StatusInternalServerError)
+			answer(w)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -876,12 +880,5 @@ func TestRemoteHTTPErrorAnswer(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
-	want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 500 Internal Server Error: upstream database is down"
-	if KindOf(err) != KindUnavailable || err == nil || asError(err).Message != want {
-		t.Fatalf("got %v (%s), want %q", err, KindOf(err), want)
-	}
-	if st := e.Status()[0]; st.State != StateDegraded || st.Failures != 1 {
-		t.Errorf("after a 500: %s, %d failures; want degraded, 1", st.State, st.Failures)
-	}
+	return e, ts
 }
