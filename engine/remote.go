@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -33,8 +34,12 @@ type captureRoundTripper struct {
 	conn    *captureConn
 	headers map[string]string
 	// origin is the server's URL's (origin): the configured headers go to
-	// it alone, not to a host a redirect or an SSE endpoint event names.
-	origin string
+	// it alone (and to its https:// upgrade), not to a host a redirect or
+	// an SSE endpoint event names. withheld is the first origin they were
+	// kept from, for the error a 401 there makes.
+	origin   string
+	withheld atomic.Pointer[string]
+	log      *slog.Logger
 	// abort, once done, ends every request, under way or to come: the SDK
 	// sends the notifications/cancelled owed, and the DELETE that ends the
 	// server's session, with contexts of their own (5 s each), which a
@@ -88,10 +93,12 @@ func (c *closeThen) Close() error {
 }
 
 func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
-	if origin(req.URL) == t.origin {
+	if o := origin(req.URL); o == t.origin || o == upgraded(t.origin) {
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
+	} else if len(t.headers) > 0 && t.withheld.CompareAndSwap(nil, &o) && t.log != nil {
+		t.log.Info("the configured headers are not sent to another origin than the server's url's", "origin", o)
 	}
 	var sentID json.RawMessage // of the request posted, when it is one
 	if req.Method == http.MethodPost && req.Body != nil {
@@ -115,6 +122,12 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
+	cp, _ := req.Context().Value(captureKey{}).(*capture)
+	if cp != nil && req.Method == http.MethodPost {
+		cp.mu.Lock()
+		cp.httpStatus, cp.httpBody = 0, "" // of this try alone
+		cp.mu.Unlock()
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -137,7 +150,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		}
 	}
 	if resp.StatusCode/100 != 2 {
-		if cp, ok := req.Context().Value(captureKey{}).(*capture); ok && req.Method == http.MethodPost && resp.StatusCode != http.StatusNotFound {
+		if cp != nil && req.Method == http.MethodPost && resp.StatusCode != http.StatusNotFound {
 			// What the server said, kept for the error: the SDK says
 			// "rejected by transport".
 			head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -475,6 +488,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort}
 	if u, err := url.Parse(cfg.URL); err == nil {
 		rt.origin = origin(u)
+		rt.log = s.log
 	}
 	rt.onStream = func(err error) { s.eventStream(conn, err) }
 	hc := &http.Client{Transport: rt}
@@ -515,7 +529,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		// The SSE transport has no OAuth handler to say it: the SDK's
 		// error is "failed to connect: Unauthorized", which read as a
 		// server not running.
-		return nil, unauthorized(cfg)
+		return nil, unauthorized(cfg, rt.withheld.Load())
 	}
 	if err != nil {
 		return nil, err
@@ -525,7 +539,11 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 
 // unauthorized is the error of a server that answered 401 where no OAuth
 // handler speaks for it (the SSE transport's).
-func unauthorized(cfg *config.Server) *Error {
+func unauthorized(cfg *config.Server, withheld *string) *Error {
+	if withheld != nil {
+		return errorf(KindAuth, cfg.Name, "server %s answered 401 at %s, another origin than its url's, where mcpctl does not send its headers", cfg.Name, *withheld).
+			hint("if that is the server's own address, write its url with it (%s)", cfg.Source)
+	}
 	if from, ok := cfg.SendsAuthorization(); ok {
 		return errorf(KindAuth, cfg.Name, "server %s refused the Authorization header it is sent (%s): it answered 401", cfg.Name, from).
 			hint("check the token in it, and the variable or input it comes from")
@@ -618,6 +636,19 @@ func httpTransport(cfg *config.Server) (*http.Transport, error) {
 	}
 	t.TLSClientConfig = tc
 	return t, nil
+}
+
+// upgraded is an http:// origin as https:// on the same host (a server
+// that redirects to TLS), with the default port when it had it; "" else.
+func upgraded(o string) string {
+	rest, ok := strings.CutPrefix(o, "http://")
+	if !ok {
+		return ""
+	}
+	if host, ok := strings.CutSuffix(rest, ":80"); ok {
+		rest = host + ":443"
+	}
+	return "https://" + rest
 }
 
 // origin is u's scheme, host and port (the default one of the scheme when

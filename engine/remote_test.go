@@ -17,8 +17,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -858,11 +860,38 @@ func TestRemoteHTTPErrorAnswer(t *testing.T) {
 	if st := e.Status()[0]; st.State != StateDegraded || st.Failures != 1 {
 		t.Errorf("after a 500: %s, %d failures; want degraded, 1", st.State, st.Failures)
 	}
+	// A 429 is the server limiting its requests: said, and not counted.
+	e, _ = remoteAnsweringCalls(t, func(w http.ResponseWriter) {
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	})
+	for range 3 {
+		_, err = e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	}
+	if KindOf(err) != KindUnavailable || !strings.Contains(fmt.Sprint(err), "with HTTP 429 Too Many Requests: slow down") {
+		t.Errorf("a 429: %v (%s)", err, KindOf(err))
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 {
+		t.Errorf("after three 429s: %s, %d failures; want ready, 0", st.State, st.Failures)
+	}
 }
 
-// remoteAnsweringCalls starts an engine with a streamable HTTP server "r"
-// whose tools/call requests answer writes the answer to, the rest its own.
-func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter)) (*Engine, *httptest.Server) {
+// A call a server refuses with 401 while the engine has OAuth on (as the
+// CLI always has) is an authorization error naming the header, not the
+// HTTP answer: the OAuth handler's error says more.
+func TestRemoteCallRefused401(t *testing.T) {
+	e, _ := remoteAnsweringCalls(t, func(w http.ResponseWriter) {
+		http.Error(w, "nope", http.StatusUnauthorized)
+	}, &Options{ShutdownTimeout: 2 * time.Second, Auth: &AuthOptions{Dir: t.TempDir()}})
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	if KindOf(err) != KindAuth || !strings.Contains(fmt.Sprint(err), "refused the Authorization header it is sent") {
+		t.Errorf("a call refused with 401: %v (%s)", err, KindOf(err))
+	}
+}
+
+// remoteAnsweringCalls starts an engine (with opts, if given) with a
+// streamable HTTP server "r" whose tools/call requests answer writes the
+// answer to, the rest its own.
+func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter), opts ...*Options) (*Engine, *httptest.Server) {
 	t.Helper()
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -876,9 +905,48 @@ func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter)) (*Engi
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	o := &Options{ShutdownTimeout: 2 * time.Second}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, o)
+	t.Cleanup(func() { e.Close() })
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	return e, ts
 }
+
+// The headers go to the server's origin and to its https:// upgrade on the
+// same host (a redirect to TLS), not elsewhere; the first origin they were
+// kept from is remembered, for the error of a 401 there.
+func TestHeadersOrigin(t *testing.T) {
+	var got []string
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.URL.String()+" "+r.Header.Get("Authorization"))
+		return &http.Response{StatusCode: http.StatusAccepted, Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}, Request: r}, nil
+	})
+	u, _ := url.Parse("http://Mcp.Example.com/mcp")
+	rt := &captureRoundTripper{base: base, conn: &captureConn{}, headers: map[string]string{"Authorization": "Bearer t"}, origin: origin(u)}
+	for _, to := range []string{"http://mcp.example.com:80/mcp", "https://mcp.example.com/mcp", "https://mcp.example.com:8443/mcp", "http://other.example.com/mcp"} {
+		req, _ := http.NewRequest(http.MethodGet, to, nil)
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"http://mcp.example.com:80/mcp Bearer t", "https://mcp.example.com/mcp Bearer t", "https://mcp.example.com:8443/mcp ", "http://other.example.com/mcp "}
+	if !slices.Equal(got, want) {
+		t.Errorf("sent:\n%q\nwant\n%q", got, want)
+	}
+	if w := rt.withheld.Load(); w == nil || *w != "https://mcp.example.com:8443" {
+		t.Errorf("withheld first from %v", w)
+	}
+	e := unauthorized(remoteServer("r", "sse", u.String()), rt.withheld.Load())
+	if !strings.Contains(e.Message, "server r answered 401 at https://mcp.example.com:8443, another origin than its url's") {
+		t.Errorf("401 there: %s", e.Message)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -120,8 +120,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		status, body := cp.httpStatus, cp.httpBody
 		cp.mu.Unlock()
 		var werr *jsonrpc.Error
-		if status != 0 && errors.As(sendErr, &werr) && werr.Code == codeRejected && callCtx.Err() == nil {
-			err = httpAnswerError(h.s.cfg(), what, status, body)
+		var said *Error // the OAuth handler's, on a 401 or 403: it says more
+		if status != 0 && !errors.As(sendErr, &said) && errors.As(sendErr, &werr) && werr.Code == codeRejected && callCtx.Err() == nil {
+			err = httpAnswerError(h.s.cfg(), what, status, body, sendErr)
 		} else {
 			err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 		}
@@ -328,10 +329,12 @@ func protocolError(cfg *config.Server, method string, err error) *Error {
 const codeRejected = -32005
 
 // httpAnswerError is the error of a request a remote server answered with
-// an HTTP error and no JSON-RPC message: its status, and the first line of
-// what it said. A 5xx is the server failing (exit 3, and it counts toward
-// failureThreshold); a 4xx, the server refusing the request (exit 5).
-func httpAnswerError(cfg *config.Server, what string, status int, body string) *Error {
+// an HTTP error and no JSON-RPC message (the SDK's rejection, sdkErr): its
+// status, and the first line of what it said. A 5xx is the server failing
+// (exit 3, and it counts toward failureThreshold); a 429, the server
+// limiting its requests (exit 3, not counted); another 4xx, the server
+// refusing the request (exit 5, not counted).
+func httpAnswerError(cfg *config.Server, what string, status int, body string, sdkErr error) *Error {
 	said := strings.TrimSpace(strings.SplitN(strings.ToValidUTF8(body, "?"), "\n", 2)[0])
 	if len(said) > 200 {
 		said = said[:200] + "…"
@@ -340,10 +343,13 @@ func httpAnswerError(cfg *config.Server, what string, status int, body string) *
 	if said != "" {
 		msg += ": " + cfg.Redact(said)
 	}
-	if status/100 == 5 {
+	switch {
+	case status/100 == 5:
 		e := errorf(KindUnavailable, cfg.Name, "%s", msg)
 		e.unreachable = true
 		return e.hint("the server failed: see its own logs")
+	case status == http.StatusTooManyRequests:
+		return errorf(KindUnavailable, cfg.Name, "%s", msg).hint("the server limits how many requests it takes: try again later")
 	}
-	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs")
+	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs").wrap(sdkErr)
 }
