@@ -342,7 +342,8 @@ func (s *server) connect(ctx context.Context) error {
 			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		}
 		if err != nil {
-			s.log.Warn("cannot write the wire trace (MCPCTL_TRACE)", "error", err.Error())
+			s.log.Warn("cannot write the wire trace (MCPCTL_TRACE)", "error", err.Error(),
+				"hint", "make "+s.e.opts.LogDir+" writable, or unset MCPCTL_TRACE")
 		} else {
 			conn.trace = f
 			go func() { <-life.Done(); f.Close() }()
