@@ -234,7 +234,9 @@ func valueStuck(msg string, cmd *cli.Command) string {
 			}
 		}
 	}
-	if best == "" {
+	// What follows the name must look like a value (mcp.json, 5s): not a
+	// plural or a typo of the flag (--servers).
+	if best == "" || !strings.ContainsAny(name[len(best):], "0123456789./:=-_~") {
 		return ""
 	}
 	dash := "--"

@@ -263,7 +263,11 @@ func servingEnded(ctx context.Context) error {
 // cancelled request is not sent at all (drainingConn); over HTTP the SDK
 // sends it.
 func endedError(err error) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request was cancelled: " + err.Error()}
+	msg := "the request was cancelled"
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "the request timed out"
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }
 
 // requestError is err, the host's answer to a request, as serve's client

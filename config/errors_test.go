@@ -75,6 +75,8 @@ hint: export NOPE, or give a default: ${NOPE:-value}`},
 hint: e.g. http://localhost:8080/mcp`},
 		{"URL without a scheme, an address first", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"127.0.0.1:39101/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "127.0.0.1:39101/mcp"
 hint: e.g. http://127.0.0.1:39101/mcp`},
+		{"URL with a scheme mistyped", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http:/h/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "http:/h/mcp"`},
+		{"URL without a scheme, with a user", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"me:pw@h:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://`},
 		{"URL with a space at its end", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://h/mcp \"}}}"}}, nil, `mcp.json:1:27: servers.a.url: the URL has white space at its start or end
 hint: remove it`},
 		{"IPv6 URL without brackets", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://::1:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: not a URL with a host

@@ -815,11 +815,17 @@ func (r *fieldReader) checkTransport() {
 			case !hasScheme || (err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme))):
 				// Shown: a URL without a scheme parsed as one (127.0.0.1:
 				// 8080/mcp fails to, "first path segment ... colon").
+				msg := fmt.Sprintf("expected a URL starting with %s:// or %s://", schemes[0], schemes[1])
+				if strings.Contains(s.URL, "@") {
+					// Not shown: it may hold a password.
+					d.errorAt(p, false, msg, "")
+					break
+				}
 				hint := ""
-				if !hasScheme && !strings.Contains(s.URL, "@") {
+				if !hasScheme && !looksSchemed().MatchString(s.URL) {
 					hint = fmt.Sprintf("e.g. %s://%s", schemes[0], s.Redact(s.URL))
 				}
-				d.errorAt(p, false, fmt.Sprintf("expected a URL starting with %s:// or %s://, got %q", schemes[0], schemes[1], s.Redact(s.URL)), hint)
+				d.errorAt(p, false, fmt.Sprintf("%s, got %q", msg, s.Redact(s.URL)), hint)
 			case err != nil || u.Host == "":
 				// Not shown: what fails to parse may hide its password.
 				hint := ""
@@ -1239,3 +1245,7 @@ func (in *inputs) value(id string) (string, error) {
 	in.values[id] = v
 	return v, nil
 }
+
+// looksSchemed matches a URL that starts with a scheme, however mistyped
+// what follows it is (http:/host): no scheme is to be put before it.
+var looksSchemed = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/`) })
