@@ -45,8 +45,9 @@ func newWatchCmd(env *Env) *cli.Command {
                      (error)
   dropped            the watch fell behind and count events were lost
 
-What --subscribe and --log-level ask of a server holds across its restarts:
-the session asks the new process again before anything else uses it.
+What --subscribe and --log-level ask of a server holds across its restarts
+(one a reload makes for new settings too): the session asks the new process
+again before anything else uses it.
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when

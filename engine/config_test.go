@@ -623,3 +623,57 @@ func TestHiddenToolGlobRedacted(t *testing.T) {
 		t.Errorf("calling a hidden tool: %v", err)
 	}
 }
+
+// A reload that restarts a server (its settings changed) keeps what the
+// watches following it asked: the new process is subscribed to their
+// resources and given their log level again, as after a restart, and a
+// watch's release unsubscribes it there. They were lost: the watches went
+// on and heard nothing more.
+func TestReloadKeepsSubscriptions(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls.log")
+	spec := surface
+	spec.ProtocolVersion, spec.Subscribe, spec.CallLog = "2025-11-25", true, calls
+	spec.Tools = []fakemcp.Tool{{Name: "touch", Touch: "file:///notes.txt"}}
+	srv := fakeServer(t, "srv", spec)
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{srv}}, &Options{ShutdownTimeout: 2 * time.Second, LogDir: dir, Trace: true})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	updates := e.Events(EventFilter{Types: []string{EventResourceUpdated}})
+	defer updates.Close()
+	release, err := e.SubscribeResource(ctx(t), "file:///notes.txt", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetLogLevel(ctx(t), "debug"); err != nil {
+		t.Fatal(err)
+	}
+	changed := *srv
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "CHANGED": "1"}
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&changed}})
+	if err != nil || !slices.Equal(res.Restarted, []string{"srv"}) {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.touch"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, updates); ev.URI != "file:///notes.txt" {
+		t.Errorf("event: %+v", ev)
+	}
+	wire, _ := os.ReadFile(filepath.Join(dir, "srv.wire.jsonl"))
+	if n := strings.Count(string(wire), `"method":"logging/setLevel"`); n != 2 {
+		t.Errorf("logging/setLevel sent %d times over the two processes, want 2", n)
+	}
+	release()
+	data, _ := os.ReadFile(calls)
+	if strings.Count(string(data), `"subscribe":"file:///notes.txt"`) != 2 || !strings.Contains(string(data), `"unsubscribe":"file:///notes.txt"`) {
+		t.Errorf("calls: %s", data)
+	}
+	for _, m := range e.Metrics()[0].Methods {
+		if m.Method == "resources/unsubscribe" && m.Errors != 0 {
+			t.Errorf("the unsubscribe failed: it went to the retired connection")
+		}
+	}
+}

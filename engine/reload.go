@@ -96,10 +96,12 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			// until Start or Restart names it.
 			s = newServer(e, sc)
 			s.lc.held = true
+			s.inherit(prev)
 			res.Updated = append(res.Updated, sc.Name)
 			stop = append(stop, prev)
 		default:
 			s = newServer(e, sc)
+			s.inherit(prev)
 			res.Restarted = append(res.Restarted, sc.Name)
 			stop = append(stop, prev)
 			start = append(start, s)
@@ -279,4 +281,16 @@ func (s *server) failedSince(t time.Time) *Error {
 		return s.lastErr
 	}
 	return nil
+}
+
+// inherit gives s, a server that replaces prev (new settings), what callers
+// asked of prev's connection: the resource subscriptions of the watches
+// that follow it, and the log level they set. s makes them again on its
+// first connection, as after a restart (they were lost: the watches went
+// on, and heard nothing more).
+func (s *server) inherit(prev *server) {
+	s.subs = prev.subs
+	prev.levelMu.Lock()
+	s.logLevel = prev.logLevel
+	prev.levelMu.Unlock()
 }

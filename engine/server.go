@@ -81,10 +81,9 @@ type server struct {
 
 	// What callers asked of the server's connection, made again on each
 	// new one (see restore).
-	subsMu   sync.Mutex
-	subs     map[string]*subscription // by resource URI, under subsMu
-	levelMu  sync.Mutex               // held across setting the level, so settings stay in order
-	logLevel string                   // set by SetLogLevel, under levelMu
+	subs     *subscriptions // shared with the server a reload replaces it by
+	levelMu  sync.Mutex     // held across setting the level, so settings stay in order
+	logLevel string         // set by SetLogLevel, under levelMu
 
 	askers      askers // requests in flight whose callers answer questions
 	elicitWaits elicitationWaits
@@ -99,7 +98,7 @@ func newServer(e *Engine, cfg *config.Server) *server {
 		state:       StateStopped,
 		since:       time.Now(),
 		rawItems:    map[string]map[string]json.RawMessage{},
-		subs:        map[string]*subscription{},
+		subs:        &subscriptions{m: map[string]*subscription{}},
 		restartTurn: make(chan struct{}, 1),
 	}
 	s.conf.Store(cfg)
@@ -921,9 +920,9 @@ func (s *server) newClient() *mcp.Client {
 			s.e.cache.invalidateURI(name, req.Params.URI)
 			// Only while someone follows it: a 2026-07-28 subscription
 			// stays open after its last release (SubscribeResource).
-			s.subsMu.Lock()
-			_, followed := s.subs[req.Params.URI]
-			s.subsMu.Unlock()
+			s.subs.mu.Lock()
+			_, followed := s.subs.m[req.Params.URI]
+			s.subs.mu.Unlock()
 			if followed {
 				s.e.bus.publish(Event{Type: EventResourceUpdated, Server: name, URI: req.Params.URI})
 			}

@@ -35,14 +35,14 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	// The map is held only to find the URI's entry; the round trips are
 	// made under the entry's own lock, which keeps one URI's subscribe and
 	// unsubscribe in order without making other URIs wait on a slow server.
-	s.subsMu.Lock()
-	sub := s.subs[uri]
+	s.subs.mu.Lock()
+	sub := s.subs.m[uri]
 	if sub == nil {
 		sub = &subscription{}
-		s.subs[uri] = sub
+		s.subs.m[uri] = sub
 	}
 	sub.n++
-	s.subsMu.Unlock()
+	s.subs.mu.Unlock()
 	sub.mu.Lock()
 	if sub.on != h.cs {
 		_, err := h.do(ctx, "resources/subscribe", "subscribing to "+uri, h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
@@ -89,6 +89,15 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	}, nil
 }
 
+// The subscriptions of a server, by resource URI. A reload that restarts
+// the server (its command changed, say) hands them to the server that
+// replaces it, which makes them again on its connection (restore), and to
+// which the callers' releases then go.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[string]*subscription
+}
+
 // A subscription is a resource URI some callers follow, and the connection
 // it was made on.
 type subscription struct {
@@ -97,7 +106,7 @@ type subscription struct {
 	// the order they were decided.
 	mu sync.Mutex
 	on *mcp.ClientSession // under mu; nil when the server was not told
-	n  int                // callers subscribed or subscribing, under the server's subsMu
+	n  int                // callers subscribed or subscribing, under subscriptions.mu
 }
 
 // leave counts a caller out of sub (whose mu the caller holds) and
@@ -108,8 +117,8 @@ type subscription struct {
 // make one of its own and its subscribe could reach the server before
 // the unsubscribe, which would undo it.
 func (s *server) leave(sub *subscription) (last bool) {
-	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
 	sub.n--
 	return sub.n == 0
 }
@@ -117,10 +126,10 @@ func (s *server) leave(sub *subscription) (last bool) {
 // drop removes uri's entry sub from the map unless a caller counted
 // itself in since it was left (the caller holds sub.mu).
 func (s *server) drop(uri string, sub *subscription) {
-	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
-	if sub.n == 0 && s.subs[uri] == sub {
-		delete(s.subs, uri)
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if sub.n == 0 && s.subs.m[uri] == sub {
+		delete(s.subs.m, uri)
 	}
 }
 
@@ -134,9 +143,9 @@ func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captu
 	if ir == nil || ir.Capabilities == nil {
 		return
 	}
-	s.subsMu.Lock()
-	subs := maps.Clone(s.subs)
-	s.subsMu.Unlock()
+	s.subs.mu.Lock()
+	subs := maps.Clone(s.subs.m)
+	s.subs.mu.Unlock()
 	for uri, sub := range subs {
 		sub.mu.Lock()
 		if sub.on != nil && sub.on != cs {
