@@ -677,3 +677,33 @@ func TestReloadKeepsSubscriptions(t *testing.T) {
 		}
 	}
 }
+
+// A read while a reload restarts the server that lists the URI waits for
+// that start, as a call does: it was told, as a usage error, that no server
+// lists the URI (with a "did you mean" another one).
+func TestReadDuringReloadRestart(t *testing.T) {
+	spec := fakemcp.Spec{StartDelay: "300ms", Resources: []fakemcp.Resource{{URI: "file:///a.txt", Name: "a", Text: "A"}}}
+	srv := fakeServer(t, "srv", spec)
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := e.lookup("srv")
+	changed := *srv
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "CHANGED": "1"}
+	reloaded := make(chan error, 1)
+	go func() {
+		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&changed}})
+		reloaded <- err
+	}()
+	for s, _ := e.lookup("srv"); s == old; s, _ = e.lookup("srv") {
+		time.Sleep(time.Millisecond)
+	}
+	res, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a.txt", NoCache: true})
+	if err != nil || !strings.Contains(string(res.Result), `"A"`) {
+		t.Errorf("a read during the reload's restart: %v", err)
+	}
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+}

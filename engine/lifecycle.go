@@ -833,6 +833,22 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 
 // markRestarting marks s as being restarted by hand until the returned
 // func is called (restarts take turns: one mark at a time).
+// awaitRestart waits, until ctx ends, for the restart under way (by hand,
+// or a reload's start of the server), and reports whether there was one.
+func (s *server) awaitRestart(ctx context.Context) bool {
+	s.mu.Lock()
+	ch := s.lc.byHandRestart
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+	return true
+}
+
 func (s *server) markRestarting() (done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

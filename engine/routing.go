@@ -126,7 +126,14 @@ func (e *Engine) offers(ctx context.Context) offerList {
 	servers := e.all()
 	out := offerList{failed: knowAll(ctx, servers)}
 	for _, s := range servers {
-		if sn := s.lastOffer(); sn != nil {
+		sn := s.lastOffer()
+		if sn == nil && s.awaitRestart(ctx) {
+			// One a reload replaced (new settings) offers nothing until
+			// its start lists it: a read or a subscription meanwhile was
+			// told that no server lists its URI.
+			sn = s.lastOffer()
+		}
+		if sn != nil {
 			out.offers = append(out.offers, offered{s, sn})
 		}
 	}
