@@ -43,8 +43,10 @@ type captureConn struct {
 	trace   io.Writer
 
 	// abortHTTP, for a remote server, ends every HTTP request of the
-	// connection, under way or to come (see captureRoundTripper.abort).
-	abortHTTP context.CancelFunc
+	// connection, under way or to come (see captureRoundTripper.abort);
+	// httpAnswered is set once any request of it got an HTTP answer.
+	abortHTTP    context.CancelFunc
+	httpAnswered atomic.Bool
 
 	// rootsAsked is the id of the server's roots/list request; the answer
 	// to it closes rootsAnswered (awaitRoots).

@@ -132,6 +132,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 	if err != nil {
 		return resp, err
 	}
+	t.conn.httpAnswered.Store(true)
 	if resp.StatusCode == http.StatusBadRequest && req.Header.Get("Mcp-Session-Id") != "" && saysSessionUnknown(resp) {
 		// The spec asks for 404 here, and the SDK renews the session only
 		// on 404; servers built on the TypeScript SDK's examples

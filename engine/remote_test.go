@@ -757,9 +757,10 @@ func TestRemoteStopDoesNotWaitForAHungServer(t *testing.T) {
 }
 
 // A remote server that takes the connection and never answers fails its
-// start at startupTimeout, not 5 s later: the SDK's notifications/cancelled
+// start at startupTimeout, not 5 s later (the SDK's notifications/cancelled
 // for the initialize given up, waited for as its Connect closed, was sent
-// with a context of its own.
+// with a context of its own), saying that nothing answered: it said "did
+// not finish starting", with a hint to raise startupTimeout.
 func TestRemoteStartTimesOutOnTime(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -795,7 +796,7 @@ func TestRemoteStartTimesOutOnTime(t *testing.T) {
 		e := newEngine(t, cfg)
 		t0 := time.Now()
 		err = e.Start(ctx(t))
-		if took := time.Since(t0); took > 3*time.Second || !strings.Contains(fmt.Sprint(err), "did not finish starting within 300ms") {
+		if took := time.Since(t0); took > 3*time.Second || !strings.Contains(fmt.Sprint(err), "gave no HTTP answer within 300ms") {
 			t.Fatalf("start took %s: %v", took, err)
 		}
 	}

@@ -417,7 +417,7 @@ func (s *server) connect(ctx context.Context) error {
 		endLife()
 		// Let an exiting process finish, so the error can say how it ended.
 		proc.awaitExit(500 * time.Millisecond)
-		failure := s.startFailure(ctx, sctx, proc, err, timedOut)
+		failure := s.startFailure(ctx, sctx, proc, err, timedOut, proc == nil && !conn.httpAnswered.Load())
 		proc.stop(0, s.shutdownTimeout())
 		if sc != nil && sc.probe.answeredLate() && !s.probeLate.Load() {
 			// A 2026-07-28 server, only slow: made again, waiting for
@@ -463,7 +463,7 @@ func (s *server) connect(ctx context.Context) error {
 // startFailure explains why a start failed: the process exited, the
 // startup timeout passed, or the handshake broke. timedOut: the timeout
 // passed while the process still ran, so how it ended after is no news.
-func (s *server) startFailure(ctx, sctx context.Context, proc *process, err error, timedOut bool) error {
+func (s *server) startFailure(ctx, sctx context.Context, proc *process, err error, timedOut, unanswered bool) error {
 	name := s.cfg().Name
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -476,6 +476,13 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e = errorf(KindProtocol, name, "server %s answered initialize with a protocol version mcpctl does not speak (%s); it speaks %s",
 			name, strings.TrimPrefix(err.Error(), "unsupported protocol version: "), strings.Join(mcp.SupportedProtocolVersions(), ", "))
 		e.hint("update the server, or set protocolVersion of server %s to a version both speak (%s)", name, s.cfg().Source)
+	case proc == nil && sctx.Err() == context.DeadlineExceeded && unanswered:
+		// Not slow: nothing answered at all (a dropped connection, a
+		// wrong address behind a firewall, a port that takes connections
+		// and says nothing).
+		e = errorf(KindUnavailable, name, "server %s (%s) gave no HTTP answer within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
+		e.startTimedOut = true
+		e.hint("check that the server runs at that address, and that nothing between drops the connection (%s)", s.cfg().Source)
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
 		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
 		e.startTimedOut = true
