@@ -831,8 +831,8 @@ func TestCallsDuringRestartSayStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range cap(errs) {
-		if err := <-errs; KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server srv was stopped during the call to srv.slow") {
-			t.Errorf("a call during the restart: %v", err)
+		if err := <-errs; KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server srv was stopped during the call to srv.slow") || len(asError(err).Hint) == 0 || asError(err).Hint[0] != stoppedByUs {
+			t.Errorf("a call during the restart: %v (hints %q)", err, asError(err).Hint)
 		}
 	}
 }

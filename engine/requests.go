@@ -140,6 +140,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	return result, err
 }
 
+// stoppedByUs is the hint of a request whose server mcpctl stopped under it.
+const stoppedByUs = "it was stopped by mcpctl (a restart, a stop, a reload that changed it, the session's end, or its connection lost); see its state with: mcpctl status"
+
 // connClosed tells an error of a connection that ended.
 func connClosed(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF")
@@ -226,7 +229,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		stopped := h.s.state == StateStopping || h.s.state == StateStopped
 		h.s.mu.Unlock()
 		if stopped {
-			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what)
+			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).hint(stoppedByUs)
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
 		if stdoutClosed {
@@ -247,8 +250,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		case h.proc.stoppedByUs():
 			// Its exit (a signal, or code 0 on end of input) was mcpctl's
 			// doing: a restart, a stop, or its connection lost.
-			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).
-				hint("mcpctl stopped it (a restart, a stop, or its connection lost); see its state with: mcpctl status").wrap(err)
+			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).hint(stoppedByUs).wrap(err)
 		case h.proc.exited():
 			e = h.s.exitError(h.proc, what)
 		}
