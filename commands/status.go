@@ -24,7 +24,8 @@ its pid, tool count and last error. In JSON, "since" is when the server
 entered its state; "restarts" and "restartAt" follow the on-failure policy;
 "failures" counts failed requests in a row (a degraded server);
 "lastSuccessAt" and "lastFailureAt" are when a request to it (a health check
-ping too) last succeeded and last failed;
+ping too) last succeeded and last failed in a way that counts toward
+failureThreshold (a timeout, a broken answer; not a crash);
 "stoppedByHand" marks a server stopped with "mcpctl stop" (", by hand" in
 the table), which stays stopped until "mcpctl start" or "mcpctl restart".
 With no session running the servers are listed as stopped ("session" is null
