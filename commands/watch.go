@@ -45,7 +45,9 @@ func newWatchCmd(env *Env) *cli.Command {
                      (error)
   dropped            the watch fell behind and count events were lost
 
-What --subscribe and --log-level ask of a server holds across its restarts
+Watches that ask one server for different --log-level each get their own
+level and above: the server is set to the most verbose of them while they
+run. What --subscribe and --log-level ask of a server holds across its restarts
 (one a reload makes for new settings too): the session asks the new process
 again before anything else uses it.
 

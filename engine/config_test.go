@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -706,4 +707,70 @@ func TestReadDuringReloadRestart(t *testing.T) {
 	if err := <-reloaded; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Two watches that ask one server for different log levels each get what
+// they asked: the server is set to the more verbose, each watch drops what
+// is below its own, and the one that stays keeps its level when the other
+// ends. The last to ask used to win for both (the info watch heard
+// nothing once an error watch began), and kept winning after it ended.
+func TestWatchLogLevelsHeld(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "log", Log: "hello"}}})
+	type watch struct {
+		logs   chan string
+		cancel context.CancelFunc
+		done   chan error
+	}
+	start := func(level string) *watch {
+		w := &watch{logs: make(chan string, 10), done: make(chan error, 1)}
+		wctx, cancel := context.WithCancel(ctx(t))
+		w.cancel = cancel
+		ready := make(chan struct{})
+		go func() {
+			w.done <- e.Watch(wctx, &WatchRequest{Filter: EventFilter{Servers: []string{"srv"}}, LogLevel: level}, func(ev Event) error {
+				switch ev.Type {
+				case EventReady:
+					close(ready)
+				case EventLog:
+					w.logs <- ev.Level
+				}
+				return nil
+			})
+		}()
+		select {
+		case <-ready:
+		case err := <-w.done:
+			t.Fatalf("watch at %s: %v", level, err)
+		}
+		return w
+	}
+	heard := func(w *watch) bool {
+		select {
+		case <-w.logs:
+			return true
+		case <-time.After(500 * time.Millisecond):
+			return false
+		}
+	}
+	info := start("info")
+	errs := start("error")
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.log"}); err != nil {
+		t.Fatal(err)
+	}
+	if !heard(info) {
+		t.Error("the info watch heard nothing once an error watch began")
+	}
+	if heard(errs) {
+		t.Error("the error watch heard an info message")
+	}
+	errs.cancel()
+	<-errs.done
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.log"}); err != nil {
+		t.Fatal(err)
+	}
+	if !heard(info) {
+		t.Error("the info watch heard nothing after the error watch ended")
+	}
+	info.cancel()
+	<-info.done
 }

@@ -289,7 +289,7 @@ func (s *server) failedSince(t time.Time) *Error {
 // first connection, as after a restart (they were lost: the watches went
 // on, and heard nothing more).
 func (s *server) inherit(prev *server) {
-	s.subs = prev.subs
+	s.subs, s.levels = prev.subs, prev.levels
 	prev.levelMu.Lock()
 	s.logLevel = prev.logLevel
 	prev.levelMu.Unlock()

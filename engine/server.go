@@ -82,6 +82,7 @@ type server struct {
 	// What callers asked of the server's connection, made again on each
 	// new one (see restore).
 	subs     *subscriptions // shared with the server a reload replaces it by
+	levels   *levelHolds    // the same
 	levelMu  sync.Mutex     // held across setting the level, so settings stay in order
 	logLevel string         // set by SetLogLevel, under levelMu
 
@@ -99,6 +100,7 @@ func newServer(e *Engine, cfg *config.Server) *server {
 		since:       time.Now(),
 		rawItems:    map[string]map[string]json.RawMessage{},
 		subs:        &subscriptions{m: map[string]*subscription{}},
+		levels:      &levelHolds{n: map[string]int{}},
 		restartTurn: make(chan struct{}, 1),
 	}
 	s.conf.Store(cfg)

@@ -214,28 +214,129 @@ func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...strin
 		if len(servers) > 0 && !slices.Contains(servers, s.cfg().Name) {
 			continue
 		}
-		h, err := s.ready(ctx)
-		if ctx.Err() != nil {
-			return set, deadlineError(ctx.Err(), s.cfg().Name, "setting the log level of server "+s.cfg().Name)
-		}
-		if err != nil || h.capabilities().Logging == nil {
-			continue
-		}
-		s.levelMu.Lock()
-		err = setLevelOn(h.cs, h.conn, level, func() error {
-			_, err := h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
-				return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
-			})
-			return err
-		})
-		if err == nil {
-			s.logLevel = level
-		}
-		s.levelMu.Unlock()
+		ok, err := s.setLevel(ctx, func() string { return level })
 		if err != nil {
-			return set, deadlineError(err, s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+			return set, err
 		}
-		set = append(set, s.cfg().Name)
+		if ok {
+			set = append(set, s.cfg().Name)
+		}
 	}
 	return set, nil
+}
+
+// setLevel sets the log level level() says (read under levelMu) on the
+// server, if it is ready and logs; ok says it was.
+func (s *server) setLevel(ctx context.Context, level func() string) (ok bool, err error) {
+	h, err := s.ready(ctx)
+	if ctx.Err() != nil {
+		return false, deadlineError(ctx.Err(), s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+	}
+	if err != nil || h.capabilities().Logging == nil {
+		return false, nil
+	}
+	s.levelMu.Lock()
+	defer s.levelMu.Unlock()
+	lv := level()
+	if lv == "" {
+		return false, nil
+	}
+	err = setLevelOn(h.cs, h.conn, lv, func() error {
+		_, err := h.do(ctx, "logging/setLevel", "setting the log level", h.s.requestTimeout(0), func(ctx context.Context) (any, error) {
+			return nil, h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(lv)})
+		})
+		return err
+	})
+	if err != nil {
+		return false, deadlineError(err, s.cfg().Name, "setting the log level of server "+s.cfg().Name)
+	}
+	s.logLevel = lv
+	return true, nil
+}
+
+// levelHolds counts the log levels the live watches of a server asked for:
+// the server is set to the most verbose of them, so that one watch's
+// level does not silence another's (each watch drops what is below its
+// own). Shared, as subscriptions are, with the server a reload replaces
+// it by.
+type levelHolds struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts level in (d 1) or out (d -1), and returns the most verbose
+// level held, "" when none is.
+func (l *levelHolds) add(level string, d int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[level] += d; l.n[level] <= 0 {
+		delete(l.n, level)
+	}
+	return l.mostVerbose()
+}
+
+func (l *levelHolds) mostVerbose() string {
+	for _, lv := range LogLevels {
+		if l.n[lv] > 0 {
+			return lv
+		}
+	}
+	return ""
+}
+
+// holdLogLevel is SetLogLevel for a watch: level is held on the servers
+// (all, or those named) until release, and each is set to the most verbose
+// level held on it. Once the last watch lets go, the level stays as it
+// was: MCP has no way to unset it.
+func (e *Engine) holdLogLevel(ctx context.Context, level string, servers ...string) (release func(), err error) {
+	if !slices.Contains(LogLevels, level) {
+		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
+	}
+	if err := e.open(); err != nil {
+		return nil, err
+	}
+	if err := e.checkServers(servers); err != nil {
+		return nil, err
+	}
+	var held []string
+	release = func() {
+		for _, name := range held {
+			s, err := e.lookup(name)
+			if err != nil {
+				continue // removed by a reload
+			}
+			if s.levels.add(level, -1) == "" {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.setLevel(ctx, s.levels.effective)
+			cancel()
+		}
+	}
+	for _, s := range e.all() {
+		if len(servers) > 0 && !slices.Contains(servers, s.cfg().Name) {
+			continue
+		}
+		s.levels.add(level, 1)
+		held = append(held, s.cfg().Name)
+		if _, err := s.setLevel(ctx, s.levels.effective); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	return release, nil
+}
+
+// effective is the level to set: the most verbose held.
+func (l *levelHolds) effective() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mostVerbose()
+}
+
+// below reports whether a log message of level is less severe than
+// floor (both MCP levels; an unknown one is never below).
+func below(level, floor string) bool {
+	i, j := slices.Index(LogLevels, level), slices.Index(LogLevels, floor)
+	return i >= 0 && j >= 0 && i < j
 }

@@ -9,7 +9,9 @@ type WatchRequest struct {
 	// watch, routed as reads are, or to SubscribeServer.
 	Subscribe       []string
 	SubscribeServer string
-	// LogLevel, when set, is set on the watched servers that log.
+	// LogLevel, when set, is held on the watched servers that log for the
+	// watch's life: each is set to the most verbose level its live watches
+	// hold, and log messages below LogLevel are not passed to this watch.
 	LogLevel string
 }
 
@@ -68,9 +70,11 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 		defer release()
 	}
 	if req.LogLevel != "" {
-		if _, err := e.SetLogLevel(ctx, req.LogLevel, req.Filter.Servers...); err != nil {
+		release, err := e.holdLogLevel(ctx, req.LogLevel, req.Filter.Servers...)
+		if err != nil {
 			return err
 		}
+		defer release()
 	}
 	// Stamped with when the subscription began, not now: the events it
 	// holds from before this line (a start's, without a session) are later.
@@ -84,6 +88,9 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 		case ev, ok := <-sub.C:
 			if !ok {
 				return nil
+			}
+			if ev.Type == EventLog && req.LogLevel != "" && below(ev.Level, req.LogLevel) {
+				continue // for another watch, which asked for more
 			}
 			if err := fn(ev); err != nil {
 				return err
