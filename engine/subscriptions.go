@@ -200,13 +200,7 @@ var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // named) to send log messages at level and above. It returns the servers
 // it was set on. A name that is not a server is an error.
 func (e *Engine) SetLogLevel(ctx context.Context, level string, servers ...string) ([]string, error) {
-	if !slices.Contains(LogLevels, level) {
-		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
-	}
-	if err := e.open(); err != nil {
-		return nil, err
-	}
-	if err := e.checkServers(servers); err != nil {
+	if err := e.checkLevelRequest(level, servers); err != nil {
 		return nil, err
 	}
 	var set []string
@@ -284,18 +278,24 @@ func (l *levelHolds) mostVerbose() string {
 	return ""
 }
 
+// checkLevelRequest refuses an unknown level, a closed engine, or a name
+// that is not a server.
+func (e *Engine) checkLevelRequest(level string, servers []string) error {
+	if !slices.Contains(LogLevels, level) {
+		return errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
+	}
+	if err := e.open(); err != nil {
+		return err
+	}
+	return e.checkServers(servers)
+}
+
 // holdLogLevel is SetLogLevel for a watch: level is held on the servers
 // (all, or those named) until release, and each is set to the most verbose
 // level held on it. Once the last watch lets go, the level stays as it
 // was: MCP has no way to unset it.
 func (e *Engine) holdLogLevel(ctx context.Context, level string, servers ...string) (release func(), err error) {
-	if !slices.Contains(LogLevels, level) {
-		return nil, errorf(KindUsage, "", "unknown log level %q", level).hint("use one of: %s", strings.Join(LogLevels, ", "))
-	}
-	if err := e.open(); err != nil {
-		return nil, err
-	}
-	if err := e.checkServers(servers); err != nil {
+	if err := e.checkLevelRequest(level, servers); err != nil {
 		return nil, err
 	}
 	var held []string
