@@ -33,11 +33,11 @@ type captureRoundTripper struct {
 	base    http.RoundTripper
 	conn    *captureConn
 	headers map[string]string
-	// origin is the server's URL's (origin): the configured headers go to
-	// it alone (and to its https:// upgrade), not to a host a redirect or
-	// an SSE endpoint event names. withheld is the first origin they were
-	// kept from, for the error a 401 there makes.
-	origin   string
+	// origins are the server's URL's origin and its https:// upgrade on
+	// the same host: the configured headers go to them alone, not to a
+	// host a redirect or an SSE endpoint event names. withheld is the
+	// first origin they were kept from, for the error a 401 there makes.
+	origins  [2]string
 	withheld atomic.Pointer[string]
 	log      *slog.Logger
 	// abort, once done, ends every request, under way or to come: the SDK
@@ -93,7 +93,7 @@ func (c *closeThen) Close() error {
 }
 
 func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
-	if o := origin(req.URL); o == t.origin || o == upgraded(t.origin) {
+	if o := origin(req.URL); o == t.origins[0] || o == t.origins[1] {
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
@@ -488,8 +488,8 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	}
 	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort}
 	if u, err := url.Parse(cfg.URL); err == nil {
-		rt.origin = origin(u)
-		rt.log = s.log
+		o := origin(u)
+		rt.origins, rt.log = [2]string{o, upgraded(o)}, s.log
 	}
 	rt.onStream = func(err error) { s.eventStream(conn, err) }
 	hc := &http.Client{Transport: rt}
@@ -655,9 +655,14 @@ func upgraded(o string) string {
 // origin is u's scheme, host and port (the default one of the scheme when
 // none is written), as a browser compares origins.
 func origin(u *url.URL) string {
-	port := u.Port()
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443", "ws": "80", "wss": "443"}[strings.ToLower(u.Scheme)]
+		switch scheme {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		}
 	}
-	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

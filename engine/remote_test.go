@@ -928,7 +928,8 @@ func TestHeadersOrigin(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusAccepted, Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}, Request: r}, nil
 	})
 	u, _ := url.Parse("http://Mcp.Example.com/mcp")
-	rt := &captureRoundTripper{base: base, conn: &captureConn{}, headers: map[string]string{"Authorization": "Bearer t"}, origin: origin(u)}
+	o := origin(u)
+	rt := &captureRoundTripper{base: base, conn: &captureConn{}, headers: map[string]string{"Authorization": "Bearer t"}, origins: [2]string{o, upgraded(o)}}
 	for _, to := range []string{"http://mcp.example.com:80/mcp", "https://mcp.example.com/mcp", "https://mcp.example.com:8443/mcp", "http://other.example.com/mcp"} {
 		req, _ := http.NewRequest(http.MethodGet, to, nil)
 		if _, err := rt.RoundTrip(req); err != nil {
