@@ -26,10 +26,6 @@ import (
 // as the error of one call (URL elicitation required, -32042) goes to that
 // call's caller.
 
-// anyonesKey marks the context of a question that could be any of several
-// callers' (its value: how many requests were in flight).
-type anyonesKey struct{}
-
 // ErrNotAnswered is what a caller's [RequestHandler] returns for a
 // question it cannot answer after all (a client that does not do URL
 // elicitation, say): the engine's other answerers get it instead.
@@ -125,15 +121,7 @@ func holding(calls []*asker) (resume func()) {
 func (s *server) answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	var own RequestHandler
 	var calls []*asker
-	owners := s.askers.owner()
-	if owners == nil {
-		if n := len(s.askers.all()); n > 1 {
-			// Said when nothing else answers: a caller who would have
-			// answered was not asked, and a missing hook is not why.
-			ctx = context.WithValue(ctx, anyonesKey{}, n)
-		}
-	}
-	if owners != nil {
+	if owners := s.askers.owner(); owners != nil {
 		calls = owners
 		for _, a := range owners {
 			if own = a.handler(method); own != nil {
@@ -192,7 +180,9 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 	}
 	if h == nil {
 		why := "no sampling hook is set (sampling.command in the config, or mcpctl call --sampling-command)"
-		if n, ok := ctx.Value(anyonesKey{}).(int); ok {
+		if n := len(s.askers.all()); calls == nil && n > 1 {
+			// No one's for want of an owner, not of a hook: a caller who
+			// would have answered was not asked.
 			why = fmt.Sprintf("it could be the question of any of %d requests in flight on server %s, of different callers, so none of them was asked; and no sampling hook is set (sampling.command in the config)", n, s.cfg().Name)
 		}
 		s.log.Info("declined a request from the server: nothing answers it", "method", method, "why", why)
