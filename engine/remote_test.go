@@ -887,6 +887,14 @@ func TestRemoteCallRefused401(t *testing.T) {
 	if KindOf(err) != KindAuth || !strings.Contains(fmt.Sprint(err), "refused the Authorization header it is sent") {
 		t.Errorf("a call refused with 401: %v (%s)", err, KindOf(err))
 	}
+	// A 403 is the OAuth handler's to tell as well.
+	e, _ = remoteAnsweringCalls(t, func(w http.ResponseWriter) {
+		http.Error(w, "nope", http.StatusForbidden)
+	}, &Options{ShutdownTimeout: 2 * time.Second, Auth: &AuthOptions{Dir: t.TempDir()}})
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	if !strings.Contains(fmt.Sprint(err), "server r answered 403 Forbidden: it does not let mcpctl in") {
+		t.Errorf("a call refused with 403: %v (%s)", err, KindOf(err))
+	}
 }
 
 // remoteAnsweringCalls starts an engine (with opts, if given) with a

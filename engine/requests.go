@@ -117,15 +117,11 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		if cp.sessionMissing {
 			sendErr = fmt.Errorf("%w: %w", mcp.ErrSessionMissing, sendErr)
 		}
-		status, body := cp.httpStatus, cp.httpBody
-		cp.mu.Unlock()
-		var werr *jsonrpc.Error
-		var said *Error // the OAuth handler's, on a 401 or 403: it says more
-		if status != 0 && !errors.As(sendErr, &said) && errors.As(sendErr, &werr) && werr.Code == codeRejected && callCtx.Err() == nil {
-			err = httpAnswerError(h.s.cfg(), what, status, body, sendErr)
-		} else {
-			err = h.failure(ctx, callCtx, what, method, dl, sendErr)
+		if cp.httpStatus != 0 {
+			sendErr = &httpAnswer{status: cp.httpStatus, body: cp.httpBody, err: sendErr}
 		}
+		cp.mu.Unlock()
+		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 	}
 	recorded := err
 	if KindOf(err) == KindTimeout && callerShort {
@@ -193,6 +189,8 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		return e.hint("try again: mcpctl connects to it afresh").wrap(err)
 	}
 	var werr *jsonrpc.Error
+	var ha *httpAnswer
+	var said *Error
 	// A server that closed its stdin reads nothing more: the write fails.
 	stdinGone := h.s.cfg().IsStdio() && (errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe"))
 	connLost := h.life.Err() != nil || connClosed(err) || stdinGone || !h.s.cfg().IsStdio() && connBroken(err)
@@ -275,6 +273,13 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		e := remoteFailure(h.s.cfg(), dialFailed(err))
 		e.unreachable = true
 		return e
+	case errors.As(err, &ha) && errors.As(err, &werr) && werr.Code == codeRejected:
+		// An HTTP error with no JSON-RPC message, which the SDK tells as
+		// an answer of its own making.
+		if errors.As(err, &said) {
+			return said // the OAuth handler's, on a 401 or 403: it says more
+		}
+		return httpAnswerError(h.s.cfg(), what, ha)
 	case errors.As(err, &werr):
 		return protocolError(h.s.cfg(), method, werr)
 	}
@@ -330,17 +335,27 @@ func protocolError(cfg *config.Server, method string, err error) *Error {
 // could not deliver or got no JSON-RPC answer to (its ErrRejected).
 const codeRejected = -32005
 
+// An httpAnswer is a request's error from the SDK, when the server
+// answered it with an HTTP error and no JSON-RPC message: its status, and
+// the start of what it wrote.
+type httpAnswer struct {
+	status int
+	body   string
+	err    error
+}
+
+func (a *httpAnswer) Error() string { return a.err.Error() }
+func (a *httpAnswer) Unwrap() error { return a.err }
+
 // httpAnswerError is the error of a request a remote server answered with
-// an HTTP error and no JSON-RPC message (the SDK's rejection, sdkErr): its
-// status, and the first line of what it said. A 5xx is the server failing
-// (exit 3, and it counts toward failureThreshold); a 429, the server
-// limiting its requests (exit 3, not counted); another 4xx, the server
-// refusing the request (exit 5, not counted).
-func httpAnswerError(cfg *config.Server, what string, status int, body string, sdkErr error) *Error {
-	said := strings.TrimSpace(strings.SplitN(strings.ToValidUTF8(body, "?"), "\n", 2)[0])
-	if len(said) > 200 {
-		said = said[:200] + "…"
-	}
+// an HTTP error and no JSON-RPC message: its status, and the first line of
+// what it said. A 5xx is the server failing (exit 3, and it counts toward
+// failureThreshold); a 429, the server limiting its requests (exit 3, not
+// counted); another 4xx, the server refusing the request (exit 5, not
+// counted).
+func httpAnswerError(cfg *config.Server, what string, a *httpAnswer) *Error {
+	status := a.status
+	said := truncate(strings.TrimSpace(strings.SplitN(strings.ToValidUTF8(a.body, "?"), "\n", 2)[0]), 200)
 	msg := fmt.Sprintf("server %s (%s) answered %s with HTTP %d %s", cfg.Name, cfg.Redact(cfg.URL), what, status, http.StatusText(status))
 	if said != "" {
 		msg += ": " + cfg.Redact(said)
@@ -353,5 +368,5 @@ func httpAnswerError(cfg *config.Server, what string, status int, body string, s
 	case status == http.StatusTooManyRequests:
 		return errorf(KindUnavailable, cfg.Name, "%s", msg).hint("the server limits how many requests it takes: try again later")
 	}
-	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs").wrap(sdkErr)
+	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs").wrap(a.err)
 }
