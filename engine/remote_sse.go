@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"bytes"
+	"io"
+)
+
+// An sseTee passes a server-sent event stream on an event at a time, and
+// hands the data of each event to onData as it does. An event longer than
+// maxMessage is not passed on, as the SDK would give up the whole stream
+// over it: in its place goes, when it answers a request (whose id is read
+// from the first and last bytes of its data), the error a stdio server's
+// overlong answer gets.
+type sseTee struct {
+	io.ReadCloser
+	onData func([]byte)
+	// onBreak, when set, hears once of a read that failed other than at
+	// the stream's end.
+	onBreak func(error)
+	out     []byte // events checked, not yet read by the SDK
+	err     error  // the stream's, given once out is read
+	ev      sseEvent
+}
+
+// An sseEvent is the event under way.
+type sseEvent struct {
+	raw  []byte // its lines as they came; the last may be unfinished
+	line int    // where in raw the line under way starts
+	// long: the event is over maxMessage and is dropped; raw holds only
+	// the line under way. longLine: so is that line, and it is not kept
+	// at all (longData: it is a data line).
+	long, longLine, longData bool
+	dataLines                int
+	head, tail               []byte // the first and last bytes of its data
+	fields                   []byte // a dropped event's id, event and retry lines
+}
+
+var dataKey = []byte("data:")
+
+// decided is how much of a line is read before an overlong event's line
+// under way is judged (data or not): a read may end inside "data:".
+const decided = 16
+
+func (s *sseTee) Read(p []byte) (int, error) {
+	for len(s.out) == 0 && s.err == nil && len(p) > 0 {
+		// p is lent to read into: feed keeps what it needs.
+		n, err := s.ReadCloser.Read(p)
+		s.feed(p[:n])
+		if err == io.EOF {
+			s.finish()
+		} else if err != nil && s.onBreak != nil {
+			s.onBreak(err)
+			s.onBreak = nil
+		}
+		s.err = err
+	}
+	n := copy(p, s.out)
+	if s.out = s.out[n:]; len(s.out) > 0 {
+		return n, nil
+	}
+	s.out = nil
+	return n, s.err
+}
+
+func (s *sseTee) feed(b []byte) {
+	e := &s.ev
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i+1]
+		}
+		b = b[len(chunk):]
+		ended := i >= 0
+		switch {
+		case e.longLine:
+			if e.longData {
+				e.noteData(trimEOL(chunk))
+			}
+			e.longLine = !ended
+			continue
+		case len(e.raw)+len(chunk) > maxMessage && (ended || len(e.raw)-e.line+len(chunk) >= decided):
+			s.overflow(chunk, ended)
+			if !ended {
+				continue
+			}
+		default:
+			e.raw = append(e.raw, chunk...)
+		}
+		if ended {
+			s.endLine()
+		}
+	}
+}
+
+// overflow takes chunk, which takes the event over maxMessage (the SDK
+// counts every byte of it, the blank line that ends it too): the event is
+// dropped. What is kept of it: the first and last bytes of its data (noted
+// line by line), its id, event and retry lines, and the line under way
+// when chunk ends it, for endLine.
+func (s *sseTee) overflow(chunk []byte, ended bool) {
+	e := &s.ev
+	if !e.long {
+		e.long = true
+		for line := range bytes.Lines(e.raw[:e.line]) {
+			e.keepField(line)
+		}
+	}
+	line := append(e.raw[e.line:len(e.raw):len(e.raw)], chunk...)
+	e.raw, e.line = nil, 0
+	if ended {
+		e.raw = line
+		return
+	}
+	e.longLine, e.longData = true, bytes.HasPrefix(line, dataKey)
+	if e.longData {
+		e.noteDataLine(line)
+	}
+}
+
+// keepField keeps an id, event or retry line of a dropped event, for the
+// event sent in its place: the SDK's last event id moves on past it, and
+// an event the SDK would not take as a message stays one it does not.
+func (e *sseEvent) keepField(line []byte) {
+	for _, key := range []string{"id:", "event:", "retry:"} {
+		if bytes.HasPrefix(line, []byte(key)) && len(line) <= 1024 {
+			e.fields = append(append(e.fields, trimEOL(line)...), '\n')
+			return
+		}
+	}
+}
+
+// endLine takes the line that has just ended the event's raw bytes.
+func (s *sseTee) endLine() {
+	e := &s.ev
+	line := trimEOL(e.raw[e.line:])
+	if len(line) == 0 {
+		s.dispatch()
+		return
+	}
+	if bytes.HasPrefix(line, dataKey) {
+		e.noteDataLine(line)
+	}
+	if e.long {
+		e.keepField(line)
+		e.raw, e.line = e.raw[:0], 0
+	} else {
+		e.line = len(e.raw)
+	}
+}
+
+// finish ends the stream's last line and event, as the SDK dispatches an
+// event whose last line has no newline at EOF; the newlines count towards
+// maxMessage as any other byte.
+func (s *sseTee) finish() {
+	e := &s.ev
+	if e.longLine || len(e.raw) > e.line {
+		s.feed([]byte{'\n'})
+	}
+	if e.long || len(e.raw) > 0 {
+		s.feed([]byte{'\n'})
+	}
+}
+
+func (s *sseTee) dispatch() {
+	e := &s.ev
+	if e.long {
+		if id := cutResponseID(e.head, e.tail); id != nil {
+			answer := droppedAnswer(id)
+			s.onData(answer)
+			s.out = append(s.out, e.fields...)
+			s.out = append(s.out, "data: "...)
+			s.out = append(s.out, answer...)
+			s.out = append(s.out, "\n\n"...)
+		}
+	} else {
+		if data := eventData(e.raw); len(data) > 0 {
+			s.onData(data)
+		}
+		if len(s.out) == 0 {
+			s.out = e.raw // no copy of an event that may be tens of MiB
+		} else {
+			s.out = append(s.out, e.raw...)
+		}
+	}
+	s.ev = sseEvent{}
+}
+
+func (e *sseEvent) noteDataLine(line []byte) {
+	if e.dataLines++; e.dataLines > 1 {
+		e.noteData([]byte{'\n'})
+	}
+	e.noteData(bytes.TrimLeft(line[len(dataKey):], " "))
+}
+
+// noteData keeps the first and last 256 bytes of the event's data.
+func (e *sseEvent) noteData(p []byte) {
+	const keep = 256
+	if len(e.head) < keep {
+		e.head = append(e.head, p[:min(len(p), keep-len(e.head))]...)
+	}
+	if len(p) >= keep {
+		e.tail = append(e.tail[:0], p[len(p)-keep:]...)
+	} else if e.tail = append(e.tail, p...); len(e.tail) > keep {
+		e.tail = append(e.tail[:0], e.tail[len(e.tail)-keep:]...)
+	}
+}
+
+// eventData is the data of an event: its data lines' values, one a line.
+func eventData(raw []byte) []byte {
+	var data []byte
+	n := 0
+	for line := range bytes.Lines(raw) {
+		line = trimEOL(line)
+		if !bytes.HasPrefix(line, dataKey) {
+			continue
+		}
+		v := bytes.TrimLeft(line[len(dataKey):], " ")
+		switch n++; n {
+		case 1:
+			data = v
+		case 2:
+			data = append(append(append([]byte(nil), data...), '\n'), v...)
+		default:
+			data = append(append(data, '\n'), v...)
+		}
+	}
+	return data
+}
+
+func trimEOL(line []byte) []byte {
+	return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+}
