@@ -138,6 +138,10 @@ type Engine struct {
 	// started: Start was called (or a reload started servers), so that a
 	// listing before it can say so rather than list nothing.
 	started atomic.Bool
+	// streamLived is how long a remote server's event stream must have
+	// been open for its end to be taken as a proxy's or the server's
+	// closing of a stream that lived, opened again at once (0: a second).
+	streamLived time.Duration
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].

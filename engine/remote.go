@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -52,6 +54,13 @@ type captureRoundTripper struct {
 	// onStream hears of the server's event stream (a GET): nil when it is
 	// opened, the error when it breaks.
 	onStream func(error)
+	// streamLived, when not 0, is how long an event stream of streamable
+	// HTTP must have lived for mcpctl to open it again itself when it
+	// ends (sseTee.reopen).
+	streamLived atomic.Int64
+	// warnedBadEvent: an event that is not a JSON-RPC message was logged
+	// as a warning; the next ones are debug lines.
+	warnedBadEvent atomic.Bool
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -167,7 +176,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		tee := &sseTee{ReadCloser: resp.Body, onData: t.received}
+		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed}
 		if req.Method == http.MethodGet && t.onStream != nil {
 			t.onStream(nil)
 			ctx := req.Context()
@@ -175,6 +184,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 				if ctx.Err() == nil { // not closed by mcpctl
 					t.onStream(err)
 				}
+			}
+			if lived := time.Duration(t.streamLived.Load()); lived > 0 {
+				tee.reopen, tee.lived, tee.opened = t.reopenStream(req), lived, time.Now()
 			}
 		}
 		resp.Body = tee
@@ -197,6 +209,53 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return resp, nil
+}
+
+// reopenStream returns what opens the event stream req opened again, on
+// the same MCP session, from the last event id its stream gave, after the
+// retry delay it gave. A 409 is asked again a few times: a server may
+// learn of the end of its stream later than mcpctl does. Any other
+// failure is the SDK's to retry, and to tell.
+func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string, retry time.Duration) io.ReadCloser {
+	return func(lastID string, wait time.Duration) io.ReadCloser {
+		ctx := req.Context()
+		for try := 0; ; try++ {
+			if wait > 0 {
+				timer := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return nil
+				case <-timer.C:
+				}
+			}
+			if ctx.Err() != nil {
+				return nil // closed by mcpctl
+			}
+			again := req.Clone(ctx)
+			if lastID != "" {
+				again.Header.Set("Last-Event-ID", lastID)
+			}
+			resp, err := t.base.RoundTrip(again)
+			if err != nil {
+				return nil
+			}
+			if resp.StatusCode == http.StatusConflict && try < 3 {
+				resp.Body.Close()
+				wait = 100 * time.Millisecond << try
+				continue
+			}
+			if resp.StatusCode/100 != 2 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				resp.Body.Close()
+				return nil
+			}
+			if t.log != nil {
+				t.log.Debug("the server's event stream ended; opened again", "lastEventID", lastID)
+			}
+			t.onStream(nil)
+			return resp.Body
+		}
+	}
 }
 
 // saysSessionUnknown tells whether a 400 answer's body says the session,
@@ -235,6 +294,24 @@ func (t *captureRoundTripper) received(data []byte) {
 	}
 }
 
+// streamed notes the data of one event of a stream; the error says it is
+// not a JSON-RPC message, and the event is dropped.
+func (t *captureRoundTripper) streamed(data []byte) error {
+	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data))
+	if err != nil {
+		if t.log != nil {
+			level := slog.LevelDebug
+			if t.warnedBadEvent.CompareAndSwap(false, true) {
+				level = slog.LevelWarn
+			}
+			t.log.Log(context.Background(), level, "the server sent an event that is not a JSON-RPC message; dropped", "data", truncate(string(data), 200), "error", err)
+		}
+		return err
+	}
+	t.conn.incoming(msg)
+	return nil
+}
+
 // remoteTransport is the SDK transport for a server reached over HTTP:
 // streamable HTTP for type http, the legacy HTTP+SSE transport for type
 // sse.
@@ -265,6 +342,9 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		rt.origins, rt.log = [2]string{o, upgraded(o)}, s.log
 	}
 	rt.onStream = func(err error) { s.eventStream(conn, err) }
+	if cfg.Type == "http" {
+		rt.streamLived.Store(int64(cmp.Or(s.e.streamLived, time.Second)))
+	}
 	hc := &http.Client{Transport: rt}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
 	if err != nil {
@@ -289,6 +369,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
 		httpErr := err
 		rt.refused.Store(0)
+		rt.streamLived.Store(0) // an SSE transport's stream ends its session
 		t, _ = remoteTransport("sse", cfg.URL, hc)
 		cs, err = client.Connect(ctx, t, opts)
 		overSSE = true

@@ -3,23 +3,42 @@ package engine
 import (
 	"bytes"
 	"io"
+	"strconv"
+	"time"
 )
 
 // An sseTee passes a server-sent event stream on an event at a time, and
-// hands the data of each event to onData as it does. An event longer than
+// hands the data of each message event to onData as it does; one whose
+// data onData refuses (not a JSON-RPC message) goes on without its data,
+// where the SDK would give the connection up. An event longer than
 // maxMessage is not passed on, as the SDK would give up the whole stream
 // over it: in its place goes, when it answers a request (whose id is read
 // from the first and last bytes of its data), the error a stdio server's
 // overlong answer gets.
 type sseTee struct {
 	io.ReadCloser
-	onData func([]byte)
-	// onBreak, when set, hears once of a read that failed other than at
-	// the stream's end.
+	onData func([]byte) error
+	// onBreak, when set, hears of a read that failed other than at the
+	// stream's end, and that reopen did not mend.
 	onBreak func(error)
-	out     []byte // events checked, not yet read by the SDK
-	err     error  // the stream's, given once out is read
-	ev      sseEvent
+	// reopen, when set, opens the stream again once it has ended (at its
+	// end or a failed read) after it was open for lived: its body, or nil
+	// when that failed. The SDK counts each end of a stream whose last
+	// event id did not move as a reconnection without progress, and gives
+	// the whole connection up after six (go-sdk #1175); a proxy's idle
+	// timeout ends a stream without ids every minute or so. The SDK sees
+	// one stream that goes on; a stream that ends soon after it opens is
+	// left to the SDK's retries.
+	reopen func(lastID string, retry time.Duration) io.ReadCloser
+	lived  time.Duration
+	opened time.Time
+	// lastID and retry are the stream's last event id and retry delay,
+	// as the SDK takes them: from the events dispatched.
+	lastID string
+	retry  time.Duration
+	out    []byte // events checked, not yet read by the SDK
+	err    error  // the stream's, given once out is read
+	ev     sseEvent
 }
 
 // An sseEvent is the event under way.
@@ -33,9 +52,15 @@ type sseEvent struct {
 	dataLines                int
 	head, tail               []byte // the first and last bytes of its data
 	fields                   []byte // a dropped event's id, event and retry lines
+	id, retry, name          []byte // its id, retry and event fields' values
 }
 
-var dataKey = []byte("data:")
+var (
+	dataKey    = []byte("data:")
+	idField    = []byte("id:")
+	retryField = []byte("retry:")
+	eventField = []byte("event:")
+)
 
 // decided is how much of a line is read before an overlong event's line
 // under way is judged (data or not): a read may end inside "data:".
@@ -46,11 +71,23 @@ func (s *sseTee) Read(p []byte) (int, error) {
 		// p is lent to read into: feed keeps what it needs.
 		n, err := s.ReadCloser.Read(p)
 		s.feed(p[:n])
+		if err == nil {
+			continue
+		}
 		if err == io.EOF {
 			s.finish()
-		} else if err != nil && s.onBreak != nil {
+		}
+		if s.reopen != nil && time.Since(s.opened) >= s.lived {
+			s.ReadCloser.Close()
+			if body := s.reopen(s.lastID, s.retry); body != nil {
+				// An event cut off by a failed read is dropped, as
+				// the SDK drops it.
+				s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
+				continue
+			}
+		}
+		if err != io.EOF && s.onBreak != nil {
 			s.onBreak(err)
-			s.onBreak = nil
 		}
 		s.err = err
 	}
@@ -138,8 +175,15 @@ func (s *sseTee) endLine() {
 		s.dispatch()
 		return
 	}
-	if bytes.HasPrefix(line, dataKey) {
+	switch {
+	case bytes.HasPrefix(line, dataKey):
 		e.noteDataLine(line)
+	case bytes.HasPrefix(line, idField):
+		e.id = append(e.id[:0], bytes.TrimSpace(line[len(idField):])...)
+	case bytes.HasPrefix(line, retryField):
+		e.retry = append(e.retry[:0], bytes.TrimSpace(line[len(retryField):])...)
+	case bytes.HasPrefix(line, eventField):
+		e.name = append(e.name[:0], bytes.TrimSpace(line[len(eventField):])...)
 	}
 	if e.long {
 		e.keepField(line)
@@ -164,6 +208,12 @@ func (s *sseTee) finish() {
 
 func (s *sseTee) dispatch() {
 	e := &s.ev
+	if len(e.id) > 0 {
+		s.lastID = string(e.id)
+	}
+	if ms, err := strconv.ParseInt(string(e.retry), 10, 64); err == nil {
+		s.retry = time.Duration(ms) * time.Millisecond
+	}
 	if e.long {
 		if id := cutResponseID(e.head, e.tail); id != nil {
 			answer := droppedAnswer(id)
@@ -174,8 +224,14 @@ func (s *sseTee) dispatch() {
 			s.out = append(s.out, "\n\n"...)
 		}
 	} else {
-		if data := eventData(e.raw); len(data) > 0 {
-			s.onData(data)
+		if data := eventData(e.raw); len(data) > 0 && e.isMessage() && s.onData(data) != nil {
+			// Not a JSON-RPC message (server-everything replays a
+			// stream's priming events as "{}"): the SDK would give the
+			// whole connection up over it ("failed to decode event").
+			// What the event says of the stream goes on.
+			s.out = append(s.out, e.streamFields()...)
+			s.ev = sseEvent{}
+			return
 		}
 		if len(s.out) == 0 {
 			s.out = e.raw // no copy of an event that may be tens of MiB
@@ -184,6 +240,28 @@ func (s *sseTee) dispatch() {
 		}
 	}
 	s.ev = sseEvent{}
+}
+
+// isMessage tells whether the SDK takes the event's data as a JSON-RPC
+// message: its name is message, or it has none.
+func (e *sseEvent) isMessage() bool {
+	return len(e.name) == 0 || string(e.name) == "message"
+}
+
+// streamFields is the event without its data: its id and retry, which
+// the SDK keeps for the stream, or nothing when it has neither.
+func (e *sseEvent) streamFields() []byte {
+	var b []byte
+	if len(e.id) > 0 {
+		b = append(append(append(b, idField...), e.id...), '\n')
+	}
+	if len(e.retry) > 0 {
+		b = append(append(append(b, retryField...), e.retry...), '\n')
+	}
+	if b == nil {
+		return nil
+	}
+	return append(b, '\n')
 }
 
 func (e *sseEvent) noteDataLine(line []byte) {

@@ -4,6 +4,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The SDK dispatches an event whose last line has no newline at EOF; so
@@ -11,7 +14,7 @@ import (
 func TestSSETeeLastLineAtEOF(t *testing.T) {
 	var got []string
 	body := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
-	tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(body)), onData: func(b []byte) { got = append(got, string(b)) }}
+	tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(body)), onData: func(b []byte) error { got = append(got, string(b)); return nil }}
 	io.ReadAll(tee)
 	if len(got) != 1 {
 		t.Fatalf("events seen by the tee: %q", got)
@@ -22,7 +25,7 @@ func TestSSETeeLastLineAtEOF(t *testing.T) {
 func TestSSETeeSplitEvents(t *testing.T) {
 	var got []string
 	body := "data: {\"a\":\r\ndata: 1}\r\n\r\n: comment\r\ndata:{\"b\":2}\n\n"
-	tee := &sseTee{ReadCloser: io.NopCloser(&oneByte{strings.NewReader(body)}), onData: func(b []byte) { got = append(got, string(b)) }}
+	tee := &sseTee{ReadCloser: io.NopCloser(&oneByte{strings.NewReader(body)}), onData: func(b []byte) error { got = append(got, string(b)); return nil }}
 	io.ReadAll(tee)
 	if len(got) != 2 || got[0] != "{\"a\":\n1}" || got[1] != "{\"b\":2}" {
 		t.Fatalf("%q", got)
@@ -47,7 +50,7 @@ func TestSSETeeDropsOverlongEvent(t *testing.T) {
 		strings.NewReader("\r\ndata: "), io.LimitReader(xs{}, maxMessage/2), strings.NewReader("\"}}\r\n\r\n"),
 		strings.NewReader("data: {\"ok\":1}\n\n"))
 	var got []string
-	tee := &sseTee{ReadCloser: io.NopCloser(body), onData: func(b []byte) { got = append(got, string(b)) }}
+	tee := &sseTee{ReadCloser: io.NopCloser(body), onData: func(b []byte) error { got = append(got, string(b)); return nil }}
 	out, err := io.ReadAll(tee)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +72,7 @@ func TestSSETeeDropsOverlongEvent(t *testing.T) {
 func teeAll(t *testing.T, body ...io.Reader) (string, []string) {
 	t.Helper()
 	var got []string
-	tee := &sseTee{ReadCloser: io.NopCloser(io.MultiReader(body...)), onData: func(b []byte) { got = append(got, string(b)) }}
+	tee := &sseTee{ReadCloser: io.NopCloser(io.MultiReader(body...)), onData: func(b []byte) error { got = append(got, string(b)); return nil }}
 	out, err := io.ReadAll(tee)
 	if err != nil {
 		t.Fatal(err)
@@ -130,4 +133,31 @@ func (xs) Read(p []byte) (int, error) {
 		p[i] = 'x'
 	}
 	return len(p), nil
+}
+
+// An event whose data is not a JSON-RPC message goes on without its data
+// (its id and retry kept for the SDK's resumption), where the SDK gave the
+// whole connection up over it; an event of another name (the SSE
+// transport's endpoint) is not the tee's to judge.
+func TestSSETeeDropsWhatIsNotAMessage(t *testing.T) {
+	body := "event: endpoint\ndata: /message?s=1\n\n" +
+		"event: message\nid: 7\nretry: 300\ndata: {}\n\n" +
+		"data: [1,2]\n\n" +
+		"id: 8\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	var seen []string
+	tee := &sseTee{ReadCloser: io.NopCloser(&oneByte{strings.NewReader(body)}), onData: func(b []byte) error {
+		seen = append(seen, string(b))
+		_, err := jsonrpc.DecodeMessage(b)
+		return err
+	}}
+	out, _ := io.ReadAll(tee)
+	want := "event: endpoint\ndata: /message?s=1\n\n" +
+		"id:7\nretry:300\n\n" +
+		"id: 8\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	if string(out) != want {
+		t.Errorf("the SDK was handed\n%q\nwant\n%q", out, want)
+	}
+	if len(seen) != 3 || tee.lastID != "8" || tee.retry != 300*time.Millisecond {
+		t.Errorf("onData saw %q; last id %q, retry %v", seen, tee.lastID, tee.retry)
+	}
 }

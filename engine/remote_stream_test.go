@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A server behind a proxy that ends idle event streams (nginx after 60 s)
+// ends each GET stream cleanly, without event ids. The SDK counts each end
+// as a reconnection without progress and gives the connection up after
+// six (go-sdk #1175): a session behind such a proxy lost every server each
+// few minutes. A stream that lived is opened again in its place, on the
+// same MCP session, with nothing between (a dropped connection too); a
+// server that answers 409, not yet done with the stream that ended, is
+// asked again.
+func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	var sessions []string // of each GET, in order
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			sessions = append(sessions, r.Header.Get("Mcp-Session-Id"))
+			n := len(sessions)
+			mu.Unlock()
+			if n == 3 || n == 4 {
+				// The server has not yet seen the end of the last.
+				http.Error(w, "Conflict: Only one SSE stream is allowed per session", http.StatusConflict)
+				return
+			}
+			if n == 6 {
+				// A proxy that drops the connection instead.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				time.Sleep(300 * time.Millisecond)
+				if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					c.Close()
+				}
+				return
+			}
+			// The proxy's idle timeout: the stream ends, cleanly.
+			ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	e.streamLived = 100 * time.Millisecond
+	states := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"r"}})
+	defer states.Close()
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "r", StateReady)
+	const ends = 10
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(sessions)
+		mu.Unlock()
+		if len(got) > ends || time.Now().After(deadline) {
+			if len(got) <= ends {
+				t.Fatalf("%d event streams opened in 30 s, want %d: %q; %+v", len(got), ends+1, got, e.Status()[0])
+			}
+			if uniq := slices.Compact(slices.Clone(got)); len(uniq) != 1 || uniq[0] == "" {
+				t.Fatalf("the event streams were opened in more than one MCP session: %q", got)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-states.C:
+			if ev.To != StateReady && ev.To != StateStarting {
+				t.Errorf("the server went %s over the streams' ends: %+v", ev.To, ev)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.LastError != "" {
+		t.Errorf("status after the streams' ends: %s %q", st.State, st.LastError)
+	}
+}
+
+// What a server's stream says of itself stays true across the splice: the
+// id of its last event goes with the request for the next stream, and its
+// retry delay is kept. An event that is not a JSON-RPC message is dropped,
+// not made the end of the connection.
+func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	var lastIDs []string
+	var opened []time.Time
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+		opened = append(opened, time.Now())
+		n := len(lastIDs)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		// An event with an id and a retry, and nothing more for a while;
+		// its data is not a JSON-RPC message (server-everything replays
+		// its streams' priming events so), which the SDK would give the
+		// connection up over.
+		w.Write([]byte("id: ev-" + strings.Repeat("i", n) + "\nretry: 400\ndata: {}\n\n"))
+		w.(http.Flusher).Flush()
+		time.Sleep(200 * time.Millisecond)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	e.streamLived = 100 * time.Millisecond
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "r", StateReady)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		ids, at := slices.Clone(lastIDs), slices.Clone(opened)
+		mu.Unlock()
+		if len(ids) >= 4 || time.Now().After(deadline) {
+			want := []string{"", "ev-i", "ev-ii", "ev-iii"}
+			if len(ids) < 4 || !slices.Equal(ids[:4], want) {
+				t.Fatalf("Last-Event-ID of each stream: %q, want %q…", ids, want)
+			}
+			for i := 1; i < 4; i++ {
+				// 200 ms of stream, then the server's 400 ms.
+				if gap := at[i].Sub(at[i-1]); gap < 550*time.Millisecond {
+					t.Errorf("stream %d opened %v after the one before: the retry of 400 ms was not kept", i, gap)
+				}
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Errorf("status after the streams' ends: %s %q", st.State, st.LastError)
+	}
+}
