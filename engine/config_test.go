@@ -774,3 +774,56 @@ func TestWatchLogLevelsHeld(t *testing.T) {
 	info.cancel()
 	<-info.done
 }
+
+// A watch's log level held on a server that is not running when the watch
+// begins (lazy) is set on it when it starts, and again when it is started
+// anew: it was set only on the servers ready then, and a go-sdk server
+// sends no log message until a level is set.
+func TestWatchLogLevelOnAServerStartedLater(t *testing.T) {
+	lazy := fakeServer(t, "lz", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "log", Log: "hello"}}})
+	lazy.Activation = "lazy"
+	e := newEngine(t, lazy)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(chan string, 10)
+	wctx, cancel := context.WithCancel(ctx(t))
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- e.Watch(wctx, &WatchRequest{Filter: EventFilter{Servers: []string{"lz"}}, LogLevel: "info"}, func(ev Event) error {
+			switch ev.Type {
+			case EventReady:
+				close(ready)
+			case EventLog:
+				logs <- string(ev.Data)
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("watch: %v", err)
+	}
+	if st := e.Status()[0]; st.State == StateReady {
+		t.Fatalf("the lazy server runs before any request: %+v", st)
+	}
+	for _, step := range []string{"started on use", "started again by hand"} {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "lz.log"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-logs:
+		case <-time.After(2 * time.Second):
+			t.Errorf("%s: the watch at info heard no log message", step)
+		}
+		if err := e.Stop("lz"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(ctx(t), "lz"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

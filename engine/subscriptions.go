@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -134,8 +135,8 @@ func (s *server) drop(uri string, sub *subscription) {
 }
 
 // restore makes the subscriptions of an earlier connection, and sets the
-// log level set on it, on cs (over conn), a new one: after a restart or a
-// reconnect the server knows nothing of them. A failure is logged: the
+// log level set on it (or held by watches), on cs (over conn), a new one:
+// after a restart or a reconnect the server knows nothing of them. A failure is logged: the
 // server runs without them, as a watch could not tell it apart from a
 // server that says nothing.
 func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captureConn) {
@@ -162,17 +163,22 @@ func (s *server) restore(ctx context.Context, cs *mcp.ClientSession, conn *captu
 	}
 	s.levelMu.Lock()
 	defer s.levelMu.Unlock()
-	if s.logLevel == "" || ir.Capabilities.Logging == nil {
+	// The level last set on it, or, on its first start, the one the
+	// watches hold: a watch that began before it ran could not set it.
+	level := cmp.Or(s.logLevel, s.levels.effective())
+	if level == "" || ir.Capabilities.Logging == nil {
 		return
 	}
-	err := setLevelOn(cs, conn, s.logLevel, func() error {
+	err := setLevelOn(cs, conn, level, func() error {
 		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout(0))
 		defer cancel()
-		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(s.logLevel)})
+		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
 	})
 	if err != nil {
-		s.log.Warn("could not set the log level again on a new connection", "level", s.logLevel, "error", err.Error())
+		s.log.Warn("could not set the log level on a new connection", "level", level, "error", err.Error())
+		return
 	}
+	s.logLevel = level
 }
 
 // newProtocol says whether cs speaks 2026-07-28 or later: stateless

@@ -12,6 +12,7 @@ type WatchRequest struct {
 	// LogLevel, when set, is held on the watched servers that log for the
 	// watch's life: each is set to the most verbose level its live watches
 	// hold, and log messages below LogLevel are not passed to this watch.
+	// A server not running when the watch begins is set when it starts.
 	LogLevel string
 }
 
