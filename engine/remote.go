@@ -54,10 +54,14 @@ type captureRoundTripper struct {
 	// onStream hears of the server's event stream (a GET): nil when it is
 	// opened, the error when it breaks.
 	onStream func(error)
-	// streamLived, when not 0, is how long an event stream of streamable
+	// streamLived, when not 0, is how long the event stream of streamable
 	// HTTP must have lived for mcpctl to open it again itself when it
-	// ends (sseTee.reopen).
+	// ends (sseTee.reopen). standalone is the Done channel of the context
+	// it was opened on (standaloneStream).
 	streamLived atomic.Int64
+	standalone  atomic.Pointer[<-chan struct{}]
+	// legacySSE: the connection is over the HTTP+SSE transport.
+	legacySSE atomic.Bool
 	// warnedBadEvent: an event that is not a JSON-RPC message was logged
 	// as a warning; the next ones are debug lines.
 	warnedBadEvent atomic.Bool
@@ -65,6 +69,7 @@ type captureRoundTripper struct {
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	standalone := req.Method == http.MethodGet && t.standaloneStream(req)
 	if t.abort != nil {
 		if t.abort.Err() != nil {
 			return nil, errAborted
@@ -72,7 +77,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		stop := context.AfterFunc(t.abort, cancel)
-		resp, err := t.roundTrip(req.Clone(ctx))
+		resp, err := t.roundTrip(req.Clone(ctx), standalone)
 		if err != nil || resp.Body == nil {
 			stop()
 			cancel()
@@ -81,7 +86,22 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		resp.Body = &closeThen{ReadCloser: resp.Body, then: func() { stop(); cancel() }}
 		return resp, nil
 	}
-	return t.roundTrip(req.Clone(ctx))
+	return t.roundTrip(req.Clone(ctx), standalone)
+}
+
+// standaloneStream tells whether a GET is the connection's own event
+// stream: the SDK opens it with no Last-Event-ID, on the connection's
+// context, and opens it again on the same one; a GET that resumes a
+// request's stream has a Last-Event-ID and the request's context. Their
+// Done channels tell the contexts apart.
+func (t *captureRoundTripper) standaloneStream(req *http.Request) bool {
+	done := req.Context().Done()
+	if req.Header.Get("Last-Event-ID") == "" {
+		t.standalone.Store(&done)
+		return true
+	}
+	p := t.standalone.Load()
+	return p != nil && *p != nil && *p == done
 }
 
 // errAborted is a request to a server whose connection was given up.
@@ -101,7 +121,7 @@ func (c *closeThen) Close() error {
 	return err
 }
 
-func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*http.Response, error) {
 	if o := origin(req.URL); o == t.origins[0] || o == t.origins[1] {
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
@@ -176,7 +196,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed}
+		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed, legacy: t.legacySSE.Load()}
 		if req.Method == http.MethodGet && t.onStream != nil {
 			t.onStream(nil)
 			ctx := req.Context()
@@ -185,7 +205,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 					t.onStream(err)
 				}
 			}
-			if lived := time.Duration(t.streamLived.Load()); lived > 0 {
+			if lived := time.Duration(t.streamLived.Load()); lived > 0 && standalone {
 				tee.reopen, tee.lived, tee.opened = t.reopenStream(req), lived, time.Now()
 			}
 		}
@@ -345,6 +365,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	if cfg.Type == "http" {
 		rt.streamLived.Store(int64(cmp.Or(s.e.streamLived, time.Second)))
 	}
+	rt.legacySSE.Store(cfg.Type == "sse")
 	hc := &http.Client{Transport: rt}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
 	if err != nil {
@@ -370,6 +391,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		httpErr := err
 		rt.refused.Store(0)
 		rt.streamLived.Store(0) // an SSE transport's stream ends its session
+		rt.legacySSE.Store(true)
 		t, _ = remoteTransport("sse", cfg.URL, hc)
 		cs, err = client.Connect(ctx, t, opts)
 		overSSE = true

@@ -33,10 +33,16 @@ type sseTee struct {
 	lived  time.Duration
 	opened time.Time
 	// lastID and retry are the stream's last event id and retry delay,
-	// as the SDK takes them: from the events dispatched.
+	// from the events dispatched (and dropped: an overlong notification's
+	// id counts, which the SDK does not see).
 	lastID string
 	retry  time.Duration
+	// legacy: the stream is the HTTP+SSE transport's, whose SDK client
+	// takes every event after the endpoint as a message, whatever its
+	// name, and fails on one with no data.
+	legacy bool
 	out    []byte // events checked, not yet read by the SDK
+	ended  error  // the read that ended the stream, once out is read
 	err    error  // the stream's, given once out is read
 	ev     sseEvent
 }
@@ -68,28 +74,14 @@ const decided = 16
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	for len(s.out) == 0 && s.err == nil && len(p) > 0 {
+		if s.ended != nil {
+			s.end()
+			continue
+		}
 		// p is lent to read into: feed keeps what it needs.
 		n, err := s.ReadCloser.Read(p)
 		s.feed(p[:n])
-		if err == nil {
-			continue
-		}
-		if err == io.EOF {
-			s.finish()
-		}
-		if s.reopen != nil && time.Since(s.opened) >= s.lived {
-			s.ReadCloser.Close()
-			if body := s.reopen(s.lastID, s.retry); body != nil {
-				// An event cut off by a failed read is dropped, as
-				// the SDK drops it.
-				s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
-				continue
-			}
-		}
-		if err != io.EOF && s.onBreak != nil {
-			s.onBreak(err)
-		}
-		s.err = err
+		s.ended = err
 	}
 	n := copy(p, s.out)
 	if s.out = s.out[n:]; len(s.out) > 0 {
@@ -97,6 +89,29 @@ func (s *sseTee) Read(p []byte) (int, error) {
 	}
 	s.out = nil
 	return n, s.err
+}
+
+// end takes the stream's end, once the events before it are read: a
+// stream that lived is opened again in its place, and the event the end
+// cut off is dropped (as an EventSource drops it: "da" of a cut line,
+// passed on, would be a malformed line to the SDK); else the end goes to
+// the SDK, which dispatches an event cut off at EOF.
+func (s *sseTee) end() {
+	err := s.ended
+	s.ended = nil
+	if s.reopen != nil && time.Since(s.opened) >= s.lived {
+		s.ReadCloser.Close()
+		if body := s.reopen(s.lastID, s.retry); body != nil {
+			s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
+			return
+		}
+	}
+	if err == io.EOF {
+		s.finish()
+	} else if s.onBreak != nil {
+		s.onBreak(err)
+	}
+	s.err = err
 }
 
 func (s *sseTee) feed(b []byte) {
@@ -224,12 +239,15 @@ func (s *sseTee) dispatch() {
 			s.out = append(s.out, "\n\n"...)
 		}
 	} else {
-		if data := eventData(e.raw); len(data) > 0 && e.isMessage() && s.onData(data) != nil {
+		if data := eventData(e.raw); len(data) > 0 && s.isMessage(e) && s.onData(data) != nil {
 			// Not a JSON-RPC message (server-everything replays a
 			// stream's priming events as "{}"): the SDK would give the
 			// whole connection up over it ("failed to decode event").
-			// What the event says of the stream goes on.
-			s.out = append(s.out, e.streamFields()...)
+			// What the event says of the stream goes on, where the SDK
+			// keeps it.
+			if !s.legacy {
+				s.out = append(s.out, e.streamFields()...)
+			}
 			s.ev = sseEvent{}
 			return
 		}
@@ -243,8 +261,12 @@ func (s *sseTee) dispatch() {
 }
 
 // isMessage tells whether the SDK takes the event's data as a JSON-RPC
-// message: its name is message, or it has none.
-func (e *sseEvent) isMessage() bool {
+// message: over streamable HTTP, its name is message or it has none; over
+// HTTP+SSE, every event but the endpoint.
+func (s *sseTee) isMessage(e *sseEvent) bool {
+	if s.legacy {
+		return string(e.name) != "endpoint"
+	}
 	return len(e.name) == 0 || string(e.name) == "message"
 }
 

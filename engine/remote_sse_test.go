@@ -161,3 +161,76 @@ func TestSSETeeDropsWhatIsNotAMessage(t *testing.T) {
 		t.Errorf("onData saw %q; last id %q, retry %v", seen, tee.lastID, tee.retry)
 	}
 }
+
+// dataThenEOF gives all its data and io.EOF in one read, as net/http's
+// bodies do when the end is already buffered.
+type dataThenEOF struct{ data string }
+
+func (d *dataThenEOF) Read(p []byte) (int, error) {
+	n := copy(p, d.data)
+	d.data = d.data[n:]
+	if d.data == "" {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// The events before a stream's end reach the SDK before the stream is
+// opened again (which waits for the server's retry delay), and an event
+// the end cut off is dropped, not finished: "da" would be a malformed
+// line to the SDK, which fails the connection over one.
+func TestSSETeeSplice(t *testing.T) {
+	msg := `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n\n"
+	reopened := make(chan struct{}, 2)
+	opens := 0
+	tee := &sseTee{
+		ReadCloser: io.NopCloser(&dataThenEOF{"retry: 50\n\n" + msg + "id: 3\n\nid: 4\nda"}),
+		onData:     func([]byte) error { return nil },
+		lived:      time.Millisecond,
+		opened:     time.Now().Add(-time.Second),
+		reopen: func(lastID string, retry time.Duration) io.ReadCloser {
+			reopened <- struct{}{}
+			if opens++; opens > 1 || lastID != "3" || retry != 50*time.Millisecond {
+				t.Errorf("reopen %d from id %q after %v", opens, lastID, retry)
+				return nil
+			}
+			return io.NopCloser(strings.NewReader(msg))
+		},
+	}
+	buf := make([]byte, 64<<10)
+	n, err := tee.Read(buf)
+	if err != nil || !strings.Contains(string(buf[:n]), "list_changed") {
+		t.Fatalf("first read: %q, %v", buf[:n], err)
+	}
+	select {
+	case <-reopened:
+		t.Error("the stream was opened again before its last events were read")
+	default:
+	}
+	rest, _ := io.ReadAll(tee)
+	out := string(buf[:n]) + string(rest)
+	if strings.Count(out, "list_changed") != 2 || strings.Contains(out, "da\n") || strings.Contains(out, "id: 4") {
+		t.Errorf("the SDK was handed %q", out)
+	}
+}
+
+// Over the HTTP+SSE transport, whose SDK client takes every event after
+// the endpoint as a message, one that is not a JSON-RPC message is dropped
+// whole (an event of its id alone would be a message with no data, which
+// that client fails on), whatever its name.
+func TestSSETeeLegacyDropsWhatIsNotAMessage(t *testing.T) {
+	body := "event: endpoint\ndata: /message?s=1\n\n" +
+		"event: message\nid: 7\ndata: {}\n\n" +
+		"event: other\ndata: nonsense\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(body)), legacy: true, onData: func(b []byte) error {
+		_, err := jsonrpc.DecodeMessage(b)
+		return err
+	}}
+	out, _ := io.ReadAll(tee)
+	want := "event: endpoint\ndata: /message?s=1\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	if string(out) != want {
+		t.Errorf("the SDK was handed\n%q\nwant\n%q", out, want)
+	}
+}

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,8 +105,10 @@ func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
 
 // What a server's stream says of itself stays true across the splice: the
 // id of its last event goes with the request for the next stream, and its
-// retry delay is kept. An event that is not a JSON-RPC message is dropped,
-// not made the end of the connection.
+// retry delay is kept. The id stays the same, so that the SDK, left to
+// itself, would see no progress and give the connection up after six
+// ends. An event that is not a JSON-RPC message is dropped, not made the
+// end of the connection.
 func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -119,7 +123,6 @@ func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 		mu.Lock()
 		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
 		opened = append(opened, time.Now())
-		n := len(lastIDs)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
@@ -127,7 +130,7 @@ func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 		// its data is not a JSON-RPC message (server-everything replays
 		// its streams' priming events so), which the SDK would give the
 		// connection up over.
-		w.Write([]byte("id: ev-" + strings.Repeat("i", n) + "\nretry: 400\ndata: {}\n\n"))
+		w.Write([]byte("id: ev-1\nretry: 300\ndata: {}\n\n"))
 		w.(http.Flusher).Flush()
 		time.Sleep(200 * time.Millisecond)
 	}))
@@ -138,20 +141,23 @@ func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, e, "r", StateReady)
-	deadline := time.Now().Add(20 * time.Second)
+	const streams = 9
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()
 		ids, at := slices.Clone(lastIDs), slices.Clone(opened)
 		mu.Unlock()
-		if len(ids) >= 4 || time.Now().After(deadline) {
-			want := []string{"", "ev-i", "ev-ii", "ev-iii"}
-			if len(ids) < 4 || !slices.Equal(ids[:4], want) {
-				t.Fatalf("Last-Event-ID of each stream: %q, want %q…", ids, want)
+		if len(ids) >= streams || time.Now().After(deadline) {
+			if len(ids) < streams {
+				t.Fatalf("%d event streams opened in 30 s, want %d; %+v", len(ids), streams, e.Status()[0])
 			}
-			for i := 1; i < 4; i++ {
-				// 200 ms of stream, then the server's 400 ms.
-				if gap := at[i].Sub(at[i-1]); gap < 550*time.Millisecond {
-					t.Errorf("stream %d opened %v after the one before: the retry of 400 ms was not kept", i, gap)
+			if ids[0] != "" || slices.ContainsFunc(ids[1:], func(id string) bool { return id != "ev-1" }) {
+				t.Errorf("Last-Event-ID of each stream: %q, want none, then ev-1", ids)
+			}
+			for i := 1; i < len(at); i++ {
+				// 200 ms of stream, then the server's 300 ms.
+				if gap := at[i].Sub(at[i-1]); gap < 450*time.Millisecond {
+					t.Errorf("stream %d opened %v after the one before: the retry of 300 ms was not kept", i, gap)
 				}
 			}
 			break
@@ -160,5 +166,70 @@ func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 	}
 	if st := e.Status()[0]; st.State != StateReady {
 		t.Errorf("status after the streams' ends: %s %q", st.State, st.LastError)
+	}
+}
+
+// Only the connection's own event stream is opened again by mcpctl: a GET
+// that resumes a call's stream (which ended before its answer) is the
+// SDK's to end once the answer came; opened again, it asked the server
+// for a stream nobody reads, held until the call's context ended.
+func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	var callID json.RawMessage
+	var resumes []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.Unmarshal(body, &m)
+			if m.Method == "tools/call" {
+				mu.Lock()
+				callID = m.ID
+				mu.Unlock()
+				// The call's stream ends after its priming event.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Write([]byte("id: c-0\ndata:\n\n"))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if last := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && last != "" {
+			mu.Lock()
+			resumes = append(resumes, last)
+			id := callID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			if last == "c-0" {
+				time.Sleep(300 * time.Millisecond)
+				w.Write([]byte("id: c-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(id) + ",\"result\":{\"content\":[]}}\n\n"))
+				return
+			}
+			<-r.Context().Done()
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	e.streamLived = 100 * time.Millisecond
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "r", StateReady)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(resumes, []string{"c-0"}) {
+		t.Errorf("GETs that resumed the call's stream, by Last-Event-ID: %q, want the SDK's one", resumes)
 	}
 }
