@@ -235,7 +235,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 // the same MCP session, from the last event id its stream gave, after the
 // retry delay it gave. A 409 is asked again a few times: a server may
 // learn of the end of its stream later than mcpctl does. Any other
-// failure is the SDK's to retry, and to tell.
+// failure is the SDK's to retry, and to tell: an OAuth token that expired
+// since the stream was first opened (it goes again, as it came) gets a
+// 401, and the SDK's own request a fresh token.
 func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string, retry time.Duration) io.ReadCloser {
 	return func(lastID string, wait time.Duration) io.ReadCloser {
 		ctx := req.Context()
