@@ -142,6 +142,9 @@ type Engine struct {
 	// been open for its end to be taken as a proxy's or the server's
 	// closing of a stream that lived, opened again at once (0: a second).
 	streamLived time.Duration
+	// streamReopenWait bounds the wait for the headers of an event stream
+	// opened again (0: reopenHeaders).
+	streamReopenWait time.Duration
 }
 
 // New returns an engine for cfg; no server starts until [Engine.Start].

@@ -62,6 +62,10 @@ type captureRoundTripper struct {
 	standalone  atomic.Pointer[<-chan struct{}]
 	// legacySSE: the connection is over the HTTP+SSE transport.
 	legacySSE atomic.Bool
+	// reopenWait bounds the wait for the headers of an event stream
+	// opened again (0: reopenHeaders).
+	reopenWait time.Duration
+	seen       eventIDs
 	// warnedBadEvent: an event that is not a JSON-RPC message was logged
 	// as a warning; the next ones are debug lines.
 	warnedBadEvent atomic.Bool
@@ -197,6 +201,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	switch ct := resp.Header.Get("Content-Type"); {
 	case strings.HasPrefix(ct, "text/event-stream"):
 		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed, legacy: t.legacySSE.Load()}
+		if !tee.legacy {
+			tee.repeated = t.seen.repeated
+		}
 		if req.Method == http.MethodGet && t.onStream != nil {
 			t.onStream(nil)
 			ctx := req.Context()
@@ -254,14 +261,24 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 			if ctx.Err() != nil {
 				return nil // closed by mcpctl
 			}
-			again := req.Clone(ctx)
+			// A server (or a proxy before one) that takes the request
+			// and never answers would leave the stream neither open nor
+			// failed.
+			rctx, cancel := context.WithCancel(ctx)
+			timer := time.AfterFunc(cmp.Or(t.reopenWait, reopenHeaders), cancel)
+			again := req.Clone(rctx)
 			if lastID != "" {
 				again.Header.Set("Last-Event-ID", lastID)
 			}
 			resp, err := t.base.RoundTrip(again)
-			if err != nil {
+			if !timer.Stop() || err != nil {
+				if err == nil {
+					resp.Body.Close()
+				}
+				cancel()
 				return nil
 			}
+			resp.Body = &closeThen{ReadCloser: resp.Body, then: cancel}
 			if resp.StatusCode == http.StatusConflict && try < 3 {
 				resp.Body.Close()
 				wait = 100 * time.Millisecond << try
@@ -278,6 +295,36 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 			return resp.Body
 		}
 	}
+}
+
+// reopenHeaders is how long a server has to answer the request that opens
+// its event stream again.
+const reopenHeaders = 10 * time.Second
+
+// eventIDs are the event ids a connection was sent, the last 4096 of
+// them.
+type eventIDs struct {
+	mu   sync.Mutex
+	set  map[string]struct{}
+	ring [4096]string
+	next int
+}
+
+// repeated tells whether id came before, and notes it.
+func (s *eventIDs) repeated(id []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.set[string(id)]; ok {
+		return true
+	}
+	if s.set == nil {
+		s.set = map[string]struct{}{}
+	}
+	delete(s.set, s.ring[s.next])
+	key := string(id)
+	s.ring[s.next], s.next = key, (s.next+1)%len(s.ring)
+	s.set[key] = struct{}{}
+	return false
 }
 
 // saysSessionUnknown tells whether a 400 answer's body says the session,
@@ -366,6 +413,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	rt.onStream = func(err error) { s.eventStream(conn, err) }
 	if cfg.Type == "http" {
 		rt.streamLived.Store(int64(cmp.Or(s.e.streamLived, time.Second)))
+		rt.reopenWait = s.e.streamReopenWait
 	}
 	rt.legacySSE.Store(cfg.Type == "sse")
 	hc := &http.Client{Transport: rt}

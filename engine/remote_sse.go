@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"time"
@@ -19,7 +20,7 @@ type sseTee struct {
 	io.ReadCloser
 	onData func([]byte) error
 	// onBreak, when set, hears of a read that failed other than at the
-	// stream's end, and that reopen did not mend.
+	// stream's end, and of an end that reopen could not mend.
 	onBreak func(error)
 	// reopen, when set, opens the stream again once it has ended (at its
 	// end or a failed read) after it was open for lived: its body, or nil
@@ -41,10 +42,16 @@ type sseTee struct {
 	// takes every event after the endpoint as a message, whatever its
 	// name, and fails on one with no data.
 	legacy bool
-	out    []byte // events checked, not yet read by the SDK
-	ended  error  // the read that ended the stream, once out is read
-	err    error  // the stream's, given once out is read
-	ev     sseEvent
+	// repeated, when set, tells whether an event id came before on the
+	// connection (and notes it): ids are unique across a session's
+	// streams, and a server that replays more than the stream it resumes
+	// (server-everything replays every stream's) would have progress told
+	// twice and a question asked twice.
+	repeated func(id []byte) bool
+	out      []byte // events checked, not yet read by the SDK
+	ended    error  // the read that ended the stream, once out is read
+	err      error  // the stream's, given once out is read
+	ev       sseEvent
 }
 
 // An sseEvent is the event under way.
@@ -95,23 +102,41 @@ func (s *sseTee) Read(p []byte) (int, error) {
 // stream that lived is opened again in its place, and the event the end
 // cut off is dropped (as an EventSource drops it: "da" of a cut line,
 // passed on, would be a malformed line to the SDK); else the end goes to
-// the SDK, which dispatches an event cut off at EOF.
+// the SDK, which dispatches an event cut off at EOF. A stream that broke
+// (a failed read) is told at once, so that the server is degraded while it
+// is opened again; one that ended, only when it could not be.
 func (s *sseTee) end() {
 	err := s.ended
 	s.ended = nil
 	if s.reopen != nil && time.Since(s.opened) >= s.lived {
+		if err != io.EOF {
+			s.broke(err)
+		}
 		s.ReadCloser.Close()
 		if body := s.reopen(s.lastID, s.retry); body != nil {
 			s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
 			return
 		}
+		if err == io.EOF {
+			s.broke(errNotReopened)
+		}
+	} else if err != io.EOF {
+		s.broke(err)
 	}
 	if err == io.EOF {
 		s.finish()
-	} else if s.onBreak != nil {
-		s.onBreak(err)
 	}
 	s.err = err
+}
+
+// errNotReopened is an event stream that ended and could not be opened
+// again by mcpctl: the SDK tries next.
+var errNotReopened = errors.New("it ended, and could not be opened again")
+
+func (s *sseTee) broke(err error) {
+	if s.onBreak != nil {
+		s.onBreak(err)
+	}
 }
 
 func (s *sseTee) feed(b []byte) {
@@ -190,6 +215,24 @@ func (s *sseTee) endLine() {
 		s.dispatch()
 		return
 	}
+	if string(line) == "data" {
+		// A field with no colon has no value (the SSE spec); the SDK
+		// calls the line malformed and gives the connection up.
+		e.raw = append(e.raw[:e.line], "data:\n"...)
+		line = e.raw[e.line : len(e.raw)-1]
+	}
+	if bytes.IndexByte(line, ':') < 0 || bytes.HasPrefix(line, idField) && bytes.IndexByte(line, 0) >= 0 {
+		// Any other field without a colon means nothing here, and an
+		// id with a NUL is ignored (the SSE spec): the SDK would give
+		// the connection up over the first, and fail to send the
+		// second as a Last-Event-ID. Dropped.
+		if e.long {
+			e.raw, e.line = e.raw[:0], 0
+		} else {
+			e.raw = e.raw[:e.line]
+		}
+		return
+	}
 	switch {
 	case bytes.HasPrefix(line, dataKey):
 		e.noteDataLine(line)
@@ -239,6 +282,12 @@ func (s *sseTee) dispatch() {
 			s.out = append(s.out, "\n\n"...)
 		}
 	} else {
+		if len(e.id) > 0 && s.repeated != nil && s.repeated(e.id) {
+			// Sent before: what it says of the stream goes on.
+			s.out = append(s.out, e.streamFields()...)
+			s.ev = sseEvent{}
+			return
+		}
 		if data := eventData(e.raw); len(data) > 0 && s.isMessage(e) && s.onData(data) != nil {
 			// Not a JSON-RPC message (server-everything replays a
 			// stream's priming events as "{}"): the SDK would give the

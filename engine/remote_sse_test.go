@@ -2,6 +2,8 @@ package engine
 
 import (
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,3 +236,103 @@ func TestSSETeeLegacyDropsWhatIsNotAMessage(t *testing.T) {
 		t.Errorf("the SDK was handed\n%q\nwant\n%q", out, want)
 	}
 }
+
+// A line with no colon is a field with no value (the SSE spec): "data" is
+// an empty data line, any other means nothing and is dropped, as is an id
+// with a NUL, which the spec ignores. The SDK gave the connection up over
+// the first ("malformed line"), and could not send the second as a
+// Last-Event-ID.
+func TestSSETeeFieldsTheSDKRefuses(t *testing.T) {
+	body := "garbage line without colon\nid: a\x00b\ndata: {\"jsonrpc\":\"2.0\",\ndata\ndata: \"method\":\"x\"}\n\n"
+	var seen []string
+	tee := &sseTee{ReadCloser: io.NopCloser(&oneByte{strings.NewReader(body)}), onData: func(b []byte) error {
+		seen = append(seen, string(b))
+		return nil
+	}}
+	out, _ := io.ReadAll(tee)
+	want := "data: {\"jsonrpc\":\"2.0\",\ndata:\ndata: \"method\":\"x\"}\n\n"
+	if string(out) != want || tee.lastID != "" {
+		t.Errorf("the SDK was handed\n%q\nwant\n%q (last id %q)", out, want, tee.lastID)
+	}
+	if len(seen) != 1 || seen[0] != "{\"jsonrpc\":\"2.0\",\n\n\"method\":\"x\"}" {
+		t.Errorf("onData saw %q", seen)
+	}
+}
+
+// An event whose id came before on the connection is not passed on again
+// (only its id): ids are unique across a session's streams, and
+// server-everything, asked to resume its event stream, replays every
+// stream's events, so that progress was told twice and a question asked
+// twice.
+func TestSSETeeRepeatedEvents(t *testing.T) {
+	var ids eventIDs
+	msg := func(id, method string) string {
+		return "id: " + id + "\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"" + method + "\"}\n\n"
+	}
+	var seen []string
+	read := func(body string) string {
+		tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(body)), repeated: ids.repeated, onData: func(b []byte) error {
+			seen = append(seen, string(b))
+			return nil
+		}}
+		out, _ := io.ReadAll(tee)
+		return string(out)
+	}
+	read(msg("p1", "notifications/progress") + msg("q1", "elicitation/create"))
+	out := read(msg("p1", "notifications/progress") + msg("q1", "elicitation/create") + msg("n2", "notifications/message"))
+	if want := "id:p1\n\nid:q1\n\n" + msg("n2", "notifications/message"); out != want {
+		t.Errorf("the replay was handed on as\n%q\nwant\n%q", out, want)
+	}
+	if len(seen) != 3 {
+		t.Errorf("onData saw %d events, want 3", len(seen))
+	}
+	// The set forgets the oldest ids beyond its size.
+	for i := range len(ids.ring) + 1 {
+		ids.repeated([]byte(strconv.Itoa(i)))
+	}
+	if ids.repeated([]byte("0")) || !ids.repeated([]byte("4096")) || len(ids.set) != len(ids.ring) {
+		t.Errorf("the set holds %d ids", len(ids.set))
+	}
+}
+
+// A stream that broke is told at once (the server degraded while it is
+// opened again); one that ended cleanly only when it could not be opened
+// again.
+func TestSSETeeTellsBreaks(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		end    error
+		reopen bool
+		want   []string
+	}{
+		{"broke, opened again", io.ErrUnexpectedEOF, true, []string{"break: unexpected EOF", "reopen"}},
+		{"broke, not opened again", io.ErrUnexpectedEOF, false, []string{"break: unexpected EOF", "reopen"}},
+		{"ended, opened again", io.EOF, true, []string{"reopen"}},
+		{"ended, not opened again", io.EOF, false, []string{"reopen", "break: " + errNotReopened.Error()}},
+	} {
+		var got []string
+		tee := &sseTee{
+			ReadCloser: io.NopCloser(io.MultiReader(strings.NewReader("data: {}\n\n"), errReader{c.end})),
+			onData:     func([]byte) error { return nil },
+			onBreak:    func(err error) { got = append(got, "break: "+err.Error()) },
+			lived:      time.Millisecond,
+			opened:     time.Now().Add(-time.Second),
+		}
+		tee.reopen = func(string, time.Duration) io.ReadCloser {
+			got = append(got, "reopen")
+			tee.reopen = nil
+			if c.reopen {
+				return io.NopCloser(strings.NewReader(""))
+			}
+			return nil
+		}
+		io.ReadAll(tee)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,9 +22,9 @@ import (
 // as a reconnection without progress and gives the connection up after
 // six (go-sdk #1175): a session behind such a proxy lost every server each
 // few minutes. A stream that lived is opened again in its place, on the
-// same MCP session, with nothing between (a dropped connection too); a
-// server that answers 409, not yet done with the stream that ended, is
-// asked again.
+// same MCP session, with nothing between (a dropped connection too, with
+// the server degraded meanwhile); a server that answers 409, not yet done
+// with the stream that ended, is asked again.
 func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -87,16 +88,26 @@ func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
 		t.Fatal(err)
 	}
+	// Clean ends are not told; the dropped connection is: degraded
+	// while the stream is opened again, then ready.
+	var went []State
 	for {
 		select {
 		case ev := <-states.C:
-			if ev.To != StateReady && ev.To != StateStarting {
-				t.Errorf("the server went %s over the streams' ends: %+v", ev.To, ev)
+			went = append(went, ev.To)
+			if ev.To == StateDegraded && !strings.Contains(ev.Error, "event stream broke") {
+				t.Errorf("degraded for: %q", ev.Error)
 			}
 			continue
 		default:
 		}
 		break
+	}
+	if i := slices.Index(went, StateDegraded); i < 0 || slices.Contains(went[i+1:], StateDegraded) ||
+		!slices.Equal(went[i+1:i+2], []State{StateReady}) || slices.ContainsFunc(went, func(s State) bool {
+		return s != StateReady && s != StateStarting && s != StateDegraded
+	}) {
+		t.Errorf("states over the streams' ends: %v, want one degraded (the dropped connection), then ready", went)
 	}
 	if st := e.Status()[0]; st.State != StateReady || st.LastError != "" {
 		t.Errorf("status after the streams' ends: %s %q", st.State, st.LastError)
@@ -231,5 +242,46 @@ func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(resumes, []string{"c-0"}) {
 		t.Errorf("GETs that resumed the call's stream, by Last-Event-ID: %q, want the SDK's one", resumes)
+	}
+}
+
+// A stream that ended, whose server (or a proxy before it) then takes the
+// request for the next and never answers, makes the server degraded once
+// the wait for that answer is over: it stayed ready with no event stream,
+// its notifications lost.
+func TestRemoteEventStreamNotReopened(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	gets := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			gets++
+			n := gets
+			mu.Unlock()
+			if n > 1 {
+				<-r.Context().Done() // taken, never answered
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	e.streamLived, e.streamReopenWait = 100*time.Millisecond, 300*time.Millisecond
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "r", StateReady)
+	st := waitState(t, e, "r", StateDegraded)
+	if !strings.Contains(st.LastError, "event stream broke: it ended, and could not be opened again") {
+		t.Errorf("degraded for: %q", st.LastError)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Errorf("a call while the event stream is down: %v", err)
 	}
 }
