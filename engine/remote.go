@@ -214,6 +214,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			}
 			if lived := time.Duration(t.streamLived.Load()); lived > 0 && standalone {
 				tee.reopen, tee.lived, tee.opened = t.reopenStream(req), lived, time.Now()
+				tee.onReopen = func() { t.onStream(nil) }
 			}
 		}
 		resp.Body = tee
@@ -291,7 +292,6 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 			if t.log != nil {
 				t.log.Debug("the server's event stream ended; opened again", "lastEventID", lastID)
 			}
-			t.onStream(nil)
 			return resp.Body
 		}
 	}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -33,6 +35,11 @@ type sseTee struct {
 	reopen func(lastID string, retry time.Duration) io.ReadCloser
 	lived  time.Duration
 	opened time.Time
+	// onReopen hears of the stream open again; breakGrace is how long a
+	// broken stream may take to be (0: a second) before onBreak hears of
+	// the break.
+	onReopen   func()
+	breakGrace time.Duration
 	// lastID and retry are the stream's last event id and retry delay,
 	// from the events dispatched (and dropped: an overlong notification's
 	// id counts, which the SDK does not see).
@@ -102,23 +109,44 @@ func (s *sseTee) Read(p []byte) (int, error) {
 // stream that lived is opened again in its place, and the event the end
 // cut off is dropped (as an EventSource drops it: "da" of a cut line,
 // passed on, would be a malformed line to the SDK); else the end goes to
-// the SDK, which dispatches an event cut off at EOF. A stream that broke
-// (a failed read) is told at once, so that the server is degraded while it
-// is opened again; one that ended, only when it could not be.
+// the SDK, which dispatches an event cut off at EOF. A stream that broke (a
+// failed read: a proxy's timeout may end it so) is told when it is not
+// open again within a second, so that the server is degraded while it is
+// not; one that ended, when it could not be opened again.
 func (s *sseTee) end() {
 	err := s.ended
 	s.ended = nil
 	if s.reopen != nil && time.Since(s.opened) >= s.lived {
+		var mu sync.Mutex
+		settled := false
+		tell := func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !settled {
+				settled = true
+				s.broke(err)
+			}
+		}
 		if err != io.EOF {
-			s.broke(err)
+			timer := time.AfterFunc(cmp.Or(s.breakGrace, time.Second), func() { tell(err) })
+			defer timer.Stop()
 		}
 		s.ReadCloser.Close()
-		if body := s.reopen(s.lastID, s.retry); body != nil {
+		body := s.reopen(s.lastID, s.retry)
+		if body != nil {
+			mu.Lock()
+			settled = true // a break told meanwhile stays told: onReopen mends it
+			mu.Unlock()
+			if s.onReopen != nil {
+				s.onReopen()
+			}
 			s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
 			return
 		}
 		if err == io.EOF {
-			s.broke(errNotReopened)
+			tell(errNotReopened)
+		} else {
+			tell(err)
 		}
 	} else if err != io.EOF {
 		s.broke(err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,41 +296,55 @@ func TestSSETeeRepeatedEvents(t *testing.T) {
 	}
 }
 
-// A stream that broke is told at once (the server degraded while it is
-// opened again); one that ended cleanly only when it could not be opened
-// again.
+// A stream that broke is told when it is not open again within the
+// grace (the server degraded while it is not), and so is one that ended
+// and could not be opened again; a stream opened again is told too, which
+// makes the server ready.
 func TestSSETeeTellsBreaks(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		end    error
-		reopen bool
+		reopen time.Duration // how long it takes; -1: it fails
 		want   []string
 	}{
-		{"broke, opened again", io.ErrUnexpectedEOF, true, []string{"break: unexpected EOF", "reopen"}},
-		{"broke, not opened again", io.ErrUnexpectedEOF, false, []string{"break: unexpected EOF", "reopen"}},
-		{"ended, opened again", io.EOF, true, []string{"reopen"}},
-		{"ended, not opened again", io.EOF, false, []string{"reopen", "break: " + errNotReopened.Error()}},
+		{"broke, opened again at once", io.ErrUnexpectedEOF, 0, []string{"reopen", "open"}},
+		{"broke, opened again late", io.ErrUnexpectedEOF, 200 * time.Millisecond, []string{"reopen", "break: unexpected EOF", "open"}},
+		{"broke, not opened again", io.ErrUnexpectedEOF, -1, []string{"reopen", "break: unexpected EOF"}},
+		{"ended, opened again", io.EOF, 0, []string{"reopen", "open"}},
+		{"ended, not opened again", io.EOF, -1, []string{"reopen", "break: " + errNotReopened.Error()}},
 	} {
+		var mu sync.Mutex
 		var got []string
+		note := func(s string) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, s)
+		}
 		tee := &sseTee{
 			ReadCloser: io.NopCloser(io.MultiReader(strings.NewReader("data: {}\n\n"), errReader{c.end})),
 			onData:     func([]byte) error { return nil },
-			onBreak:    func(err error) { got = append(got, "break: "+err.Error()) },
+			onBreak:    func(err error) { note("break: " + err.Error()) },
+			onReopen:   func() { note("open") },
 			lived:      time.Millisecond,
 			opened:     time.Now().Add(-time.Second),
+			breakGrace: 50 * time.Millisecond,
 		}
 		tee.reopen = func(string, time.Duration) io.ReadCloser {
-			got = append(got, "reopen")
+			note("reopen")
 			tee.reopen = nil
-			if c.reopen {
-				return io.NopCloser(strings.NewReader(""))
+			if c.reopen < 0 {
+				return nil
 			}
-			return nil
+			time.Sleep(c.reopen)
+			return io.NopCloser(strings.NewReader(""))
 		}
 		io.ReadAll(tee)
+		time.Sleep(100 * time.Millisecond) // a break told late would come by now
+		mu.Lock()
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+		mu.Unlock()
 	}
 }
 
