@@ -142,8 +142,8 @@ type Engine struct {
 	// been open for its end to be taken as a proxy's or the server's
 	// closing of a stream that lived, opened again at once (0: a second).
 	streamLived time.Duration
-	// streamReopenWait bounds the wait for the headers of an event stream
-	// opened again (0: reopenHeaders).
+	// streamReopenWait is how long an event stream that ended may take to
+	// open again before the server is degraded (0: 10 s).
 	streamReopenWait time.Duration
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net"
@@ -62,8 +63,8 @@ type captureRoundTripper struct {
 	standalone  atomic.Pointer[<-chan struct{}]
 	// legacySSE: the connection is over the HTTP+SSE transport.
 	legacySSE atomic.Bool
-	// reopenWait bounds the wait for the headers of an event stream
-	// opened again (0: reopenHeaders).
+	// reopenWait is how long an event stream that ended may take to open
+	// again before the server is degraded (0: 10 s).
 	reopenWait time.Duration
 	seen       eventIDs
 	// warnedBadEvent: an event that is not a JSON-RPC message was logged
@@ -202,9 +203,14 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	case strings.HasPrefix(ct, "text/event-stream"):
 		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed, legacy: t.legacySSE.Load()}
 		if !tee.legacy {
+			// Replays come on GETs: the events of the other streams
+			// are only noted.
 			tee.repeated = t.seen.repeated
+			if req.Method != http.MethodGet {
+				tee.repeated = t.seen.note
+			}
 		}
-		if req.Method == http.MethodGet && t.onStream != nil {
+		if standalone && t.onStream != nil {
 			t.onStream(nil)
 			ctx := req.Context()
 			tee.onBreak = func(err error) {
@@ -215,6 +221,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			if lived := time.Duration(t.streamLived.Load()); lived > 0 && standalone {
 				tee.reopen, tee.lived, tee.opened = t.reopenStream(req), lived, time.Now()
 				tee.onReopen = func() { t.onStream(nil) }
+				tee.endGrace = t.reopenWait
 			}
 		}
 		resp.Body = tee
@@ -262,24 +269,14 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 			if ctx.Err() != nil {
 				return nil // closed by mcpctl
 			}
-			// A server (or a proxy before one) that takes the request
-			// and never answers would leave the stream neither open nor
-			// failed.
-			rctx, cancel := context.WithCancel(ctx)
-			timer := time.AfterFunc(cmp.Or(t.reopenWait, reopenHeaders), cancel)
-			again := req.Clone(rctx)
+			again := req.Clone(ctx)
 			if lastID != "" {
 				again.Header.Set("Last-Event-ID", lastID)
 			}
 			resp, err := t.base.RoundTrip(again)
-			if !timer.Stop() || err != nil {
-				if err == nil {
-					resp.Body.Close()
-				}
-				cancel()
+			if err != nil {
 				return nil
 			}
-			resp.Body = &closeThen{ReadCloser: resp.Body, then: cancel}
 			if resp.StatusCode == http.StatusConflict && try < 3 {
 				resp.Body.Close()
 				wait = 100 * time.Millisecond << try
@@ -297,33 +294,44 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 	}
 }
 
-// reopenHeaders is how long a server has to answer the request that opens
-// its event stream again.
-const reopenHeaders = 10 * time.Second
-
-// eventIDs are the event ids a connection was sent, the last 4096 of
-// them.
+// eventIDs are the events a connection was sent, the last 4096 of them,
+// each by its id and a hash of its data: the spec has ids unique across a
+// session's streams, but a server that counts each stream's events from 0
+// would give one id to several.
 type eventIDs struct {
 	mu   sync.Mutex
-	set  map[string]struct{}
-	ring [4096]string
+	set  map[eventKey]struct{}
+	ring [4096]eventKey
 	next int
 }
 
-// repeated tells whether id came before, and notes it.
-func (s *eventIDs) repeated(id []byte) bool {
+type eventKey struct {
+	id   string
+	data uint64
+}
+
+// repeated tells whether the event came before, and notes it.
+func (s *eventIDs) repeated(id, data []byte) bool {
+	h := fnv.New64a()
+	h.Write(data)
+	key := eventKey{string(id), h.Sum64()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.set[string(id)]; ok {
+	if _, ok := s.set[key]; ok {
 		return true
 	}
 	if s.set == nil {
-		s.set = map[string]struct{}{}
+		s.set = map[eventKey]struct{}{}
 	}
 	delete(s.set, s.ring[s.next])
-	key := string(id)
 	s.ring[s.next], s.next = key, (s.next+1)%len(s.ring)
 	s.set[key] = struct{}{}
+	return false
+}
+
+// note notes the event, and passes it on: see repeated.
+func (s *eventIDs) note(id, data []byte) bool {
+	s.repeated(id, data)
 	return false
 }
 

@@ -35,11 +35,11 @@ type sseTee struct {
 	reopen func(lastID string, retry time.Duration) io.ReadCloser
 	lived  time.Duration
 	opened time.Time
-	// onReopen hears of the stream open again; breakGrace is how long a
-	// broken stream may take to be (0: a second) before onBreak hears of
-	// the break.
-	onReopen   func()
-	breakGrace time.Duration
+	// onReopen hears of the stream open again; breakGrace and endGrace
+	// are how long a stream that broke or ended may take to be, after the
+	// retry delay (0: a second, ten), before onBreak hears of it.
+	onReopen             func()
+	breakGrace, endGrace time.Duration
 	// lastID and retry are the stream's last event id and retry delay,
 	// from the events dispatched (and dropped: an overlong notification's
 	// id counts, which the SDK does not see).
@@ -49,12 +49,11 @@ type sseTee struct {
 	// takes every event after the endpoint as a message, whatever its
 	// name, and fails on one with no data.
 	legacy bool
-	// repeated, when set, tells whether an event id came before on the
-	// connection (and notes it): ids are unique across a session's
-	// streams, and a server that replays more than the stream it resumes
-	// (server-everything replays every stream's) would have progress told
-	// twice and a question asked twice.
-	repeated func(id []byte) bool
+	// repeated, when set, tells whether an event (by its id and data)
+	// came before on the connection, and notes it: a server that replays
+	// more than the stream it resumes (server-everything replays every
+	// stream's) would have progress told twice and a question asked twice.
+	repeated func(id, data []byte) bool
 	out      []byte // events checked, not yet read by the SDK
 	ended    error  // the read that ended the stream, once out is read
 	err      error  // the stream's, given once out is read
@@ -112,7 +111,8 @@ func (s *sseTee) Read(p []byte) (int, error) {
 // the SDK, which dispatches an event cut off at EOF. A stream that broke (a
 // failed read: a proxy's timeout may end it so) is told when it is not
 // open again within a second, so that the server is degraded while it is
-// not; one that ended, when it could not be opened again.
+// not; one that ended, within ten seconds (endGrace), or when it could not
+// be opened again.
 func (s *sseTee) end() {
 	err := s.ended
 	s.ended = nil
@@ -127,10 +127,15 @@ func (s *sseTee) end() {
 				s.broke(err)
 			}
 		}
+		// A stream that broke may be open again within a second, one
+		// that ended within ten (a proxy may hold the headers until the
+		// first event), each after the server's retry delay.
+		grace, why := cmp.Or(s.endGrace, 10*time.Second), errNotReopened
 		if err != io.EOF {
-			timer := time.AfterFunc(cmp.Or(s.breakGrace, time.Second), func() { tell(err) })
-			defer timer.Stop()
+			grace, why = cmp.Or(s.breakGrace, time.Second), err
 		}
+		timer := time.AfterFunc(s.retry+grace, func() { tell(why) })
+		defer timer.Stop()
 		s.ReadCloser.Close()
 		body := s.reopen(s.lastID, s.retry)
 		if body != nil {
@@ -143,11 +148,7 @@ func (s *sseTee) end() {
 			s.ReadCloser, s.opened, s.ev = body, time.Now(), sseEvent{}
 			return
 		}
-		if err == io.EOF {
-			tell(errNotReopened)
-		} else {
-			tell(err)
-		}
+		tell(why)
 	} else if err != io.EOF {
 		s.broke(err)
 	}
@@ -157,9 +158,8 @@ func (s *sseTee) end() {
 	s.err = err
 }
 
-// errNotReopened is an event stream that ended and could not be opened
-// again by mcpctl: the SDK tries next.
-var errNotReopened = errors.New("it ended, and could not be opened again")
+// errNotReopened is an event stream that ended and is not open again.
+var errNotReopened = errors.New("it ended, and is not open again")
 
 func (s *sseTee) broke(err error) {
 	if s.onBreak != nil {
@@ -249,11 +249,12 @@ func (s *sseTee) endLine() {
 		e.raw = append(e.raw[:e.line], "data:\n"...)
 		line = e.raw[e.line : len(e.raw)-1]
 	}
-	if bytes.IndexByte(line, ':') < 0 || bytes.HasPrefix(line, idField) && bytes.IndexByte(line, 0) >= 0 {
+	if bytes.IndexByte(line, ':') < 0 || bytes.HasPrefix(line, idField) && !headerValue(line) {
 		// Any other field without a colon means nothing here, and an
-		// id with a NUL is ignored (the SSE spec): the SDK would give
-		// the connection up over the first, and fail to send the
-		// second as a Last-Event-ID. Dropped.
+		// id with a NUL is ignored (the SSE spec); one with another
+		// control byte cannot be sent as a Last-Event-ID. The SDK
+		// would give the connection up over the first, and fail to
+		// reconnect with the others. Dropped.
 		if e.long {
 			e.raw, e.line = e.raw[:0], 0
 		} else {
@@ -277,6 +278,17 @@ func (s *sseTee) endLine() {
 	} else {
 		e.line = len(e.raw)
 	}
+}
+
+// headerValue tells whether b can go in an HTTP header (net/http's
+// rule: no control byte but a tab).
+func headerValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // finish ends the stream's last line and event, as the SDK dispatches an
@@ -310,13 +322,18 @@ func (s *sseTee) dispatch() {
 			s.out = append(s.out, "\n\n"...)
 		}
 	} else {
-		if len(e.id) > 0 && s.repeated != nil && s.repeated(e.id) {
+		data := eventData(e.raw)
+		if len(e.id) > 0 && s.repeated != nil && s.repeated(e.id, data) {
 			// Sent before: what it says of the stream goes on.
 			s.out = append(s.out, e.streamFields()...)
 			s.ev = sseEvent{}
 			return
 		}
-		if data := eventData(e.raw); len(data) > 0 && s.isMessage(e) && s.onData(data) != nil {
+		if s.legacy && len(data) == 0 && s.isMessage(e) {
+			s.ev = sseEvent{} // nothing that client could decode
+			return
+		}
+		if len(data) > 0 && s.isMessage(e) && s.onData(data) != nil {
 			// Not a JSON-RPC message (server-everything replays a
 			// stream's priming events as "{}"): the SDK would give the
 			// whole connection up over it ("failed to decode event").

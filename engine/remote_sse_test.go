@@ -220,11 +220,12 @@ func TestSSETeeSplice(t *testing.T) {
 // Over the HTTP+SSE transport, whose SDK client takes every event after
 // the endpoint as a message, one that is not a JSON-RPC message is dropped
 // whole (an event of its id alone would be a message with no data, which
-// that client fails on), whatever its name.
+// that client fails on), whatever its name, and so is one with no data.
 func TestSSETeeLegacyDropsWhatIsNotAMessage(t *testing.T) {
 	body := "event: endpoint\ndata: /message?s=1\n\n" +
 		"event: message\nid: 7\ndata: {}\n\n" +
 		"event: other\ndata: nonsense\n\n" +
+		"event: ping\n\nid: 9\n\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
 	tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(body)), legacy: true, onData: func(b []byte) error {
 		_, err := jsonrpc.DecodeMessage(b)
@@ -240,11 +241,11 @@ func TestSSETeeLegacyDropsWhatIsNotAMessage(t *testing.T) {
 
 // A line with no colon is a field with no value (the SSE spec): "data" is
 // an empty data line, any other means nothing and is dropped, as is an id
-// with a NUL, which the spec ignores. The SDK gave the connection up over
-// the first ("malformed line"), and could not send the second as a
-// Last-Event-ID.
+// with a NUL, which the spec ignores, or another control byte. The SDK
+// gave the connection up over the first ("malformed line"), and could not
+// send the others as a Last-Event-ID.
 func TestSSETeeFieldsTheSDKRefuses(t *testing.T) {
-	body := "garbage line without colon\nid: a\x00b\ndata: {\"jsonrpc\":\"2.0\",\ndata\ndata: \"method\":\"x\"}\n\n"
+	body := "garbage line without colon\nid: a\x00b\nid: a\x01b\ndata: {\"jsonrpc\":\"2.0\",\ndata\ndata: \"method\":\"x\"}\n\n"
 	var seen []string
 	tee := &sseTee{ReadCloser: io.NopCloser(&oneByte{strings.NewReader(body)}), onData: func(b []byte) error {
 		seen = append(seen, string(b))
@@ -287,12 +288,17 @@ func TestSSETeeRepeatedEvents(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("onData saw %d events, want 3", len(seen))
 	}
-	// The set forgets the oldest ids beyond its size.
-	for i := range len(ids.ring) + 1 {
-		ids.repeated([]byte(strconv.Itoa(i)))
+	// A server that counts each stream's events from 0 gives one id to
+	// several: an event is the same only with the same data.
+	if out := read(msg("p1", "notifications/tools/list_changed")); out != msg("p1", "notifications/tools/list_changed") {
+		t.Errorf("a new event under an id used before was handed on as %q", out)
 	}
-	if ids.repeated([]byte("0")) || !ids.repeated([]byte("4096")) || len(ids.set) != len(ids.ring) {
-		t.Errorf("the set holds %d ids", len(ids.set))
+	// The set forgets the oldest events beyond its size.
+	for i := range len(ids.ring) + 1 {
+		ids.repeated([]byte(strconv.Itoa(i)), nil)
+	}
+	if ids.repeated([]byte("0"), nil) || !ids.repeated([]byte("4096"), nil) || len(ids.set) != len(ids.ring) {
+		t.Errorf("the set holds %d events", len(ids.set))
 	}
 }
 

@@ -236,9 +236,9 @@ func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
 }
 
 // A stream that ended, whose server (or a proxy before it) then takes the
-// request for the next and never answers, makes the server degraded once
-// the wait for that answer is over: it stayed ready with no event stream,
-// its notifications lost.
+// request for the next and does not answer, makes the server degraded
+// after a while: it stayed ready with no event stream, its notifications
+// lost.
 func TestRemoteEventStreamNotReopened(t *testing.T) {
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -268,10 +268,50 @@ func TestRemoteEventStreamNotReopened(t *testing.T) {
 	}
 	waitState(t, e, "r", StateReady)
 	st := waitState(t, e, "r", StateDegraded)
-	if !strings.Contains(st.LastError, "event stream broke: it ended, and could not be opened again") {
+	if !strings.Contains(st.LastError, "event stream broke: it ended, and is not open again") {
 		t.Errorf("degraded for: %q", st.LastError)
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
 		t.Errorf("a call while the event stream is down: %v", err)
+	}
+}
+
+// A server that counts each stream's events from 0 gives each call's answer
+// the same event id: an answer is not taken for one sent before unless its
+// data is the same, and answers on a call's own stream are never dropped.
+// Dropped, its call was resumed from that id, which the server refused,
+// and the connection was lost.
+func TestRemoteEventIDsCountedPerStream(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.Unmarshal(body, &m)
+			if m.Method == "tools/call" {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Write([]byte("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(m.ID) + ",\"result\":{\"content\":[]}}\n\n"))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		c, cancel := context.WithTimeout(ctx(t), 5*time.Second)
+		_, err := e.CallTool(c, &CallRequest{Name: "r.echo"})
+		cancel()
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
 	}
 }
