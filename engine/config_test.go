@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -826,4 +827,41 @@ func TestWatchLogLevelOnAServerStartedLater(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Reloads while other goroutines list and start, as a program following
+// its config file does: the engine is safe for concurrent use, and the
+// race detector found the check of a made engine reading the config a
+// reload replaced.
+func TestReloadWhileListing(t *testing.T) {
+	s := fakeServer(t, "s", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	done, listing := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			e.Tools("")
+			e.Inspect("s")
+			e.Start(ctx(t), "s")
+			if i == 0 {
+				close(listing)
+			}
+		}
+	})
+	<-listing
+	for range 50 {
+		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{s}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
 }

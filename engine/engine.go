@@ -132,6 +132,9 @@ type Engine struct {
 	// requestSet and shutdownSet say the options set these timeouts, which
 	// then win over the servers' configs.
 	requestSet, shutdownSet bool
+	// made: New made the engine (set before it is returned, never after;
+	// cfg, which a reload replaces, is read under mu).
+	made bool
 	// noConfig: New was given a nil config, which Start reports until a
 	// reload gives it one.
 	noConfig atomic.Bool
@@ -180,6 +183,7 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	}
 	e := &Engine{
 		cfg:        cfg,
+		made:       true,
 		opts:       o,
 		log:        o.Logger,
 		sdkLog:     o.Logger.With("component", "sdk"),
@@ -250,7 +254,7 @@ func (e *Engine) lookup(name string) (*server, error) {
 // what it started is stopped again, which a server slow to stop can make
 // last up to its shutdownTimeout longer.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
-	if e.cfg == nil {
+	if !e.made {
 		return notMade()
 	}
 	if e.noConfig.Load() {

@@ -183,7 +183,7 @@ func notMade() *Error {
 
 // open refuses a request to an engine that was closed, or not made by New.
 func (e *Engine) open() error {
-	if e.cfg == nil {
+	if !e.made {
 		return notMade()
 	}
 	if e.closed.Load() {
