@@ -671,9 +671,33 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 		return
 	}
 	proc.closeStdin()
-	cs.Close()
+	s.closeSession(cs)
 	proc.stop(grace, s.shutdownTimeout())
 }
+
+// closeSession closes a stdio server's connection. The SDK waits for the
+// handlers of the server's requests in flight: one that does not watch
+// its ctx (a sampling or elicitation hook waiting on a person) would hold
+// the stop, and the server, as long as it waits. Past closeWait it is
+// left to end in the background.
+func (s *server) closeSession(cs *mcp.ClientSession) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		cs.Close()
+	}()
+	t := time.NewTimer(min(closeWait, s.shutdownTimeout()))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		s.log.Info("stopping the server without waiting for its connection to close: a handler of a request it made is still at work")
+	}
+}
+
+// closeWait bounds how long a stdio server's connection is waited for as
+// it closes.
+const closeWait = time.Second
 
 // remoteCloseWait bounds how long a remote server's connection is waited
 // for as it closes (shutdownTimeout if shorter): the SDK sends the

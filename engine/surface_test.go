@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -830,5 +831,34 @@ func TestWatchReadyStampedAtSubscription(t *testing.T) {
 		if got[i].Time.Before(got[i-1].Time) {
 			t.Errorf("event %d (%s at %s) is before the one printed before it (%s at %s)", i, got[i].Type, got[i].Time, got[i-1].Type, got[i-1].Time)
 		}
+	}
+}
+
+// Close does not wait for a sampling handler that does not watch its ctx
+// (one waiting on a person): it waited for the handler, however long, with
+// the server left running. The handler's goroutine is left to end.
+func TestCloseDoesNotWaitForAHandler(t *testing.T) {
+	dir := t.TempDir()
+	s := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", PIDFile: filepath.Join(dir, "pid"), Tools: []fakemcp.Tool{{Name: "ask", Sample: "?"}}})
+	asked, answer := make(chan struct{}), make(chan struct{})
+	defer time.AfterFunc(5*time.Second, func() { close(answer) }).Stop()
+	e := New(&config.Config{Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second, Sampling: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		close(asked)
+		<-answer
+		return nil, errors.New("too late")
+	}})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	go e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	<-asked
+	start := time.Now()
+	e.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("server %d still runs after Close", pid)
 	}
 }
