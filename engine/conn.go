@@ -47,6 +47,11 @@ type captureConn struct {
 	// httpAnswered is set once any request of it got an HTTP answer.
 	abortHTTP    context.CancelFunc
 	httpAnswered atomic.Bool
+	// closeIdle closes the kept-alive connections of a remote server's
+	// HTTP transport, once its MCP connection is closed: each start makes
+	// a transport of its own, whose idle connections (and two goroutines
+	// each) would stay 90 s.
+	closeIdle func()
 
 	// rootsAsked is the id of the server's roots/list request; the answer
 	// to it closes rootsAnswered (awaitRoots).

@@ -407,12 +407,18 @@ func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error
 // whose type was implied by its url and that refuses streamable HTTP with a
 // 4xx is tried with the legacy SSE transport, as the MCP spec's backwards
 // compatibility section says.
-func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (_ *mcp.ClientSession, err error) {
 	cfg := s.cfg()
 	base, err := httpTransport(cfg)
 	if err != nil {
 		return nil, err
 	}
+	conn.closeIdle = base.CloseIdleConnections
+	defer func() {
+		if err != nil {
+			base.CloseIdleConnections()
+		}
+	}()
 	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort}
 	if u, err := url.Parse(cfg.URL); err == nil {
 		o := origin(u)

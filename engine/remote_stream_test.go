@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -313,5 +315,44 @@ func TestRemoteEventIDsCountedPerStream(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
+	}
+}
+
+// A remote server's stop closes its HTTP connections: each start makes a
+// transport of its own, whose kept-alive connections (two goroutines each)
+// stayed 90 s, one more with each restart or reload.
+func TestRemoteStopClosesItsConnections(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	ts := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	var open atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := e.Restart(ctx(t), "r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := open.Load(); n > 0 {
+		t.Errorf("%d connections still open after Close", n)
 	}
 }

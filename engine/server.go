@@ -718,16 +718,18 @@ func (s *server) closeRemote(cs *mcp.ClientSession, conn *captureConn) {
 	defer t.Stop()
 	select {
 	case <-closed:
-		return
 	case <-t.C:
+		if conn == nil || conn.abortHTTP == nil {
+			s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
+			return
+		}
+		s.log.Info("gave up the connection's end: the server did not answer it in time", "waited", wait.String())
+		conn.abortHTTP()
+		<-closed
 	}
-	if conn == nil || conn.abortHTTP == nil {
-		s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
-		return
+	if conn != nil && conn.closeIdle != nil {
+		conn.closeIdle()
 	}
-	s.log.Info("gave up the connection's end: the server did not answer it in time", "waited", wait.String())
-	conn.abortHTTP()
-	<-closed
 }
 
 // stop ends the server: in-flight calls are cancelled, stdin is closed, and
