@@ -553,7 +553,10 @@ func (e *Engine) Status() []ServerStatus {
 }
 
 // Events subscribes to what happens to the servers; see [Event]. Close the
-// subscription when done. After [Engine.Close], its channel is closed.
+// subscription when done. After [Engine.Close], its channel is closed. A
+// type or a server in f that does not exist matches nothing and is not
+// refused (a server a reload adds later is heard of); [CheckEventTypes]
+// and [Engine.Watch] refuse them.
 func (e *Engine) Events(f EventFilter) *Subscription { return e.bus.subscribe(f) }
 
 // watchProgress routes the progress notifications for token to fn until the
