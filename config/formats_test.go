@@ -284,4 +284,9 @@ func TestCodexFileWithoutServers(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Msg != "no servers defined" || !strings.Contains(ce.Hint, "[mcp_servers.fs]") {
 		t.Errorf("err = %v", err)
 	}
+	// As every problem of the files, it comes as Errors (the package
+	// says so); it came as a lone *Error.
+	if _, ok := err.(Errors); !ok {
+		t.Errorf("err is a %T, want Errors", err)
+	}
 }

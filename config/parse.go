@@ -45,7 +45,7 @@ func load(files []file, opts Options) (*Config, error) {
 	case len(errs) > 0:
 		return nil, errs
 	case len(cfg.Servers) == 0:
-		return nil, noServers(cfg.File)
+		return nil, Errors{noServers(cfg.File)} // every problem of the files comes as Errors
 	}
 	return cfg, nil
 }
