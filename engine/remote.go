@@ -301,7 +301,7 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 type eventIDs struct {
 	mu   sync.Mutex
 	set  map[eventKey]struct{}
-	ring [4096]eventKey
+	ring []eventKey // made at the first event with an id: most servers send none
 	next int
 }
 
@@ -321,7 +321,7 @@ func (s *eventIDs) repeated(id, data []byte) bool {
 		return true
 	}
 	if s.set == nil {
-		s.set = map[eventKey]struct{}{}
+		s.set, s.ring = map[eventKey]struct{}{}, make([]eventKey, 4096)
 	}
 	delete(s.set, s.ring[s.next])
 	s.ring[s.next], s.next = key, (s.next+1)%len(s.ring)

@@ -12,8 +12,8 @@ import (
 
 // An sseTee passes a server-sent event stream on an event at a time, and
 // hands the data of each message event to onData as it does; one whose
-// data onData refuses (not a JSON-RPC message) goes on without its data,
-// where the SDK would give the connection up. An event longer than
+// data onData refuses (not a JSON-RPC message) goes on without its data
+// (over HTTP+SSE, not at all), where the SDK would give the connection up. An event longer than
 // maxMessage is not passed on, as the SDK would give up the whole stream
 // over it: in its place goes, when it answers a request (whose id is read
 // from the first and last bytes of its data), the error a stdio server's
