@@ -142,8 +142,8 @@ type Engine struct {
 	// listing before it can say so rather than list nothing.
 	started atomic.Bool
 	// streamLived is how long a remote server's event stream must have
-	// been open for its end to be taken as a proxy's or the server's
-	// closing of a stream that lived, opened again at once (0: a second).
+	// been open for mcpctl to open it again when it ends (0: a second);
+	// both are fields for tests.
 	streamLived time.Duration
 	// streamReopenWait is how long an event stream that ended may take to
 	// open again before the server is degraded (0: 10 s).

@@ -218,7 +218,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 					t.onStream(err)
 				}
 			}
-			if lived := time.Duration(t.streamLived.Load()); lived > 0 && standalone {
+			if lived := time.Duration(t.streamLived.Load()); lived > 0 {
 				tee.reopen, tee.lived, tee.opened = t.reopenStream(req), lived, time.Now()
 				tee.onReopen = func() { t.onStream(nil) }
 				tee.endGrace = t.reopenWait
