@@ -68,8 +68,10 @@ type captureRoundTripper struct {
 	reopenWait time.Duration
 	seen       eventIDs
 	// warnedBadEvent: an event that is not a JSON-RPC message was logged
-	// as a warning; the next ones are debug lines.
+	// as a warning, its data through redact; the next ones are debug
+	// lines.
 	warnedBadEvent atomic.Bool
+	redact         func(string) string
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -381,7 +383,11 @@ func (t *captureRoundTripper) streamed(data []byte) error {
 			if t.warnedBadEvent.CompareAndSwap(false, true) {
 				level = slog.LevelWarn
 			}
-			t.log.Log(context.Background(), level, "the server sent an event that is not a JSON-RPC message; dropped", "data", truncate(string(data), 200), "error", err)
+			text, why := string(data), err.Error() // which quotes the data
+			if t.redact != nil {
+				text, why = t.redact(text), t.redact(why)
+			}
+			t.log.Log(context.Background(), level, "the server sent an event that is not a JSON-RPC message; dropped", "data", truncate(text, 200), "error", truncate(why, 300))
 		}
 		return err
 	}
@@ -419,7 +425,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 			base.CloseIdleConnections()
 		}
 	}()
-	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort}
+	rt := &captureRoundTripper{base: base, conn: conn, headers: cfg.Headers, abort: abort, redact: cfg.Redact}
 	if u, err := url.Parse(cfg.URL); err == nil {
 		o := origin(u)
 		rt.origins, rt.log = [2]string{o, upgraded(o)}, s.log

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/mcpctl/mcpctl/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -354,5 +357,43 @@ func TestRemoteStopClosesItsConnections(t *testing.T) {
 	}
 	if n := open.Load(); n > 0 {
 		t.Errorf("%d connections still open after Close", n)
+	}
+}
+
+// The data of an event that is not a JSON-RPC message is logged with the
+// server's secrets hidden, as its other output is.
+func TestRemoteDroppedEventLoggedRedacted(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.Write([]byte("data: you sent " + r.Header.Get("Authorization") + "\n\n"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	cfg, err := config.Parse("mcp.json", []byte(`{"servers": {"r": {"url": "`+ts.URL+`", "headers": {"Authorization": "Bearer ${TOK}"}}}}`), "", func(k string) (string, bool) {
+		return "s3cret-token", k == "TOK"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log testutil.Buffer
+	e := New(cfg, &Options{ShutdownTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), "not a JSON-RPC message") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := log.String(); !strings.Contains(out, "you sent") || strings.Contains(out, "s3cret-token") {
+		t.Errorf("the log:\n%s", out)
 	}
 }
