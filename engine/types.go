@@ -223,7 +223,10 @@ type CompleteResult struct {
 
 // A RequestHandler answers a request a server sends to the client
 // (sampling/createMessage, elicitation/create): request is its params as
-// JSON, and the answer is the result as JSON.
+// JSON, and the answer is the result as JSON. ctx ends when the request
+// is cancelled or the server stops; a stop waits a second at most for a
+// handler that does not watch it, then leaves it to return in its own
+// time.
 type RequestHandler func(ctx context.Context, server string, request json.RawMessage) (json.RawMessage, error)
 
 // A CallResult is a tool's answer, kept exactly as the server sent it:
