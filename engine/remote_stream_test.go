@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -395,5 +396,33 @@ func TestRemoteDroppedEventLoggedRedacted(t *testing.T) {
 	}
 	if out := log.String(); !strings.Contains(out, "you sent") || strings.Contains(out, "s3cret-token") {
 		t.Errorf("the log:\n%s", out)
+	}
+}
+
+// Close does not wait for a sampling handler that does not watch its ctx,
+// for a remote server either: the SDK's close waits for the handlers of
+// the server's requests, and closing a remote connection waited for that
+// close after giving up its HTTP requests.
+func TestRemoteCloseDoesNotWaitForAHandler(t *testing.T) {
+	srv := fakemcp.NewServer(fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask", Sample: "?"}}})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	asked, answer := make(chan struct{}), make(chan struct{})
+	defer time.AfterFunc(5*time.Second, func() { close(answer) }).Stop()
+	e := New(&config.Config{Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second,
+		Sampling: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			close(asked)
+			<-answer
+			return nil, errors.New("too late")
+		}})
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	go e.CallTool(ctx(t), &CallRequest{Name: "r.ask"})
+	<-asked
+	start := time.Now()
+	e.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
 	}
 }

@@ -725,7 +725,14 @@ func (s *server) closeRemote(cs *mcp.ClientSession, conn *captureConn) {
 		}
 		s.log.Info("gave up the connection's end: the server did not answer it in time", "waited", wait.String())
 		conn.abortHTTP()
-		<-closed
+		// What may still hold the close is a handler of a request the
+		// server made that does not watch its ctx (see closeSession).
+		t.Reset(closeWait)
+		select {
+		case <-closed:
+		case <-t.C:
+			s.log.Info("left the connection to close in the background: a handler of a request the server made is still at work")
+		}
 	}
 	if conn != nil && conn.closeIdle != nil {
 		conn.closeIdle()
