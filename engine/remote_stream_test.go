@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -186,25 +184,15 @@ func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
 	var mu sync.Mutex
 	var callID json.RawMessage
 	var resumes []string
+	calls := answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+		mu.Lock()
+		callID = id
+		mu.Unlock()
+		// The call's stream ends after its priming event.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("id: c-0\ndata:\n\n"))
+	})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			json.Unmarshal(body, &m)
-			if m.Method == "tools/call" {
-				mu.Lock()
-				callID = m.ID
-				mu.Unlock()
-				// The call's stream ends after its priming event.
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write([]byte("id: c-0\ndata:\n\n"))
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
 		if last := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && last != "" {
 			mu.Lock()
 			resumes = append(resumes, last)
@@ -221,7 +209,7 @@ func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
 			<-r.Context().Done()
 			return
 		}
-		h.ServeHTTP(w, r)
+		calls.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
 	e := newEngine(t, remoteServer("r", "http", ts.URL))
@@ -290,22 +278,9 @@ func TestRemoteEventStreamNotReopened(t *testing.T) {
 func TestRemoteEventIDsCountedPerStream(t *testing.T) {
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			json.Unmarshal(body, &m)
-			if m.Method == "tools/call" {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write([]byte("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(m.ID) + ",\"result\":{\"content\":[]}}\n\n"))
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		h.ServeHTTP(w, r)
+	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(id) + ",\"result\":{\"content\":[]}}\n\n"))
 	}))
 	t.Cleanup(ts.Close)
 	e := newEngine(t, remoteServer("r", "http", ts.URL))

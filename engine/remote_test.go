@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -904,15 +905,7 @@ func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter), opts .
 	t.Helper()
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			answer(w)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
-	}))
+	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, _ json.RawMessage) { answer(w) }))
 	t.Cleanup(ts.Close)
 	o := &Options{ShutdownTimeout: 2 * time.Second}
 	if len(opts) > 0 {
@@ -924,6 +917,24 @@ func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter), opts .
 		t.Fatal(err)
 	}
 	return e, ts
+}
+
+// answeringCalls serves h, but answers each tools/call itself: answer is
+// given the call's JSON-RPC id.
+func answeringCalls(h http.Handler, answer func(w http.ResponseWriter, id json.RawMessage)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+			answer(w, m.ID)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}
 }
 
 // The headers go to the server's origin and to its https:// upgrade on the
