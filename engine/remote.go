@@ -242,7 +242,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			}
 			body = droppedAnswer(sentID)
 		}
-		t.received(body)
+		t.received(body) // an answer that is not a message is the SDK's to refuse
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return resp, nil
@@ -362,37 +362,33 @@ func saysSessionUnknown(resp *http.Response) bool {
 	return false
 }
 
-// received notes one message (or a batch) that arrived over HTTP.
-func (t *captureRoundTripper) received(data []byte) {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '[' {
-		return // batches are the SDK's to refuse
+// received notes one message that arrived over HTTP; the error says it
+// is not one (nor is a batch: the SDK refuses batches).
+func (t *captureRoundTripper) received(data []byte) error {
+	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data))
+	if err != nil {
+		return err
 	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		t.conn.incoming(msg)
-	}
+	t.conn.incoming(msg)
+	return nil
 }
 
 // streamed notes the data of one event of a stream; the error says it is
 // not a JSON-RPC message, and the event is dropped.
 func (t *captureRoundTripper) streamed(data []byte) error {
-	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data))
-	if err != nil {
-		if t.log != nil {
-			level := slog.LevelDebug
-			if t.warnedBadEvent.CompareAndSwap(false, true) {
-				level = slog.LevelWarn
-			}
-			text, why := string(data), err.Error() // which quotes the data
-			if t.redact != nil {
-				text, why = t.redact(text), t.redact(why)
-			}
-			t.log.Log(context.Background(), level, "the server sent an event that is not a JSON-RPC message; dropped", "data", truncate(text, 200), "error", truncate(why, 300))
+	err := t.received(data)
+	if err != nil && t.log != nil {
+		level := slog.LevelDebug
+		if t.warnedBadEvent.CompareAndSwap(false, true) {
+			level = slog.LevelWarn
 		}
-		return err
+		text, why := string(data), err.Error() // which quotes the data
+		if t.redact != nil {
+			text, why = t.redact(text), t.redact(why)
+		}
+		t.log.Log(context.Background(), level, "the server sent an event that is not a JSON-RPC message; dropped", "data", truncate(text, 200), "error", truncate(why, 300))
 	}
-	t.conn.incoming(msg)
-	return nil
+	return err
 }
 
 // remoteTransport is the SDK transport for a server reached over HTTP:
