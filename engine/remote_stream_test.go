@@ -21,6 +21,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// remoteStreams is an engine for the fake over streamable HTTP with get in
+// front of its event streams' GETs: get answers one itself (nil), or
+// returns the request to hand on to the server. A stream counts as lived
+// after 100 ms. The engine is not started.
+func remoteStreams(t *testing.T, get func(w http.ResponseWriter, r *http.Request) *http.Request) *Engine {
+	t.Helper()
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			if r = get(w, r); r == nil {
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "http", ts.URL))
+	e.streamLived = 100 * time.Millisecond
+	return e
+}
+
+// idleTimeout is a proxy's idle timeout on r: its stream ends, cleanly,
+// after d.
+func idleTimeout(t *testing.T, r *http.Request, d time.Duration) *http.Request {
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	t.Cleanup(cancel)
+	return r.WithContext(ctx)
+}
+
 // A server behind a proxy that ends idle event streams (nginx after 60 s)
 // ends each GET stream cleanly, without event ids. The SDK counts each end
 // as a reconnection without progress and gives the connection up after
@@ -30,42 +60,31 @@ import (
 // a proxy's timeout may end it); a server that answers 409, not yet done
 // with the stream that ended, is asked again.
 func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
 	var sessions []string // of each GET, in order
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			mu.Lock()
-			sessions = append(sessions, r.Header.Get("Mcp-Session-Id"))
-			n := len(sessions)
-			mu.Unlock()
-			if n == 3 || n == 4 {
-				// The server has not yet seen the end of the last.
-				http.Error(w, "Conflict: Only one SSE stream is allowed per session", http.StatusConflict)
-				return
+	e := remoteStreams(t, func(w http.ResponseWriter, r *http.Request) *http.Request {
+		mu.Lock()
+		sessions = append(sessions, r.Header.Get("Mcp-Session-Id"))
+		n := len(sessions)
+		mu.Unlock()
+		switch n {
+		case 3, 4:
+			// The server has not yet seen the end of the last.
+			http.Error(w, "Conflict: Only one SSE stream is allowed per session", http.StatusConflict)
+			return nil
+		case 6:
+			// A proxy that drops the connection instead.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			time.Sleep(300 * time.Millisecond)
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
 			}
-			if n == 6 {
-				// A proxy that drops the connection instead.
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				w.(http.Flusher).Flush()
-				time.Sleep(300 * time.Millisecond)
-				if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-					c.Close()
-				}
-				return
-			}
-			// The proxy's idle timeout: the stream ends, cleanly.
-			ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
-			defer cancel()
-			r = r.WithContext(ctx)
+			return nil
 		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	e.streamLived = 100 * time.Millisecond
+		return idleTimeout(t, r, 300*time.Millisecond)
+	})
 	states := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"r"}})
 	defer states.Close()
 	if err := e.Start(ctx(t)); err != nil {
@@ -115,16 +134,10 @@ func TestRemoteEventStreamEndsAreNotFailures(t *testing.T) {
 // ends. An event that is not a JSON-RPC message is dropped, not made the
 // end of the connection.
 func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
 	var lastIDs []string
 	var opened []time.Time
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			h.ServeHTTP(w, r)
-			return
-		}
+	e := remoteStreams(t, func(w http.ResponseWriter, r *http.Request) *http.Request {
 		mu.Lock()
 		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
 		opened = append(opened, time.Now())
@@ -138,10 +151,8 @@ func TestRemoteEventStreamResumesFromItsLastID(t *testing.T) {
 		w.Write([]byte("id: ev-1\nretry: 300\ndata: {}\n\n"))
 		w.(http.Flusher).Flush()
 		time.Sleep(200 * time.Millisecond)
-	}))
-	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	e.streamLived = 100 * time.Millisecond
+		return nil
+	})
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -234,29 +245,20 @@ func TestRemoteCallStreamResumptionIsNotReopened(t *testing.T) {
 // after a while: it stayed ready with no event stream, its notifications
 // lost.
 func TestRemoteEventStreamNotReopened(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
 	gets := 0
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			mu.Lock()
-			gets++
-			n := gets
-			mu.Unlock()
-			if n > 1 {
-				<-r.Context().Done() // taken, never answered
-				return
-			}
-			ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
-			defer cancel()
-			r = r.WithContext(ctx)
+	e := remoteStreams(t, func(w http.ResponseWriter, r *http.Request) *http.Request {
+		mu.Lock()
+		gets++
+		n := gets
+		mu.Unlock()
+		if n > 1 {
+			<-r.Context().Done() // taken, never answered
+			return nil
 		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	e.streamLived, e.streamReopenWait = 100*time.Millisecond, 300*time.Millisecond
+		return idleTimeout(t, r, 300*time.Millisecond)
+	})
+	e.streamReopenWait = 300 * time.Millisecond
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
