@@ -681,17 +681,26 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 // the stop, and the server, as long as it waits. Past closeWait it is
 // left to end in the background.
 func (s *server) closeSession(cs *mcp.ClientSession) {
-	closed := make(chan struct{})
+	if _, ok := closeWithin(cs, min(closeWait, s.shutdownTimeout())); !ok {
+		s.log.Info("stopping the server without waiting for its connection to close: a handler of a request it made is still at work")
+	}
+}
+
+// closeWithin closes cs, waiting for that at most d; ok says it closed
+// within it, and closed is closed when it does.
+func closeWithin(cs *mcp.ClientSession, d time.Duration) (closed <-chan struct{}, ok bool) {
+	done := make(chan struct{})
 	go func() {
-		defer close(closed)
+		defer close(done)
 		cs.Close()
 	}()
-	t := time.NewTimer(min(closeWait, s.shutdownTimeout()))
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-closed:
+	case <-done:
+		return done, true
 	case <-t.C:
-		s.log.Info("stopping the server without waiting for its connection to close: a handler of a request it made is still at work")
+		return done, false
 	}
 }
 
@@ -709,16 +718,7 @@ var remoteCloseWait = time.Second // a var for tests
 
 func (s *server) closeRemote(cs *mcp.ClientSession, conn *captureConn) {
 	wait := min(remoteCloseWait, s.shutdownTimeout())
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		cs.Close()
-	}()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-closed:
-	case <-t.C:
+	if closed, ok := closeWithin(cs, wait); !ok {
 		if conn == nil || conn.abortHTTP == nil {
 			s.log.Info("left the connection to close in the background: the server did not answer its end in time", "waited", wait.String())
 			return
@@ -727,7 +727,8 @@ func (s *server) closeRemote(cs *mcp.ClientSession, conn *captureConn) {
 		conn.abortHTTP()
 		// What may still hold the close is a handler of a request the
 		// server made that does not watch its ctx (see closeSession).
-		t.Reset(closeWait)
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
 		select {
 		case <-closed:
 		case <-t.C:
