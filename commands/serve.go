@@ -76,10 +76,12 @@ line are left out.
 Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
 of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
 --no-auth serve without one. The address is printed on stderr. A client's
-MCP session ends with its DELETE (its calls in flight are cancelled); one
-whose connections dropped and did not come back within 30s, or that sent
-nothing for an hour with no stream open, has its calls cancelled and its
-session closed, and gets 404 if it comes back. Ctrl-C or SIGTERM ends
+MCP session ends with its DELETE (its calls in flight are cancelled). A
+call whose HTTP request drops is cancelled at once: its answer could not
+be sent, as serve keeps no stream to resume. A client whose connections
+dropped and did not come back within 30s, or that sent nothing for an
+hour with no stream open, has its session closed, and gets 404 if it
+comes back. Ctrl-C or SIGTERM ends
 serve over HTTP at once, its clients' streams and calls with it.
 
 With --manage, serve also offers two tools of its own: mcpctl.status (each

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,11 @@ import (
 // with no request or stream open, is closed after clientIdle. A client
 // closed so gets 404 on its next request, on which the spec has it start
 // a new session.
+//
+// A call whose own HTTP request dropped is cancelled at once, whether or
+// not its client is still there: serve keeps no event store, so the
+// stream cannot be resumed and the result has nowhere to go (the SDK
+// rejects it). MCP 2026-07-28 makes a dropped stream the cancellation.
 const (
 	clientGoneGrace = 30 * time.Second
 	clientIdle      = time.Hour
@@ -33,9 +40,16 @@ type presence struct {
 	grace, idle time.Duration
 	closing     func(client, why string) // told of each session closed here
 
-	mu      sync.Mutex
-	clients map[string]*httpClient // by Mcp-Session-Id
+	mu       sync.Mutex
+	clients  map[string]*httpClient // by Mcp-Session-Id
+	posts    map[string]bool        // HTTP POSTs under way, by their postHeader
+	lastPost uint64
 }
+
+// postHeader tells track which HTTP POST brought a request: the SDK hands
+// a request's handler its HTTP request's header, and nothing else of it.
+// serve sets it on every POST, over any value the client sent.
+const postHeader = "Mcpctl-Serve-Post"
 
 // httpClient is one MCP session of serve over HTTP.
 type httpClient struct {
@@ -43,9 +57,9 @@ type httpClient struct {
 	open   int // HTTP requests under way: calls, event streams
 	closed bool
 	timer  *time.Timer
-	armed  int    // which arming of timer is current
-	why    string // what the armed timer would close it for
-	calls  map[*context.CancelFunc]bool
+	armed  int                            // which arming of timer is current
+	why    string                         // what the armed timer would close it for
+	calls  map[*context.CancelFunc]string // the requests under way, with the POST each came by
 }
 
 // cancelCalls cancels the session's requests under way (p.mu held).
@@ -56,7 +70,7 @@ func (c *httpClient) cancelCalls() {
 }
 
 func newPresence(grace, idle time.Duration, closing func(client, why string)) *presence {
-	return &presence{grace: grace, idle: idle, closing: closing, clients: map[string]*httpClient{}}
+	return &presence{grace: grace, idle: idle, closing: closing, clients: map[string]*httpClient{}, posts: map[string]bool{}}
 }
 
 // track is the SDK server's receiving middleware: it learns each session
@@ -68,9 +82,14 @@ func (p *presence) track(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss == nil || ss.ID() == "" { // stdio: its client's end is end of input
 			return next(ctx, method, req)
 		}
+		var post string
+		if extra := req.GetExtra(); extra != nil && extra.Header != nil && !strings.HasPrefix(method, "notifications/") {
+			// A notification's POST is answered before it is handled.
+			post = extra.Header.Get(postHeader)
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		if !p.begin(ss, &cancel) {
+		if !p.begin(ss, &cancel, post) {
 			return nil, errors.New("mcpctl serve closed this MCP session: its client had gone")
 		}
 		defer p.end(ss.ID(), &cancel)
@@ -78,15 +97,17 @@ func (p *presence) track(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// begin registers a request of ss, learning ss if it is new; false if
-// ss was closed as gone.
-func (p *presence) begin(ss *mcp.ServerSession, cancel *context.CancelFunc) bool {
+// begin registers a request of ss that came by post, learning ss if it
+// is new; false if ss was closed as gone. A request whose POST already
+// ended is cancelled: a POST with a request in it ends before the
+// request's answer only when its connection drops.
+func (p *presence) begin(ss *mcp.ServerSession, cancel *context.CancelFunc, post string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := ss.ID()
 	c := p.clients[id]
 	if c == nil {
-		c = &httpClient{ss: ss, calls: map[*context.CancelFunc]bool{}}
+		c = &httpClient{ss: ss, calls: map[*context.CancelFunc]string{}}
 		p.clients[id] = c
 		go func() {
 			ss.Wait()
@@ -96,7 +117,10 @@ func (p *presence) begin(ss *mcp.ServerSession, cancel *context.CancelFunc) bool
 	if c.closed {
 		return false
 	}
-	c.calls[cancel] = true
+	c.calls[cancel] = post
+	if post != "" && !p.posts[post] {
+		(*cancel)()
+	}
 	return true
 }
 
@@ -124,6 +148,13 @@ func (p *presence) forget(id string, c *httpClient) {
 // and starts a session's clock when its last one ends.
 func (p *presence) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			post := p.postBegins()
+			r.Header.Set(postHeader, post)
+			// The server's context is not the request's: a request whose
+			// context ended before the handler returned lost its client.
+			defer func() { p.postEnds(post, r.Context().Err() != nil) }()
+		}
 		id := r.Header.Get("Mcp-Session-Id")
 		if id != "" {
 			p.opened(id, r.Method == http.MethodDelete)
@@ -136,10 +167,34 @@ func (p *presence) handler(next http.Handler) http.Handler {
 			}
 			p.opened(id, false)
 		}
-		// The server's context is not the request's: a request whose
-		// context ended before the handler returned lost its client.
 		p.closedRequest(id, r.Context().Err() != nil)
 	})
+}
+
+func (p *presence) postBegins() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastPost++
+	post := strconv.FormatUint(p.lastPost, 10)
+	p.posts[post] = true
+	return post
+}
+
+// postEnds forgets a POST; one that dropped has its requests cancelled.
+func (p *presence) postEnds(post string, dropped bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.posts, post)
+	if !dropped {
+		return
+	}
+	for _, c := range p.clients {
+		for cancel, of := range c.calls {
+			if of == post {
+				(*cancel)()
+			}
+		}
+	}
 }
 
 // opened counts a request of session id (one not seen, or not served by

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,7 @@ type presenceWorld struct {
 
 	mu       sync.Mutex
 	closings []string // what presence said of each session it closed
+	lastCall int      // the JSON-RPC id of the last call
 }
 
 func newPresenceWorld(t *testing.T, grace, idle time.Duration) *presenceWorld {
@@ -115,8 +117,12 @@ func (w *presenceWorld) stream(ctx context.Context, sid string) {
 // call starts a block call, whose connection ctx ending drops.
 func (w *presenceWorld) call(ctx context.Context, sid string) {
 	w.t.Helper()
+	w.mu.Lock()
+	w.lastCall++
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"call-%d","method":"tools/call","params":{"name":"block","arguments":{}}}`, w.lastCall)
+	w.mu.Unlock()
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, w.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block","arguments":{}}}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, w.url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
@@ -162,10 +168,9 @@ func (w *presenceWorld) callRunning(what string) {
 	}
 }
 
-// A client whose connections all drop, its event stream and a call, and
-// which does not come back: its call is cancelled and its session closed
-// once the grace is over; one whose event stream reconnects keeps both
-// (a dropped request is not a cancelled one).
+// A client whose event stream drops and which does not come back has
+// its session closed once the grace is over; one whose event stream
+// reconnects keeps it.
 func TestServeHTTPClientGone(t *testing.T) {
 	t.Parallel()
 	const grace = time.Second
@@ -173,13 +178,11 @@ func TestServeHTTPClientGone(t *testing.T) {
 	sid := w.connect()
 	first, dropFirst := context.WithCancel(t.Context())
 	w.stream(first, sid)
-	w.call(first, sid)
 	dropFirst()
 	second, dropSecond := context.WithCancel(t.Context())
 	defer dropSecond()
 	w.stream(second, sid)
 	time.Sleep(3 * grace)
-	w.callRunning("the event stream reconnected")
 	if said := w.said(); len(said) != 0 {
 		t.Fatalf("a client that came back was closed: %q", said)
 	}
@@ -188,13 +191,35 @@ func TestServeHTTPClientGone(t *testing.T) {
 	}
 
 	dropSecond()
-	w.callEnded("the client went")
 	eventually(t, "the session of the client that went was never closed", func() bool { return len(w.said()) == 1 })
 	if said := w.said()[0]; !strings.HasPrefix(said, "c: its connection dropped") {
 		t.Errorf("closing said %q", said)
 	}
 	if code := w.ping(sid); code != http.StatusNotFound {
 		t.Errorf("a request of the closed session: %d, want 404 (the client starts again)", code)
+	}
+}
+
+// A call whose own connection drops is cancelled at once, while its
+// client stays, event stream open: with no event store its answer could
+// never be sent. The client's other calls and its session go on.
+func TestServeHTTPDroppedCallIsCancelled(t *testing.T) {
+	t.Parallel()
+	w := newPresenceWorld(t, time.Hour, time.Hour)
+	sid := w.connect()
+	w.stream(t.Context(), sid)
+	w.call(t.Context(), sid)
+	dropped, drop := context.WithCancel(t.Context())
+	w.call(dropped, sid)
+	drop()
+	w.callEnded("its connection dropped")
+	time.Sleep(200 * time.Millisecond)
+	w.callRunning("the other call, whose connection is open")
+	if code := w.ping(sid); code != http.StatusOK {
+		t.Errorf("ping of the client whose call dropped: %d", code)
+	}
+	if said := w.said(); len(said) != 0 {
+		t.Errorf("a client with its stream open was closed: %q", said)
 	}
 }
 
