@@ -486,6 +486,12 @@ func (t *Tool) validate(args json.RawMessage) error {
 			e.hint(`%s takes a JSON array: write %s:='%s'`, key, key, t.arrayExample(key))
 		case slices.Contains(t.propertyTypes(key), "object"):
 			e.hint(`%s takes a JSON object: write %s:='{"…": …}'`, key, key)
+		case slices.Contains(t.propertyTypes(key), "integer"):
+			e.hint(`%s takes an integer, written as JSON writes one: 7, -2 (no leading zero, no hex)`, key)
+		case slices.Contains(t.propertyTypes(key), "number"):
+			e.hint(`%s takes a number, written as JSON writes one: 7, -1.5, 2e3 (no leading zero, no hex)`, key)
+		case slices.Contains(t.propertyTypes(key), "boolean"):
+			e.hint(`%s takes true or false`, key)
 		}
 	}
 	return e.hint("see the tool's input schema: mcpctl tools %s", t.Name())
