@@ -168,13 +168,14 @@ drain:
 	}
 }
 
-// A call before Start says how to start the server from Go.
+// A call before Start says Start was never called, as a listing does
+// (it said "server srv is stopped", with a hint to run mcpctl up).
 func TestCallBeforeStart(t *testing.T) {
 	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
 	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
 	var ee *Error
-	if !errors.As(err, &ee) || ee.Kind != KindUnavailable || ee.Message != "server srv is stopped" ||
-		!slices.ContainsFunc(ee.Hint, func(h string) bool { return strings.Contains(h, "Engine.Start") }) {
+	if !errors.As(err, &ee) || ee.Kind != KindUsage || ee.Message != "server srv is stopped: Engine.Start was never called, and servers start on use only with activation lazy or transient" ||
+		!slices.Equal(ee.Hint, []string{"call Engine.Start before using its servers"}) {
 		t.Fatalf("err = %#v", err)
 	}
 	// After Close, Start cannot help.

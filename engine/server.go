@@ -893,10 +893,14 @@ func (s *server) unavailableLocked() *Error {
 	if s.e.closed.Load() {
 		return errorf(KindUnavailable, name, "server %s is %s: the engine is closed", name, s.state)
 	}
-	// Never started, in a session, is a race with its end; through the Go
-	// API it is a missing Engine.Start.
+	if !s.e.started.Load() && s.state == StateStopped {
+		// mcpctl starts every engine it makes: a Go program forgot.
+		return errorf(KindUsage, name, "server %s is stopped: Engine.Start was never called, and servers start on use only with activation lazy or transient", name).
+			hint("call Engine.Start before using its servers")
+	}
+	// Never started, in a session, is a race with its end.
 	return errorf(KindUnavailable, name, "server %s is %s", name, s.state).
-		hint("start it with: mcpctl up (in a Go program: Engine.Start)")
+		hint("start it with: mcpctl up")
 }
 
 // skippedLinesPerMinute bounds the lines of a server's stdout that were
