@@ -263,7 +263,8 @@ func (p *process) exited() bool {
 // stop ends the process the way the MCP spec asks: close stdin, give it a
 // short grace to exit, SIGTERM the whole group, SIGKILL it after timeout.
 // The leader is always reaped; the rest of the group is signalled until
-// none of it is left (they are reparented, so init reaps them).
+// none of it is left (they are reparented, so init reaps them; or mcpctl,
+// when it is init).
 func (p *process) stop(grace, timeout time.Duration) {
 	if p == nil {
 		return
@@ -285,8 +286,13 @@ func (p *process) stop(grace, timeout time.Duration) {
 		}
 		if groupAlive(p.pgid) {
 			signalGroup(p.pgid, syscall.SIGKILL)
+			deadline = time.Now().Add(time.Second)
+			for groupAlive(p.pgid) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 	}
+	reapGroup(p.pgid)
 	if p.onProcess != nil {
 		p.ended.Do(func() { p.onProcess(p.pgid, false) })
 	}

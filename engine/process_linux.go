@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"unsafe"
 )
 
 func sysProcAttr() *syscall.SysProcAttr {
@@ -39,6 +41,45 @@ func groupAlive(pgid int) bool {
 	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
 		return false
 	}
+	alive := false
+	eachProcess(func(pid, ppid, pgrp int, zombie bool) {
+		alive = alive || (!zombie && pgrp == pgid)
+	})
+	return alive
+}
+
+// reapGroup waits for the zombies of the group that mcpctl is the parent
+// of without having started them: when mcpctl is init (PID 1 of a
+// container) or a child subreaper, what a server's leader started and left
+// (npx's node) is reparented to it, and nothing else would wait for it. The
+// leader is os/exec's to wait for, and a process of another group is not
+// touched: a child started elsewhere (a sampling command) keeps its exit
+// status for its own Wait.
+func reapGroup(pgid int) {
+	if pgid <= 1 || !reapsOrphans() {
+		return
+	}
+	self := os.Getpid()
+	eachProcess(func(pid, ppid, pgrp int, zombie bool) {
+		if zombie && ppid == self && pgrp == pgid && pid != pgid {
+			unix.Wait4(pid, nil, unix.WNOHANG, nil)
+		}
+	})
+}
+
+// reapsOrphans reports whether orphaned processes are reparented to
+// mcpctl: it is PID 1, or a child subreaper (prctl).
+var reapsOrphans = sync.OnceValue(func() bool {
+	if os.Getpid() == 1 {
+		return true
+	}
+	var on int32
+	err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0)
+	return err == nil && on != 0
+})
+
+// eachProcess calls fn with each process of the machine, from /proc.
+func eachProcess(fn func(pid, ppid, pgrp int, zombie bool)) {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		data, err := os.ReadFile(f)
@@ -55,14 +96,14 @@ func groupAlive(pgid int) bool {
 		if len(fields) < 3 {
 			continue
 		}
-		if string(fields[0]) == "Z" || string(fields[0]) == "X" {
+		pid, err1 := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(f, "/stat"), "/proc/"))
+		ppid, err2 := strconv.Atoi(string(fields[1]))
+		pgrp, err3 := strconv.Atoi(string(fields[2]))
+		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		if g, err := strconv.Atoi(string(fields[2])); err == nil && g == pgid {
-			return true
-		}
+		fn(pid, ppid, pgrp, string(fields[0]) == "Z" || string(fields[0]) == "X")
 	}
-	return false
 }
 
 // applyLimits sets a running process's resource limits (prlimit). Memory

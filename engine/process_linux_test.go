@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"golang.org/x/sys/unix"
 )
 
 // activity tells a process at work (here a shell's busy loop, started by a
@@ -39,5 +44,51 @@ func TestActivity(t *testing.T) {
 	}
 	if _, _, ok := activity(1 << 22); ok {
 		t.Error("activity of a pid no process has: ok")
+	}
+}
+
+// As a container's init (PID 1) or a child subreaper, mcpctl is the
+// parent of what a server's leader started and left (npx's node): a stop
+// waits for those, or each run of the server would leave a zombie. The
+// test runs itself again as a subreaper, which the whole test binary
+// would otherwise become.
+func TestStopReapsOrphansAsSubreaper(t *testing.T) {
+	if os.Getenv("MCPCTL_TEST_SUBREAPER") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStopReapsOrphansAsSubreaper$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "MCPCTL_TEST_SUBREAPER=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestStopReapsOrphansAsSubreaper")) {
+			t.Fatalf("as a subreaper: %v\n%s", err, out)
+		}
+		return
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Skipf("cannot become a child subreaper: %v", err) // not a failure of mcpctl's
+	}
+	if !reapsOrphans() {
+		t.Fatal("reapsOrphans is false in a subreaper")
+	}
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	// The leader leaves a sleep behind: the fake server, in the shell's place.
+	srv.Args = append([]string{"-c", `sleep 300 & exec "$0" "$@"`, srv.Command}, srv.Args...)
+	srv.Command = "/bin/sh"
+	e := newEngine(t, srv)
+	for run := range 3 {
+		if err := e.Start(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Stop("srv"); err != nil {
+			t.Fatal(err)
+		}
+		self := os.Getpid()
+		var zombies []int
+		eachProcess(func(pid, ppid, pgrp int, zombie bool) {
+			if zombie && ppid == self {
+				zombies = append(zombies, pid)
+			}
+		})
+		if len(zombies) > 0 {
+			t.Fatalf("run %d: zombies of the server's group left: %v", run+1, zombies)
+		}
 	}
 }

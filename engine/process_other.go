@@ -20,6 +20,10 @@ func signalGroup(pgid int, sig syscall.Signal) {
 
 func groupAlive(pgid int) bool { return pgid > 1 && syscall.Kill(-pgid, 0) == nil }
 
+// reapGroup: only Linux has child subreapers, and mcpctl is not init
+// elsewhere.
+func reapGroup(pgid int) {}
+
 // applyLimits: limits need Linux's prlimit; configs with limits are
 // refused before anything starts elsewhere.
 func applyLimits(pid int, l config.Limits) error {
