@@ -95,7 +95,9 @@ func (c *Client) Reload(ctx context.Context, req *ReloadRequest) (*ReloadResult,
 	return &res, nil
 }
 
-// Watch follows the session's events as [Engine.Watch] does. Stable.
+// Watch follows the session's events as [Engine.Watch] does. It returns
+// nil when the session ends under it (mcpctl down) as when ctx ends:
+// ctx.Err() tells them apart. Stable.
 func (c *Client) Watch(ctx context.Context, req *WatchRequest, fn func(Event) error) error {
 	if fn == nil {
 		return errorf(KindUsage, "", "Watch was called with a nil func(Event) error").hint("pass the function each event is handed to")

@@ -17,7 +17,8 @@ type WatchRequest struct {
 }
 
 // Watch follows events until ctx ends or fn returns an error (which Watch
-// then returns). It first holds the subscriptions and sets the log level,
+// then returns). It returns nil too when the engine is closed under it:
+// ctx.Err() tells that from ctx's end. It first holds the subscriptions and sets the log level,
 // then calls fn with an [EventReady] event, then with each event. A nil
 // req follows every event, as a zero WatchRequest does. A server or an
 // event type in req.Filter that does not exist is an error.
