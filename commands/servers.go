@@ -32,7 +32,9 @@ func newStartCmd(env *Env) *cli.Command {
 depend on: servers with activation "manual", servers stopped with
 "mcpctl stop", and servers that gave up after their restarts. Prints the
 status of the named servers and of those it started with them. Exit 3 when
-one does not start (all named ones are then stopped again).
+one does not start (all named ones are then stopped again), 2 when its
+config is at fault (its command not found, its cwd missing): it is then
+unavailable with that error, no longer stopped by hand.
 
   mcpctl start db
   mcpctl start --jq '.[].state' db cache`)
@@ -50,7 +52,9 @@ session and its other servers go on.
 func newRestartCmd(env *Env) *cli.Command {
 	return newServerActCmd(env, "restart", "Restart servers of the session", `Stops the named servers in the running session and starts them again, with a
 fresh set of restarts for "restart": "on-failure". Use it for a server that
-is unavailable after a crash, or that gave up after maxRestarts.
+is unavailable after a crash, or that gave up after maxRestarts. A server
+that could not start again (its command not found, its cwd missing) is not
+stopped: the restart exits 2 and it runs on as it was.
 
   mcpctl restart fs`)
 }

@@ -268,16 +268,18 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck(targets); err != nil {
-		return err
-	}
 	if len(names) > 0 {
-		// Named: started by hand, whatever stopped them before.
+		// Named: started by hand, whatever stopped them before (a start
+		// that fails below leaves them unavailable, not stopped by hand).
 		for _, s := range targets {
 			s.mu.Lock()
 			s.lc.held, s.lc.gaveUp, s.lc.restarts = false, false, 0
 			s.mu.Unlock()
 		}
+	}
+	if refused, err := precheck(targets, false); err != nil {
+		failChecked(refused)
+		return err
 	}
 	var fresh []*server // what this start brings up, and stops on failure
 	for _, s := range targets {
@@ -487,21 +489,38 @@ func (e *Engine) targets(names []string) ([]*server, error) {
 
 // precheck refuses a start that cannot succeed, before anything runs: a
 // command that is not found, a cwd that does not exist, limits that cannot
-// be applied, TLS files that are missing.
-func precheck(targets []*server) error {
+// be applied, TLS files that are missing. A server that is ready is not
+// checked unless running is set (a restart's check). It returns the
+// first problem of each server refused, and all of them as one error.
+func precheck(targets []*server, running bool) (map[*server]*Error, error) {
 	var errs []*Error
+	first := map[*server]*Error{}
 	for _, s := range targets {
-		if s.currentState() == StateReady {
+		if !running && s.currentState() == StateReady {
 			continue
 		}
 		for _, ce := range s.cfg().Check() {
-			errs = append(errs, checkError(ce).(*Error))
+			e := checkError(ce).(*Error)
+			errs = append(errs, e)
+			if first[s] == nil {
+				first[s] = e
+			}
 		}
 	}
 	if len(errs) > 0 {
-		return combine(errs)
+		return first, combine(errs)
 	}
-	return nil
+	return nil, nil
+}
+
+// failChecked marks the servers precheck refused that are not running
+// unavailable with why, so that their status says it.
+func failChecked(first map[*server]*Error) {
+	for s, e := range first {
+		if st := s.currentState(); st == StateStopped || st == StateUnavailable {
+			s.fail(e)
+		}
+	}
 }
 
 // combine reports several start failures as one error, one line each: a

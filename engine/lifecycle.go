@@ -817,6 +817,20 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 		}
 		endTurns()
 	}
+	// A restart that cannot start (its command gone, its cwd) leaves
+	// a running server running, rather than stopped for good.
+	if refused, err := precheck(servers, true); err != nil {
+		failChecked(refused)
+		restarted()
+		ee := *asError(err) // a copy: it may be a status's lastError
+		ee.Hint = slices.Clone(ee.Hint)
+		for _, s := range servers {
+			if st := s.currentState(); st == StateReady || st == StateDegraded {
+				ee.hint("server %s was left running, as it was", s.cfg().Name)
+			}
+		}
+		return &ee
+	}
 	if err := e.Stop(names...); err != nil {
 		restarted()
 		return err

@@ -634,3 +634,55 @@ func TestRouteNamesServerThatCouldNotStart(t *testing.T) {
 		t.Errorf("a resource the running server lists: %v", err)
 	}
 }
+
+// A restart whose start cannot succeed (the command gone) leaves the
+// running server running; a start by hand that cannot succeed leaves the
+// server unavailable with why, not "stopped with mcpctl stop": before, a
+// restart stopped the server, was refused, and left it held, for good to
+// an agent (serve --manage's restart refuses a server stopped by hand).
+func TestRestartThatCannotStart(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	script := filepath.Join(t.TempDir(), "srv.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec \""+srv.Command+"\" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv.Command = script
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, e, "srv")
+	if err := os.Rename(script, script+".away"); err != nil {
+		t.Fatal(err)
+	}
+	err := e.Restart(ctx(t), "srv")
+	if KindOf(err) != KindConfig || !strings.Contains(fmt.Sprint(err), "command not found") ||
+		!slices.Contains(asError(err).Hint, "server srv was left running, as it was") {
+		t.Fatalf("restart without its command: %#v", err)
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.PID != pid || st.StoppedByHand {
+		t.Fatalf("after the restart refused: %+v, want ready, pid %d", st, pid)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatalf("a call after the restart refused: %v", err)
+	}
+
+	if err := e.Stop("srv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t), "srv"); KindOf(err) != KindConfig {
+		t.Fatalf("start without its command: %v", err)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable || st.StoppedByHand || !strings.Contains(st.LastError, "command not found") {
+		t.Fatalf("after the start refused: %+v, want unavailable with why, not stopped by hand", st)
+	}
+	if err := os.Rename(script+".away", script); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatalf("restart with its command back: %v", err)
+	}
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Fatalf("after the restart: %+v", st)
+	}
+}

@@ -167,7 +167,7 @@ func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
 		if !s.autoStarts() {
 			continue
 		}
-		if err := precheck([]*server{s}); err != nil {
+		if _, err := precheck([]*server{s}, false); err != nil {
 			ee := serverError(s, err)
 			s.fail(ee)
 			failed = append(failed, ee)
