@@ -132,7 +132,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	err = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
 	var je *output.JQError
 	if res.IsError && (err == nil || errors.As(err, &je)) {
-		te := &toolError{name: opts.name, filter: err}
+		te := &toolError{name: opts.name, server: res.Server, filter: err}
 		if err != nil {
 			te.said = firstText(res.Result)
 		}

@@ -53,7 +53,8 @@ func usagef(msg string, hints ...string) error { return &usageError{msg: msg, hi
 // failed on that result, if it did: the tool's failure still decides the
 // exit code.
 type toolError struct {
-	name   string
+	name   string // server.tool
+	server string
 	filter error
 	said   string // the result's first text, told when the filter kept it from being printed
 }
@@ -72,7 +73,9 @@ func (e *toolError) Error() string {
 // errorInfo is the one place an error becomes an exit code and the text or
 // JSON the user sees.
 func errorInfo(err error) output.ErrorInfo {
-	info := output.ErrorInfo{Code: "error", ExitCode: exitToolError, Message: err.Error()}
+	// An error no case below knows is mcpctl's own failure (its output
+	// could not be written, say).
+	info := output.ErrorInfo{Code: string(engine.KindInternal), ExitCode: exitToolError, Message: err.Error()}
 	var hinter interface{ Hints() []string }
 	if errors.As(err, &hinter) {
 		info.Hints = hinter.Hints()
@@ -94,6 +97,7 @@ func errorInfo(err error) output.ErrorInfo {
 		codes("output_closed", exitOutputClosed)
 	case errors.As(err, &te):
 		codes("tool_error", exitToolError)
+		info.Server = te.server
 	case errors.As(err, &ee):
 		codes(string(ee.Kind), exitOfKind[ee.Kind])
 		info.Message, info.Text = ee.Message, ee.Error()

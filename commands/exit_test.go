@@ -34,7 +34,8 @@ func TestErrorInfo(t *testing.T) {
 		{&config.NotFoundError{}, "config", 2},
 		{fmt.Errorf("wrapped: %w", context.Canceled), "interrupted", 130},
 		{context.DeadlineExceeded, "timeout", 4},
-		{fmt.Errorf("something else"), "error", 1},
+		{fmt.Errorf("something else"), "internal", 1},
+		{&toolError{name: "fs.read", server: "fs"}, "tool_error", 1},
 		{fmt.Errorf("starting: %w", &engine.Error{Kind: engine.KindUnavailable, Server: "fs"}), "unavailable", 3},
 	} {
 		info := errorInfo(tc.err)
