@@ -212,7 +212,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 				tee.repeated = t.seen.note
 			}
 		}
-		if standalone && t.onStream != nil {
+		// An HTTP+SSE stream is its session: when it breaks the
+		// connection is lost, and no reconnection is to be told of.
+		if standalone && t.onStream != nil && !tee.legacy {
 			t.onStream(nil)
 			ctx := req.Context()
 			tee.onBreak = func(err error) {

@@ -971,3 +971,33 @@ func TestHeadersOrigin(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An HTTP+SSE server whose event stream breaks has lost its session: the
+// SDK does not open it again. Its state goes to unavailable, not first to
+// degraded "reconnecting", which told of a reconnection that never came.
+func TestRemoteSSEStreamBreakIsNotReconnecting(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	ts := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "sse", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	ts.CloseClientConnections()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.To == StateDegraded || strings.Contains(ev.Message, "reconnecting") {
+				t.Fatalf("the broken SSE stream: %+v", ev)
+			}
+			if ev.To == StateUnavailable {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the server whose SSE stream broke never became unavailable")
+		}
+	}
+}
