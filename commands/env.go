@@ -83,6 +83,7 @@ func (env *Env) Printer() (*output.Printer, error) {
 		}
 		f := env.format
 		f.Context = env.ctx
+		f.Stderr = env.ErrOut
 		f.TTY = env.StdoutTTY
 		if f.TTY {
 			f.Width = terminalWidth(env.Out, env.getenv)

@@ -34,6 +34,8 @@ type Format struct {
 	// Context, when set, ends a --jq filter's run when it is done (Ctrl-C):
 	// a filter may run for ever (repeat).
 	Context context.Context
+	// Stderr is where a --jq filter's debug and stderr write (nil: nowhere).
+	Stderr io.Writer
 }
 
 // A Printer writes results to one writer in one format.
@@ -53,13 +55,55 @@ func New(out io.Writer, f Format) (*Printer, error) {
 			return nil, jqParseError(f.JQ, err)
 		}
 		// $ENV and env are the environment, as in jq (they were null).
-		code, err := gojq.Compile(q, gojq.WithEnvironLoader(os.Environ))
+		code, err := gojq.Compile(q, gojq.WithEnvironLoader(os.Environ),
+			gojq.WithFunction("debug", 0, 1, func(v any, args []any) any { return jqDebug(f.Stderr, v, args) }),
+			gojq.WithFunction("stderr", 0, 0, func(v any, _ []any) any { return jqStderr(f.Stderr, v) }))
 		if err != nil {
 			return nil, &JQError{Msg: fmt.Sprintf("invalid --jq filter: %v", err)}
 		}
 		p.jq = code
 	}
 	return p, nil
+}
+
+// jqDebug is jq's debug and debug(msg): ["DEBUG:",v] (or msg) on a line
+// of stderr, and v passed on.
+func jqDebug(w io.Writer, v any, args []any) any {
+	shown := v
+	if len(args) == 1 {
+		shown = args[0]
+	}
+	if w == nil {
+		return v
+	}
+	enc, err := gojq.Marshal([]any{"DEBUG:", shown})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(append(enc, '\n')); err != nil {
+		return err
+	}
+	return v
+}
+
+// jqStderr is jq 1.7's stderr: v on stderr, a string as it is, anything
+// else as compact JSON, with no newline; v passed on.
+func jqStderr(w io.Writer, v any) any {
+	if w == nil {
+		return v
+	}
+	out, isStr := v.(string)
+	if !isStr {
+		enc, err := gojq.Marshal(v)
+		if err != nil {
+			return err
+		}
+		out = string(enc)
+	}
+	if _, err := io.WriteString(w, out); err != nil {
+		return err
+	}
+	return v
 }
 
 // JSONMode reports whether results are printed as JSON: when stdout is not a
