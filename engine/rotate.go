@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Default rotation of the session's logs: at 10 MiB a log becomes
@@ -17,17 +19,30 @@ const (
 // rotates it by size: a write that would take it past MaxBytes first
 // renames it to Path.1, Path.1 to Path.2 and so on, dropping what is
 // beyond Path.Keep, then starts a new file. A single write larger than
-// MaxBytes still goes whole into one file. It is safe for concurrent use.
+// MaxBytes still goes whole into one file. It is safe for concurrent use,
+// and for several processes appending to one path (one-shot commands
+// beside the session): each looks at the file itself every
+// checkEvery bytes it writes (an eighth of MaxBytes, at most 256 KiB) and
+// before it rotates, so that the others'
+// writes count, a file another rotated is left for the new one, and one
+// rotation happens where several decided on it.
 type RotatingFile struct {
-	path     string
-	maxBytes int64
-	keep     int
+	path       string
+	maxBytes   int64
+	keep       int
+	checkEvery int64
 
-	mu       sync.Mutex
-	f        *os.File
-	size     int64
-	onRotate func(*os.File)
+	mu        sync.Mutex
+	f         *os.File
+	size      int64 // of the file, as last seen, and what this one wrote since
+	unchecked int64 // bytes written since the file was last looked at
+	onRotate  func(*os.File)
 }
+
+// maxCheckEvery bounds how much one writer appends between looks at the
+// file: a log written by several processes at once may pass its limit by
+// that much for each of them.
+const maxCheckEvery = 256 << 10
 
 // OpenRotating opens (or creates) path for appending. maxBytes <= 0 means
 // [DefaultLogMaxBytes]; keep < 0 means [DefaultLogKeep], and 0 keeps no
@@ -39,7 +54,7 @@ func OpenRotating(path string, maxBytes int64, keep int) (*RotatingFile, error) 
 	if keep < 0 {
 		keep = DefaultLogKeep
 	}
-	r := &RotatingFile{path: path, maxBytes: maxBytes, keep: keep}
+	r := &RotatingFile{path: path, maxBytes: maxBytes, keep: keep, checkEvery: min(maxCheckEvery, maxBytes/8)}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -56,7 +71,32 @@ func (r *RotatingFile) open() error {
 		f.Close()
 		return err
 	}
-	r.f, r.size = f, st.Size()
+	r.f, r.size, r.unchecked = f, st.Size(), 0
+	return nil
+}
+
+// current reports whether r's file is still the one at its path (another
+// process may have rotated it), and sizes it.
+func (r *RotatingFile) current() bool {
+	mine, err := r.f.Stat()
+	if err != nil {
+		return false
+	}
+	r.size, r.unchecked = mine.Size(), 0
+	there, err := os.Stat(r.path)
+	return err == nil && os.SameFile(mine, there)
+}
+
+// reopen leaves a file another process rotated for the one now at the path.
+func (r *RotatingFile) reopen() error {
+	r.f.Close()
+	r.f = nil
+	if err := r.open(); err != nil {
+		return err
+	}
+	if r.onRotate != nil {
+		r.onRotate(r.f)
+	}
 	return nil
 }
 
@@ -68,17 +108,32 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 	if r.f == nil {
 		return 0, os.ErrClosed
 	}
-	if r.size > 0 && r.size+int64(len(p)) > r.maxBytes {
+	over := func() bool { return r.size > 0 && r.size+int64(len(p)) > r.maxBytes }
+	if r.unchecked >= r.checkEvery || over() {
+		if !r.current() {
+			if err := r.reopen(); err != nil {
+				return 0, fmt.Errorf("opening %s again: %w", r.path, err)
+			}
+		}
+	}
+	if over() {
 		if err := r.rotate(); err != nil {
 			return 0, fmt.Errorf("rotating %s: %w", r.path, err)
 		}
 	}
 	n, err := r.f.Write(p)
 	r.size += int64(n)
+	r.unchecked += int64(n)
 	return n, err
 }
 
+// rotate renames the files along, under a lock of the file being rotated:
+// a process that waited on it finds the file rotated, and goes to the new
+// one instead of rotating again.
 func (r *RotatingFile) rotate() error {
+	if unix.Flock(int(r.f.Fd()), unix.LOCK_EX) == nil && !r.current() {
+		return r.reopen() // closing the file drops the lock
+	}
 	r.f.Close()
 	r.f = nil
 	if r.keep == 0 {

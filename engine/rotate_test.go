@@ -98,6 +98,54 @@ func TestRotatingFileConcurrent(t *testing.T) {
 	}
 }
 
+// Several writers of one path, each with its file open as processes have
+// (one-shot commands beside the session): the others' lines count toward
+// the limit, one rotation is made where two decided on it, and no line is
+// lost. Each counted only its own: four writers under the limit each made
+// a file four times over it.
+func TestRotatingFileSeveralWriters(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.log")
+	const max = 1000
+	var writers []*RotatingFile
+	for range 4 {
+		r, err := OpenRotating(path, max, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writers = append(writers, r)
+	}
+	var wg sync.WaitGroup
+	for g, r := range writers {
+		wg.Go(func() {
+			for i := range 60 {
+				fmt.Fprintf(r, "g%d i%03d\n", g, i) // 8 bytes
+			}
+		})
+	}
+	wg.Wait()
+	lines := 0
+	files, _ := filepath.Glob(path + "*")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		// Each writer may add up to an eighth of the limit, and a line,
+		// before it looks.
+		if len(data) > max+4*(max/8+8) {
+			t.Errorf("%s: %d bytes, over the limit of %d", filepath.Base(f), len(data), max)
+		}
+		lines += strings.Count(string(data), "\n")
+	}
+	if lines != 240 {
+		t.Errorf("%d lines in %d files, want 240", lines, len(files))
+	}
+	if len(files) < 2 {
+		t.Errorf("%d files: 1920 bytes with a limit of %d were not rotated", len(files), max)
+	}
+	for _, r := range writers {
+		r.Close()
+	}
+}
+
 // OnRotate hears of each new file, and the write that rotated goes to it.
 func TestRotatingFileOnRotate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.log")
