@@ -383,8 +383,9 @@ func (c *Config) Check() []*CheckError {
 // Validate reads the config files as [LoadFiles] does, without asking for
 // inputs, and returns every problem: those of the files and, for each
 // server that could be read and is not disabled, those [Server.Check]
-// finds. servers are the names of the servers that could be read. err is
-// set only when the files cannot be read at all.
+// finds (also for a server the schema found fault with, read without
+// its faulted fields). servers are the names of the servers that could be
+// read. err is set only when the files cannot be read at all.
 func Validate(paths []string, opts Options) (servers []string, problems Errors, err error) {
 	files, err := readFiles(paths, &opts)
 	if err != nil {
@@ -393,12 +394,19 @@ func Validate(paths []string, opts Options) (servers []string, problems Errors, 
 	// Validating must not need an input's value: what it would fill is
 	// not checked.
 	opts.Ask = func(in Input) (string, error) { return "", errValueUnknown }
+	opts.checkFaulted = true
 	cfg, problems, err := loadAll(files, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	servers = cfg.Names()
-	for _, ce := range cfg.Check() {
+	checks := cfg.Check()
+	for _, s := range cfg.faulted {
+		if !s.Disabled {
+			checks = append(checks, s.Check()...)
+		}
+	}
+	for _, ce := range checks {
 		problems = append(problems, ce.AsConfigError())
 	}
 	if len(cfg.Servers) == 0 && len(problems) == 0 {

@@ -58,6 +58,7 @@ type Config struct {
 	LogLevel string
 
 	inputValues map[string]string // by input id: what ${input:ID} gave
+	faulted     []*Server         // read without their faulted fields (Options.checkFaulted), to check
 }
 
 // InputEnviron returns the values the inputs were given as
@@ -476,6 +477,11 @@ type Options struct {
 	// one (a FIFO, a pipe whose writer has not closed it), which would
 	// otherwise block until it is written: its error is the context's.
 	Context context.Context
+
+	// checkFaulted has the servers the schema found fault with read
+	// without their faulted fields, so that [Validate] can check the rest
+	// of them (a missing cwd, a command not found) in the same run.
+	checkFaulted bool
 }
 
 // Load reads, checks and expands the config file at path.

@@ -97,6 +97,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		}
 		d.dir = f.dir
 		d.unreadable = map[string]bool{}
+		d.faulted = map[string]map[string]bool{}
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
 			// A file in Claude's shape may be an app's whole config
@@ -142,6 +143,14 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			switch {
 			case len(v.Path) >= 2 && (v.Path[0] == "servers" || v.Path[0] == "mcpServers"):
 				d.unreadable[v.Path[1]] = true
+				field := ""
+				if len(v.Path) >= 3 {
+					field = v.Path[2]
+				}
+				if d.faulted[v.Path[1]] == nil {
+					d.faulted[v.Path[1]] = map[string]bool{}
+				}
+				d.faulted[v.Path[1]][field] = true
 			case len(v.Path) >= 1 && v.Path[0] != "inputs":
 				d.unusable = true
 			}
@@ -167,8 +176,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		if lvl, ok := d.root["logLevel"].(string); ok {
 			cfg.LogLevel = lvl
 		}
-		servers := d.servers(defined, vars)
+		servers, faulted := d.servers(defined, vars, opts.checkFaulted)
 		cfg.Servers = append(cfg.Servers, servers...)
+		cfg.faulted = append(cfg.faulted, faulted...)
 		errs = append(errs, d.errs...)
 		for n := range defined {
 			known[n] = true
@@ -201,20 +211,21 @@ func sortByPlace(errs Errors, files []file) {
 }
 
 // servers decodes the servers of one document; defined holds the servers
-// of earlier files, for duplicates across files.
-func (d *document) servers(defined map[string]string, vars Vars) []*Server {
+// of earlier files, for duplicates across files. With checkFaulted, a
+// server the schema found fault with is read without the faulted fields,
+// as faulted, unless what is faulted decides what kind of server it is.
+func (d *document) servers(defined map[string]string, vars Vars, checkFaulted bool) (out, faulted []*Server) {
 	key := "servers"
 	if _, ok := d.root["mcpServers"]; ok {
 		if _, both := d.root["servers"]; both {
 			d.errorAt([]string{"mcpServers"}, true, `both "servers" and "mcpServers" are present`,
 				`keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`)
-			return nil
+			return nil, nil
 		}
 		key = "mcpServers"
 	}
 	objs, _ := d.root[key].(map[string]any)
 	defaults, _ := d.root["defaults"].(map[string]any)
-	var out []*Server
 	for _, name := range d.ix.keys[pathKey(d.writtenPath([]string{key}))] {
 		obj, ok := objs[name].(map[string]any)
 		if !ok {
@@ -227,6 +238,13 @@ func (d *document) servers(defined map[string]string, vars Vars) []*Server {
 		}
 		defined[name] = here
 		if d.unreadable[name] {
+			if checkFaulted && !slices.ContainsFunc([]string{"", "type", "command", "url", "disabled"}, func(f string) bool { return d.faulted[name][f] }) {
+				rest := maps.Clone(obj)
+				for f := range d.faulted[name] {
+					delete(rest, f)
+				}
+				faulted = append(faulted, d.server(key, name, rest, defaults, vars))
+			}
 			continue
 		}
 		sv := vars
@@ -246,7 +264,7 @@ func (d *document) servers(defined map[string]string, vars Vars) []*Server {
 		}
 		out = append(out, d.server(key, name, obj, defaults, sv))
 	}
-	return out
+	return out, faulted
 }
 
 // A fieldReader reads one server's fields, each from the server or else

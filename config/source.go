@@ -38,6 +38,9 @@ type document struct {
 	// server of the file is decoded.
 	unreadable map[string]bool
 	unusable   bool
+	// faulted are the fields of each unreadable server the schema found
+	// fault with; "" is the server as a whole.
+	faulted map[string]map[string]bool
 
 	pos *positions // made on first use
 }
