@@ -66,7 +66,7 @@ as it runs: a long call, or an open "watch".
   mcpctl up --log-level debug   # log every request to the session log`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "foreground", Usage: "run the session in this process instead of the background", Destination: &opts.foreground},
-			&cli.DurationFlag{Name: "ttl", Usage: "stop the session after `DURATION` (e.g. 30s, 5m) without a request", Destination: &opts.ttl},
+			&cli.DurationFlag{Name: "ttl", Usage: "stop the session after `DURATION` (e.g. 30s, 5m) without a request (default: never)", Destination: &opts.ttl, HideDefault: true},
 			&cli.StringFlag{Name: "log-level", Usage: "the session log's `LEVEL`: debug, info, warn or error (default: the config's logLevel, else info)", Destination: &opts.logLevel},
 			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
 			&cli.IntFlag{Name: "lock-fd", Hidden: true, Destination: &opts.lockFD},
