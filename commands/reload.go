@@ -24,7 +24,10 @@ restart, and unchanged ones keep running with the same pid; so do
 requestTimeout, shutdownTimeout, cacheTTL, failureThreshold, restart,
 maxRestarts, roots, hooks). Those of them that
 are down (they failed or exited) are started again. A server stopped with
-"mcpctl stop" takes any change and stays stopped, as "updated". A config that
+"mcpctl stop" takes any change and stays stopped, as "updated", as does a
+changed one that was not running (activation manual or lazy, not started) or
+that the change disables; a manual or lazy one that was running is restarted.
+A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3; 2 when every failure is its config's, such as a

@@ -405,6 +405,66 @@ func TestReloadKeepsHeldServerStopped(t *testing.T) {
 	}
 }
 
+// A changed server runs again after the reload if it ran before it,
+// whatever its activation (a manual one started by hand, a lazy one
+// started on use), and one that did not run, or that the change disables,
+// stays stopped and is not said to be restarted. Before, the manual and
+// lazy ones were stopped and said "restarted", and a call then found the
+// manual one "starts only by hand".
+func TestReloadRestartsWhatRan(t *testing.T) {
+	spec := fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}
+	manual := fakeServer(t, "manual", spec)
+	manual.Activation = "manual"
+	lazy := fakeServer(t, "lazy", spec)
+	lazy.Activation = "lazy"
+	idle := fakeServer(t, "idle", spec)
+	idle.Activation = "lazy"
+	off := fakeServer(t, "off", spec)
+	e := newEngine(t, manual, lazy, idle, off)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t), "manual"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "lazy.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]int{"manual": pidOf(t, e, "manual"), "lazy": pidOf(t, e, "lazy")}
+	var next []*config.Server
+	for _, s := range []*config.Server{manual, lazy, idle, off} {
+		c := *s
+		c.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+		next = append(next, &c)
+	}
+	next[3].Disabled = true
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Restarted, []string{"manual", "lazy"}) || !slices.Equal(res.Updated, []string{"idle", "off"}) || len(res.Failed) != 0 {
+		t.Errorf("result = %+v", res)
+	}
+	for _, st := range e.Status() {
+		want := StateStopped
+		if st.Name == "off" {
+			want = StateDisabled
+		}
+		if pids[st.Name] != 0 {
+			want = StateReady
+			if st.PID == pids[st.Name] || st.PID == 0 {
+				t.Errorf("%s: pid %d, before the reload %d: not restarted", st.Name, st.PID, pids[st.Name])
+			}
+		}
+		if st.State != want {
+			t.Errorf("%s after the reload: %s, want %s", st.Name, st.State, want)
+		}
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "manual.echo"}); err != nil {
+		t.Errorf("a call of the manual server after the reload: %v", err)
+	}
+}
+
 // A reload that restarts a server whose dependency was stopped by hand
 // does not start it without that dependency: it fails, naming it.
 func TestReloadRestartNeedsItsDependency(t *testing.T) {

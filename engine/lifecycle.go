@@ -727,6 +727,15 @@ func (s *server) autoStarts() bool {
 	return !c.Disabled && (c.Activation == "" || c.Activation == "eager")
 }
 
+// running reports whether the server is up or on its way up.
+func (s *server) running() bool {
+	switch s.currentState() {
+	case StateStarting, StateReady, StateDegraded:
+		return true
+	}
+	return false
+}
+
 func (s *server) isHeld() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -20,8 +20,9 @@ type ReloadResult struct {
 	// Updated kept running with new settings that apply without a
 	// restart: startupTimeout, requestTimeout, shutdownTimeout,
 	// cacheTTL, failureThreshold, restart, maxRestarts, roots (the server
-	// is told), hooks; and servers stopped by hand whose settings changed
-	// in any way, which take them and stay stopped.
+	// is told), hooks; and servers stopped by hand, not running (manual or
+	// lazy, not started), or disabled now, whose settings changed in any
+	// way, which take them and stay stopped.
 	Updated   []string `json:"updated"`
 	Unchanged []string `json:"unchanged"`
 	// Started are unchanged or updated servers that were not running
@@ -55,6 +56,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Updated: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
 	var rootsChanged []func()
+	wasRunning := map[*server]bool{} // restarted, whatever their activation
 
 	e.mu.Lock()
 	old := e.servers
@@ -102,8 +104,17 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		default:
 			s = newServer(e, sc)
 			s.inherit(prev)
-			res.Restarted = append(res.Restarted, sc.Name)
 			stop = append(stop, prev)
+			// One started by hand or on use runs again, as the restart
+			// said; one that was not running (manual, lazy), or is
+			// disabled now, takes the settings and stays stopped.
+			running := prev.running() && !sc.Disabled && sc.Activation != "transient"
+			if !s.autoStarts() && !running {
+				res.Updated = append(res.Updated, sc.Name)
+				break
+			}
+			wasRunning[s] = running
+			res.Restarted = append(res.Restarted, sc.Name)
 			start = append(start, s)
 		}
 		servers[sc.Name] = s
@@ -147,7 +158,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	for _, change := range rootsChanged {
 		change()
 	}
-	res.Failed = append(res.Failed, e.startEach(ctx, start)...)
+	res.Failed = append(res.Failed, e.startEach(ctx, start, wasRunning)...)
 	// Started are those that did; the others are in Failed.
 	res.Started = slices.DeleteFunc(res.Started, func(name string) bool {
 		return slices.ContainsFunc(res.Failed, func(f *Error) bool { return f.Server == name })
@@ -157,14 +168,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	return res, nil
 }
 
-// startEach starts the servers that start with the engine, each on its own: one
-// that cannot start is left unavailable with its error, and the others
-// start regardless.
-func (e *Engine) startEach(ctx context.Context, servers []*server) []*Error {
+// startEach starts the servers that start with the engine, and those of
+// also, each on its own: one that cannot start is left unavailable with
+// its error, and the others start regardless.
+func (e *Engine) startEach(ctx context.Context, servers []*server, also map[*server]bool) []*Error {
 	var failed []*Error
 	var targets []*server
 	for _, s := range servers {
-		if !s.autoStarts() {
+		if !s.autoStarts() && !also[s] {
 			continue
 		}
 		if _, err := precheck([]*server{s}, false); err != nil {
