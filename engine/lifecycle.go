@@ -63,7 +63,8 @@ type lifecycle struct {
 	// again.
 	retired bool
 	// bgStop is closed when a stop begun in the background (after too
-	// many failures) is over; stops by hand and Close wait for it.
+	// many failures) is over; stops by hand, Close and the next start wait
+	// for it.
 	bgStop chan struct{}
 }
 

@@ -172,19 +172,61 @@ func TestNoRestartAfterReloadRemovesServer(t *testing.T) {
 func TestCloseWaitsForThresholdStop(t *testing.T) {
 	srv := fakeServer(t, "h", fakemcp.Spec{IgnoreSIGTERM: true, IgnoreStdinEOF: true, Tools: []fakemcp.Tool{{Name: "hang", Hang: true}}})
 	srv.FailureThreshold = 1
+	srv.RequestTimeout = 200 * time.Millisecond // a caller's shorter timeout would not count
 	e, pt := trackedEngine(t, srv)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	pid := pidOf(t, e, "h")
-	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "h.hang", TimeoutMs: 200}); KindOf(err) != KindTimeout {
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "h.hang"}); KindOf(err) != KindTimeout {
 		t.Fatalf("err = %v", err)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable {
+		t.Fatalf("after the failure: %+v", st)
 	}
 	t0 := time.Now()
 	e.Close()
 	t.Logf("Close took %s", time.Since(t0))
 	if alive(pid) {
 		t.Errorf("process %d still alive after Close returned (live groups %v)", pid, pt.live())
+	}
+}
+
+// A server stopped for its failures, with restart on-failure, was started
+// again after its backoff while its last run, which ignores SIGTERM, was
+// still being stopped: two of it ran at once for up to shutdownTimeout,
+// which breaks a server holding a lock, a port or a database.
+func TestRestartWaitsForTheThresholdStop(t *testing.T) {
+	srv := fakeServer(t, "h", fakemcp.Spec{IgnoreSIGTERM: true, IgnoreStdinEOF: true, Tools: []fakemcp.Tool{{Name: "hang", Hang: true}}})
+	srv.FailureThreshold = 1
+	srv.RequestTimeout = 200 * time.Millisecond // a caller's shorter timeout would not count
+	srv.Restart, srv.MaxRestarts = "on-failure", 3
+	e, pt := trackedEngine(t, srv) // shutdownTimeout 2s, over the 1s backoff
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	first := pidOf(t, e, "h")
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "h.hang"}); KindOf(err) != KindTimeout {
+		t.Fatalf("err = %v", err)
+	}
+	if st := e.Status()[0]; st.State != StateUnavailable {
+		t.Fatalf("after the failure: %+v", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if live := pt.live(); len(live) > 1 {
+			t.Fatalf("two runs of the server at once: process groups %v", live)
+		}
+		if st := e.Status()[0]; st.State == StateReady && st.PID != first {
+			if alive(first) {
+				t.Fatalf("the new run (pid %d) is ready while the old one (%d) lives", st.PID, first)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not restarted: %+v", e.Status()[0])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -171,6 +171,17 @@ func (s *server) start(ctx context.Context) error {
 			return err
 		}
 	}
+	for bg := s.lc.bgStop; bg != nil; bg = s.lc.bgStop {
+		// The run stopped after too many failures is still on its way
+		// out (SIGTERM ignored, say): two of a server must not run at
+		// once, holding one lock, port or database.
+		if err := s.awaitLocked(ctx, bg); err != nil {
+			return err
+		}
+		if s.lc.bgStop == bg {
+			s.lc.bgStop = nil
+		}
+	}
 	switch s.state {
 	case StateReady, StateDegraded:
 		s.mu.Unlock()
