@@ -34,7 +34,8 @@ func newWatchCmd(env *Env) *cli.Command {
   state              a server changed state (from, to, error)
   list_changed       a server's tools, prompts or resources changed (list,
                      added, removed), after the session refreshed them
-  resource_updated   a resource subscribed with --subscribe changed (uri)
+  resource_updated   a resource subscribed with --subscribe changed (uri);
+                     a watch with --subscribe gets only its own URIs
   log                a log message (level, logger, data); --log-level sets
                      the level on the servers that support logging
   progress           progress of a request (token, progress, total, message)

@@ -1,12 +1,17 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // A WatchRequest is what a watch follows.
 type WatchRequest struct {
 	Filter EventFilter
 	// Subscribe holds resource URIs to subscribe to for the life of the
-	// watch, routed as reads are, or to SubscribeServer.
+	// watch, routed as reads are, or to SubscribeServer. A watch with
+	// subscriptions is sent the updates of those URIs only, not those of
+	// other watches' subscriptions.
 	Subscribe       []string
 	SubscribeServer string
 	// LogLevel, when set, is held on the watched servers that log for the
@@ -93,6 +98,9 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 			}
 			if ev.Type == EventLog && req.LogLevel != "" && below(ev.Level, req.LogLevel) {
 				continue // for another watch, which asked for more
+			}
+			if ev.Type == EventResourceUpdated && len(req.Subscribe) > 0 && !slices.Contains(req.Subscribe, ev.URI) {
+				continue // another watch's subscription
 			}
 			if err := fn(ev); err != nil {
 				return err
