@@ -50,8 +50,10 @@ Watches that ask one server for different --log-level each get their own
 level and above: the server is set to the most verbose of them while they
 run. What --subscribe and --log-level ask of a server holds across its restarts
 (one a reload makes for new settings too): the session asks the new process
-again before anything else uses it. A server not running when the watch
-begins (lazy, stopped) is set to the --log-level when it starts.
+again before anything else uses it, and a subscription keeps the server
+running, as a request does. A server not running when the watch begins
+(lazy, stopped), or that a reload adds (or removes and adds back), is set
+to the --log-level when it starts, and subscribed again.
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when

@@ -925,3 +925,84 @@ func TestReloadWhileListing(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// The watches' holds go to the servers a reload adds: a log level held
+// on all servers is held on a server added (or added back) too, and its
+// release takes out that hold alone. It was released by name on whichever
+// server had the name then: on one added back, it took out another
+// watch's hold, and that watch heard nothing more.
+func TestReloadAddedServerHasTheWatchesHolds(t *testing.T) {
+	spec := fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "log", Log: "hello"}}}
+	a, b := fakeServer(t, "a", spec), fakeServer(t, "b", spec)
+	e := newEngine(t, a, b)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	releaseAll, err := e.holdLogLevel(ctx(t), "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, servers := range [][]*config.Server{{a}, {a, b}} {
+		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back, _ := e.lookup("b")
+	if got := back.levels.effective(); got != "debug" {
+		t.Fatalf("the server added back holds %q, want the watch's debug", got)
+	}
+	releaseB, err := e.holdLogLevel(ctx(t), "info", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseB()
+	releaseAll()
+	if got := back.levels.effective(); got != "info" {
+		t.Errorf("after the first watch's release, b holds %q, want the other watch's info", got)
+	}
+}
+
+// A watch's subscription outlives its server's removal and return by
+// reloads: the server added back is subscribed again and its updates
+// reach the watch (it heard nothing more). A subscription handed to the
+// server a reload restarts holds it running, as it held the old one: an
+// idleTimeout stopped it.
+func TestReloadKeepsSubscriptionsAcrossRemoval(t *testing.T) {
+	spec := surface
+	spec.ProtocolVersion, spec.Subscribe = "2025-11-25", true
+	spec.Tools = []fakemcp.Tool{{Name: "touch", Touch: "file:///notes.txt"}}
+	srv := fakeServer(t, "srv", spec)
+	srv.IdleTimeout = 300 * time.Millisecond
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	updates := e.Events(EventFilter{Types: []string{EventResourceUpdated}})
+	defer updates.Close()
+	release, err := e.SubscribeResource(ctx(t), "file:///notes.txt", "srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, servers := range [][]*config.Server{{}, {srv}} {
+		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.touch"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, updates); ev.URI != "file:///notes.txt" {
+		t.Errorf("event: %+v", ev)
+	}
+
+	changed := *srv
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "CHANGED": "1"}
+	if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&changed}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * srv.IdleTimeout)
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Errorf("the restarted server a watch follows: %s (%s), want ready", st.State, st.LastError)
+	}
+}

@@ -120,6 +120,15 @@ type Engine struct {
 	configErr *Error    // the last reload's load error, until one succeeds
 	reloadMu  sync.Mutex
 
+	// holds are the watches' log levels, each on the servers it names
+	// (nil: all), so that a server a reload adds is held as the ones it
+	// was there for; holdMu is taken before mu. gone are the resource
+	// subscriptions of servers a reload removed, by name, for a server
+	// of that name it adds back.
+	holdMu sync.Mutex
+	holds  map[*levelHold]bool
+	gone   map[string]*subscriptions
+
 	tokens  atomic.Uint64
 	closed  atomic.Bool
 	bus     bus

@@ -265,7 +265,7 @@ func (h *handle) release() {
 
 // armIdleLocked schedules the stop of an unused server.
 func (s *server) armIdleLocked() {
-	if s.lc.inflight > 0 || (s.state != StateReady && s.state != StateDegraded) {
+	if s.inUseLocked() || (s.state != StateReady && s.state != StateDegraded) {
 		return
 	}
 	if s.proc.exited() {
@@ -286,6 +286,12 @@ func (s *server) armIdleLocked() {
 	s.lc.idleTimer = time.AfterFunc(idle, func() { s.stopIdle(idle) })
 }
 
+// inUseLocked reports whether a request runs on the server, or a watch
+// follows one of its resources: a subscription holds the server it was
+// made on, and one a reload handed over from the server it replaced (or
+// removed, for one added back) holds this one so.
+func (s *server) inUseLocked() bool { return s.lc.inflight > 0 || s.subs.held() }
+
 // stopIdle stops the server when nothing used it for idle, keeping what it
 // offers: the next use starts it again.
 func (s *server) stopIdle(idle time.Duration) {
@@ -294,7 +300,7 @@ func (s *server) stopIdle(idle time.Duration) {
 		why = "its request is done (activation transient)"
 	}
 	s.stopWhen(func() bool {
-		if s.lc.inflight > 0 || time.Since(s.lc.lastUsed) < idle {
+		if s.inUseLocked() || time.Since(s.lc.lastUsed) < idle {
 			return false
 		}
 		s.lc.idled = true

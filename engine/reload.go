@@ -58,6 +58,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	var rootsChanged []func()
 	wasRunning := map[*server]bool{} // restarted, whatever their activation
 
+	e.holdMu.Lock() // new servers get the holds there are; none comes meanwhile
 	e.mu.Lock()
 	old := e.servers
 	servers := make(map[string]*server, len(cfg.Servers))
@@ -68,6 +69,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		switch {
 		case prev == nil:
 			s = newServer(e, sc)
+			e.addHolds(s)
 			res.Added = append(res.Added, sc.Name)
 			start = append(start, s)
 		case prev.cfg().Same(sc):
@@ -124,6 +126,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		if servers[prev.cfg().Name] == nil {
 			res.Removed = append(res.Removed, prev.cfg().Name)
 			stop = append(stop, prev)
+			if prev.subs.held() {
+				// The watches that follow its resources go on: a server
+				// of its name added back is subscribed again.
+				if e.gone == nil {
+					e.gone = map[string]*subscriptions{}
+				}
+				e.gone[prev.cfg().Name] = prev.subs
+			}
 		}
 	}
 	// A request for a server this reload starts waits for that start, as
@@ -143,6 +153,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	e.noConfig.Store(false)
 	e.configErr = nil
 	e.mu.Unlock()
+	e.holdMu.Unlock()
 	for _, s := range stop {
 		// Retired before stopped, so no restart or retry starts it again.
 		s.mu.Lock()

@@ -304,33 +304,89 @@ func (e *Engine) holdLogLevel(ctx context.Context, level string, servers ...stri
 	if err := e.checkLevelRequest(level, servers); err != nil {
 		return nil, err
 	}
-	var held []string
-	release = func() {
-		for _, name := range held {
-			s, err := e.lookup(name)
-			if err != nil {
-				continue // removed by a reload
-			}
-			if s.levels.add(level, -1) == "" {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.setLevel(ctx, s.levels.effective)
-			cancel()
+	h := &levelHold{level: level, servers: servers}
+	// Counted on every server it names, under holdMu: a reload adds
+	// servers with the holds there are then (addHolds), and only those.
+	e.holdMu.Lock()
+	if e.holds == nil {
+		e.holds = map[*levelHold]bool{}
+	}
+	e.holds[h] = true
+	var held []*server
+	for _, s := range e.all() {
+		if h.names(s.cfg().Name) {
+			s.levels.add(level, 1)
+			held = append(held, s)
 		}
 	}
-	for _, s := range e.all() {
-		if len(servers) > 0 && !slices.Contains(servers, s.cfg().Name) {
-			continue
-		}
-		s.levels.add(level, 1)
-		held = append(held, s.cfg().Name)
+	e.holdMu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			e.holdMu.Lock()
+			delete(e.holds, h)
+			var now []*server
+			for _, s := range e.all() {
+				// Servers a reload replaced share their holds with the
+				// new ones; those it added were given this one.
+				if h.names(s.cfg().Name) && s.levels.add(level, -1) != "" {
+					now = append(now, s)
+				}
+			}
+			e.holdMu.Unlock()
+			for _, s := range now {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				s.setLevel(ctx, s.levels.effective)
+				cancel()
+			}
+		})
+	}
+	for _, s := range held {
 		if _, err := s.setLevel(ctx, s.levels.effective); err != nil {
 			release()
 			return nil, err
 		}
 	}
 	return release, nil
+}
+
+// A levelHold is a watch's log level on the servers it names (none: all).
+type levelHold struct {
+	level   string
+	servers []string
+}
+
+func (h *levelHold) names(server string) bool {
+	return len(h.servers) == 0 || slices.Contains(h.servers, server)
+}
+
+// addHolds gives s, a server a reload adds, the watches' log levels that
+// name it, and the subscriptions of a server of its name the reload
+// before removed (e.holdMu held).
+func (e *Engine) addHolds(s *server) {
+	for h := range e.holds {
+		if h.names(s.cfg().Name) {
+			s.levels.add(h.level, 1)
+		}
+	}
+	if subs := e.gone[s.cfg().Name]; subs != nil {
+		delete(e.gone, s.cfg().Name)
+		if subs.held() {
+			s.subs = subs
+		}
+	}
+}
+
+// held reports whether any caller follows a resource.
+func (s *subscriptions) held() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sub := range s.m {
+		if sub.n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // effective is the level to set: the most verbose held.
