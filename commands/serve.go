@@ -259,7 +259,7 @@ func unwrapNetError(err error) error {
 // when a config file changes, as a session does.
 func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
 	cfg := e.Config()
-	err := config.Watch(ctx, cfg.WatchFiles(), reloadDebounce, func() {
+	err := config.Watch(ctx, func() []string { return e.Config().WatchFiles() }, reloadDebounce, func() {
 		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir})
 		if err != nil {
 			env.note("warning: the config did not reload, the servers keep running as they were: %v", err)

@@ -132,7 +132,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 			logger.Warn("reload failed", "error", err.Error())
 		}
 	}
-	if err := config.Watch(serveCtx, cfg.WatchFiles(), reloadDebounce, func() { reload("a config file changed") }); err != nil {
+	if err := config.Watch(serveCtx, func() []string { return e.Config().WatchFiles() }, reloadDebounce, func() { reload("a config file changed") }); err != nil {
 		logger.Warn("cannot watch the config files; reload with: mcpctl reload", "error", err.Error())
 	}
 	stdin, _ := env.In.(*os.File)

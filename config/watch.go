@@ -26,24 +26,32 @@ func (c *Config) WatchFiles() []string {
 // setting the watch up. It watches their directories, not the files:
 // editors that save by writing a new file and renaming it over the old one
 // replace the inode a file watch would follow. onChange runs on a
-// goroutine of Watch's, one call at a time.
-func Watch(ctx context.Context, files []string, debounce time.Duration, onChange func()) error {
+// goroutine of Watch's, one call at a time. files is asked again after
+// each onChange: a reload may name an envFile the config did not.
+func Watch(ctx context.Context, files func() []string, debounce time.Duration, onChange func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	names := map[string]bool{}
 	dirs := map[string]bool{}
-	for _, f := range files {
-		f = filepath.Clean(f)
-		names[f] = true
-		dirs[filepath.Dir(f)] = true
-	}
-	for d := range dirs {
-		if err := w.Add(d); err != nil {
-			w.Close()
-			return err
+	follow := func() error {
+		clear(names)
+		for _, f := range files() {
+			f = filepath.Clean(f)
+			names[f] = true
+			if d := filepath.Dir(f); !dirs[d] {
+				if err := w.Add(d); err != nil {
+					return err
+				}
+				dirs[d] = true
+			}
 		}
+		return nil
+	}
+	if err := follow(); err != nil {
+		w.Close()
+		return err
 	}
 	go func() {
 		defer w.Close()
@@ -70,6 +78,9 @@ func Watch(ctx context.Context, files []string, debounce time.Duration, onChange
 				timer.Reset(debounce)
 			case <-timer.C:
 				onChange()
+				// A directory that cannot be watched leaves its files
+				// unwatched; the others go on.
+				follow()
 			}
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func TestWatchSeesEditsAndReplacements(t *testing.T) {
 	changes := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := Watch(ctx, []string{file}, 50*time.Millisecond, func() { changes <- struct{}{} }); err != nil {
+	if err := Watch(ctx, func() []string { return []string{file} }, 50*time.Millisecond, func() { changes <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
 	expect := func(what string) {
@@ -49,4 +50,44 @@ func TestWatchSeesEditsAndReplacements(t *testing.T) {
 		t.Error("a change reported for another file or a chmod")
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// The files are asked again after each change: an envFile an edit names,
+// in another directory, is watched from then on (it never was).
+func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	file, env := filepath.Join(dir, "mcp.json"), filepath.Join(other, "s.env")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	os.WriteFile(env, []byte("V=1\n"), 0o644)
+	var mu sync.Mutex
+	files := []string{file}
+	changes := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := Watch(ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return files
+	}, 50*time.Millisecond, func() {
+		mu.Lock()
+		files = []string{file, env} // the edit named it
+		mu.Unlock()
+		changes <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change reported after %s", what)
+		}
+	}
+	os.WriteFile(file, []byte(`{"servers": {"a": {"command": "x", "envFile": "s.env"}}}`), 0o644)
+	expect("the edit")
+	time.Sleep(100 * time.Millisecond) // the envFile's directory is watched after onChange
+	os.WriteFile(env, []byte("V=2\n"), 0o644)
+	expect("a write of the envFile the edit named")
 }
