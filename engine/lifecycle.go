@@ -508,6 +508,9 @@ func (s *server) cancelRestartLocked() {
 func (s *server) willRecover() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.lc.byHandRestart != nil {
+		return true // mcpctl restart: the next try waits for it
+	}
 	switch s.state {
 	case StateStarting, StateReady, StateDegraded:
 		return true

@@ -686,3 +686,29 @@ func TestRestartThatCannotStart(t *testing.T) {
 		t.Fatalf("after the restart: %+v", st)
 	}
 }
+
+// A read under way when the server is restarted by hand is tried again
+// once the restart is done, as after a crash with restart on-failure: it
+// failed at once ("server srv was stopped during reading").
+func TestReadDuringRestartByHand(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{
+		MethodDelay: map[string]string{"resources/read": "1s"},
+		Resources:   []fakemcp.Resource{{URI: "file:///a.txt", Name: "a", Text: "A"}},
+	})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a.txt", NoCache: true})
+		read <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Errorf("a read under way during a restart by hand: %v", err)
+	}
+}
