@@ -27,7 +27,8 @@ are down (they failed or exited) are started again. A server stopped with
 "mcpctl stop" takes any change and stays stopped, as "updated", as does a
 changed one that was not running (activation manual or lazy, not started) or
 that the change disables; a manual or lazy one that was running is restarted.
-A config that
+A running server whose edit names a command not found or a cwd missing runs
+on as it was, and is reported in "failed" until an edit mends it. A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3; 2 when every failure is its config's, such as a

@@ -1006,3 +1006,37 @@ func TestReloadKeepsSubscriptionsAcrossRemoval(t *testing.T) {
 		t.Errorf("the restarted server a watch follows: %s (%s), want ready", st.State, st.LastError)
 	}
 }
+
+// An edit whose new command is not there leaves the running server
+// running, as it was, and says so in Failed; the edit that mends it
+// restarts it. The server was stopped and left unavailable.
+func TestReloadWithACommandNotFoundKeepsTheServer(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, e, "srv")
+	broken := *srv
+	broken.Command = filepath.Join(t.TempDir(), "no-such-server")
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&broken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].Kind != KindConfig || !strings.Contains(res.Failed[0].Message, "command not found") ||
+		!slices.Contains(res.Failed[0].Hint, "server srv runs on with its settings from before the edit") || len(res.Restarted) != 0 {
+		t.Fatalf("result: %+v (failed %v)", res, res.Failed)
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.PID != pid {
+		t.Fatalf("after the edit: %+v, want ready with pid %d", st, pid)
+	}
+	mended := *srv
+	mended.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	res, err = e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&mended}})
+	if err != nil || !slices.Equal(res.Restarted, []string{"srv"}) || len(res.Failed) != 0 {
+		t.Fatalf("the mending reload: %+v, %v", res, err)
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.PID == pid {
+		t.Errorf("after the mending edit: %+v", st)
+	}
+}

@@ -103,6 +103,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			s.inherit(prev)
 			res.Updated = append(res.Updated, sc.Name)
 			stop = append(stop, prev)
+		case prev.running() && !sc.Disabled && len(sc.Check()) > 0:
+			// The edit names a command that is not there, a cwd that is
+			// not: the server runs on as it was, rather than be stopped
+			// for a start that cannot be. A later reload that mends it
+			// restarts it.
+			ee := checkError(sc.Check()[0]).(*Error)
+			ee.hint("server %s runs on with its settings from before the edit", sc.Name)
+			res.Failed = append(res.Failed, ee)
 		default:
 			s = newServer(e, sc)
 			s.inherit(prev)
