@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,13 +92,7 @@ func (r *RotatingFile) current() bool {
 func (r *RotatingFile) reopen() error {
 	r.f.Close()
 	r.f = nil
-	if err := r.open(); err != nil {
-		return err
-	}
-	if r.onRotate != nil {
-		r.onRotate(r.f)
-	}
-	return nil
+	return r.openNew()
 }
 
 // Write appends p, rotating first when p would take the file past its
@@ -127,14 +122,26 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// rotate renames the files along, under a lock of the file being rotated:
-// a process that waited on it finds the file rotated, and goes to the new
-// one instead of rotating again.
+// rotate renames the files along, under a lock of the file being rotated,
+// held until the new file is open: a process that waited on it finds the
+// file rotated, and goes to the new one instead of rotating again. The
+// lock is let go by hand, not by closing the file: the session's stdout
+// and stderr are the same open file (OnRotate), and a close would not
+// release it. A lock not had within a second (a writer gone astray) is
+// done without.
 func (r *RotatingFile) rotate() error {
-	if unix.Flock(int(r.f.Fd()), unix.LOCK_EX) == nil && !r.current() {
-		return r.reopen() // closing the file drops the lock
+	old := r.f
+	locked := flockWithin(old, time.Second)
+	defer func() {
+		if locked {
+			unix.Flock(int(old.Fd()), unix.LOCK_UN)
+		}
+		old.Close()
+	}()
+	if locked && !r.current() {
+		r.f = nil
+		return r.openNew() // another process rotated it
 	}
-	r.f.Close()
 	r.f = nil
 	if r.keep == 0 {
 		os.Remove(r.path)
@@ -146,6 +153,11 @@ func (r *RotatingFile) rotate() error {
 			return err
 		}
 	}
+	return r.openNew()
+}
+
+// openNew opens the file now at the path, and tells OnRotate.
+func (r *RotatingFile) openNew() error {
 	if err := r.open(); err != nil {
 		return err
 	}
@@ -153,6 +165,21 @@ func (r *RotatingFile) rotate() error {
 		r.onRotate(r.f)
 	}
 	return nil
+}
+
+// flockWithin takes an exclusive flock of f, trying for up to wait.
+func flockWithin(f *os.File, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return true
+		}
+		if err != unix.EWOULDBLOCK || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // OnRotate has fn called with each new file a rotation opens, before the

@@ -101,8 +101,9 @@ func TestRotatingFileConcurrent(t *testing.T) {
 // Several writers of one path, each with its file open as processes have
 // (one-shot commands beside the session): the others' lines count toward
 // the limit, one rotation is made where two decided on it, and no line is
-// lost. Each counted only its own: four writers under the limit each made
-// a file four times over it.
+// lost. Each counted only its own, and four writers made a file four times
+// over the limit; then a rotation let its lock go before its renames, and
+// a writer that waited on it rotated again, leaving a nearly empty file.
 func TestRotatingFileSeveralWriters(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.log")
@@ -118,8 +119,8 @@ func TestRotatingFileSeveralWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for g, r := range writers {
 		wg.Go(func() {
-			for i := range 60 {
-				fmt.Fprintf(r, "g%d i%03d\n", g, i) // 8 bytes
+			for i := range 600 {
+				fmt.Fprintf(r, "g%d i%03d\n", g, i%1000) // 8 bytes
 			}
 		})
 	}
@@ -133,13 +134,18 @@ func TestRotatingFileSeveralWriters(t *testing.T) {
 		if len(data) > max+4*(max/8+8) {
 			t.Errorf("%s: %d bytes, over the limit of %d", filepath.Base(f), len(data), max)
 		}
+		// A file rotated out was full: two rotations where one was
+		// decided leave one nearly empty.
+		if f != path && len(data) < max/2 {
+			t.Errorf("%s: %d bytes rotated out, under half the limit of %d", filepath.Base(f), len(data), max)
+		}
 		lines += strings.Count(string(data), "\n")
 	}
-	if lines != 240 {
-		t.Errorf("%d lines in %d files, want 240", lines, len(files))
+	if lines != 2400 {
+		t.Errorf("%d lines in %d files, want 2400", lines, len(files))
 	}
 	if len(files) < 2 {
-		t.Errorf("%d files: 1920 bytes with a limit of %d were not rotated", len(files), max)
+		t.Errorf("%d files: 19200 bytes with a limit of %d were not rotated", len(files), max)
 	}
 	for _, r := range writers {
 		r.Close()
