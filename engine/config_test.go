@@ -983,7 +983,6 @@ func TestReloadKeepsSubscriptionsAcrossRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
 	for _, servers := range [][]*config.Server{{}, {srv}} {
 		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: servers}); err != nil {
 			t.Fatal(err)
@@ -1005,6 +1004,9 @@ func TestReloadKeepsSubscriptionsAcrossRemoval(t *testing.T) {
 	if st := e.Status()[0]; st.State != StateReady {
 		t.Errorf("the restarted server a watch follows: %s (%s), want ready", st.State, st.LastError)
 	}
+	// Let go, it stops for want of use, as the server it replaced would.
+	release()
+	waitState(t, e, "srv", StateStopped)
 }
 
 // An edit whose new command is not there leaves the running server

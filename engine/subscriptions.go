@@ -86,8 +86,22 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 				sub.on = nil
 			}
 			s.drop(uri, sub)
+			s.e.idleAgain(s)
 		})
 	}, nil
+}
+
+// idleAgain arms the idle stop of the server a reload put in s's place,
+// which shares s's subscriptions: their holds kept it from its idle stop,
+// and the last one let go on s.
+func (e *Engine) idleAgain(s *server) {
+	cur, err := e.lookup(s.cfg().Name)
+	if err != nil || cur == s || cur.subs != s.subs {
+		return
+	}
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	cur.armIdleLocked()
 }
 
 // The subscriptions of a server, by resource URI. A reload that restarts
