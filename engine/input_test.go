@@ -413,3 +413,22 @@ func TestListBeforeStart(t *testing.T) {
 		t.Errorf("Tools with the only server stopped by hand: %v, %v", tools, err)
 	}
 }
+
+// A watch with --subscribe follows the updates of its URIs and of their
+// sub-resources (the spec lets a server name file:///dir/a.txt to a client
+// that subscribed to file:///dir), on the server it subscribed on.
+func TestWatchFollowsItsSubscriptions(t *testing.T) {
+	req := &WatchRequest{Subscribe: []string{"file:///dir", "mem://x/"}}
+	for uri, want := range map[string]bool{
+		"file:///dir": true, "file:///dir/a.txt": true, "file:///dir#frag": true, "file:///dir?q=1": true,
+		"file:///directory": false, "file:///other": false, "mem://x/a": true, "mem://y": false,
+	} {
+		if got := req.follows(Event{URI: uri, Server: "s"}); got != want {
+			t.Errorf("an update of %s: followed %v, want %v", uri, got, want)
+		}
+	}
+	req.SubscribeServer = "s"
+	if req.follows(Event{URI: "file:///dir", Server: "t"}) || !req.follows(Event{URI: "file:///dir", Server: "s"}) {
+		t.Error("an update of another server than the one subscribed on was followed, or its own was not")
+	}
+}

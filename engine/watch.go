@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // A WatchRequest is what a watch follows.
@@ -99,7 +100,7 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 			if ev.Type == EventLog && req.LogLevel != "" && below(ev.Level, req.LogLevel) {
 				continue // for another watch, which asked for more
 			}
-			if ev.Type == EventResourceUpdated && len(req.Subscribe) > 0 && !slices.Contains(req.Subscribe, ev.URI) {
+			if ev.Type == EventResourceUpdated && len(req.Subscribe) > 0 && !req.follows(ev) {
 				continue // another watch's subscription
 			}
 			if err := fn(ev); err != nil {
@@ -107,4 +108,17 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 			}
 		}
 	}
+}
+
+// follows reports whether the update ev is of a resource the watch
+// subscribed to, or of a sub-resource of one (the spec lets a server say
+// file:///dir/a.txt changed to a client that subscribed to file:///dir).
+func (req *WatchRequest) follows(ev Event) bool {
+	if req.SubscribeServer != "" && ev.Server != req.SubscribeServer {
+		return false
+	}
+	return slices.ContainsFunc(req.Subscribe, func(uri string) bool {
+		rest, under := strings.CutPrefix(ev.URI, uri)
+		return under && (rest == "" || strings.HasSuffix(uri, "/") || strings.ContainsRune("/#?", rune(rest[0])))
+	})
 }
