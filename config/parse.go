@@ -213,7 +213,8 @@ func sortByPlace(errs Errors, files []file) {
 // servers decodes the servers of one document; defined holds the servers
 // of earlier files, for duplicates across files. With checkFaulted, a
 // server the schema found fault with is read without the faulted fields,
-// as faulted, unless what is faulted decides what kind of server it is.
+// as faulted, unless what is faulted decides what kind of server it is or
+// how its command is found.
 func (d *document) servers(defined map[string]string, vars Vars, checkFaulted bool) (out, faulted []*Server) {
 	key := "servers"
 	if _, ok := d.root["mcpServers"]; ok {
@@ -238,7 +239,12 @@ func (d *document) servers(defined map[string]string, vars Vars, checkFaulted bo
 		}
 		defined[name] = here
 		if d.unreadable[name] {
-			if checkFaulted && !slices.ContainsFunc([]string{"", "type", "command", "url", "disabled"}, func(f string) bool { return d.faulted[name][f] }) {
+			// Not when what is faulted decides the kind of server, or
+			// where and how its command is found (its PATH in env, its
+			// cwd): the checks would be of another server. A disabled
+			// one is never checked.
+			decisive := []string{"", "type", "command", "url", "disabled", "env", "envFile", "cwd"}
+			if disabled, _ := obj["disabled"].(bool); checkFaulted && !disabled && !slices.ContainsFunc(decisive, func(f string) bool { return d.faulted[name][f] }) {
 				rest := maps.Clone(obj)
 				for f := range d.faulted[name] {
 					delete(rest, f)
