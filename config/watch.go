@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"time"
 
@@ -35,19 +36,25 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 	}
 	names := map[string]bool{}
 	dirs := map[string]bool{}
+	// follow watches the files' directories; one that cannot be watched
+	// (gone, or the inotify limit reached) leaves its files unwatched, and
+	// the others go on. A directory removed is watched again when a file
+	// names it again.
 	follow := func() error {
 		clear(names)
+		var errs []error
 		for _, f := range files() {
 			f = filepath.Clean(f)
 			names[f] = true
 			if d := filepath.Dir(f); !dirs[d] {
 				if err := w.Add(d); err != nil {
-					return err
+					errs = append(errs, err)
+					continue
 				}
 				dirs[d] = true
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	if err := follow(); err != nil {
 		w.Close()
@@ -66,8 +73,13 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				if !ok {
 					return
 				}
-				if names[filepath.Clean(ev.Name)] && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
+				name := filepath.Clean(ev.Name)
+				if names[name] && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
 					timer.Reset(debounce)
+				}
+				if dirs[name] && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+					delete(dirs, name) // watched again once it is back
+					w.Remove(name)
 				}
 			case _, ok := <-w.Errors:
 				// An overflow loses events, not the watch: reload to be
@@ -78,8 +90,6 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				timer.Reset(debounce)
 			case <-timer.C:
 				onChange()
-				// A directory that cannot be watched leaves its files
-				// unwatched; the others go on.
 				follow()
 			}
 		}
