@@ -53,7 +53,8 @@ func TestWatchSeesEditsAndReplacements(t *testing.T) {
 }
 
 // The files are asked again after each change: an envFile an edit names,
-// in another directory, is watched from then on (it never was).
+// in another directory, is watched from then on (it never was), also when
+// one named before it is in a directory that cannot be watched.
 func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	file, env := filepath.Join(dir, "mcp.json"), filepath.Join(other, "s.env")
@@ -70,7 +71,7 @@ func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
 		return files
 	}, 50*time.Millisecond, func() {
 		mu.Lock()
-		files = []string{file, env} // the edit named it
+		files = []string{file, filepath.Join(other, "no-such-dir", "x.env"), env} // the edit named them
 		mu.Unlock()
 		changes <- struct{}{}
 	})
