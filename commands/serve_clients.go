@@ -17,10 +17,11 @@ import (
 // and the SDK never notices: it runs its calls on (a dropped request is
 // not a cancelled one), holds the questions they ask it, and keeps its
 // subscriptions until an idle timeout that an open event stream does not
-// even pause. serve follows each client's requests instead. One whose
-// last open request ended because its connection dropped (an event
-// stream, a call in flight) gets clientGoneGrace to come back, as a live
-// client's event stream reconnects at once; after it, its calls are
+// even pause. serve follows each client's requests instead. A call whose
+// own POST dropped is cancelled at once (below). One whose last open
+// request ended because its connection dropped (an event stream, a call
+// in flight) gets clientGoneGrace to come back, as a live client's event
+// stream reconnects at once; after it, what it still has under way is
 // cancelled and its MCP session closed. One that went idle otherwise,
 // with no request or stream open, is closed after clientIdle. A client
 // closed so gets 404 on its next request, on which the spec has it start

@@ -277,18 +277,22 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	if len(names) > 0 {
-		// Named: started by hand, whatever stopped them before (a start
-		// that fails below leaves them unavailable, not stopped by hand).
-		for _, s := range targets {
-			s.mu.Lock()
-			s.lc.held, s.lc.gaveUp, s.lc.restarts = false, false, 0
-			s.mu.Unlock()
-		}
-	}
 	if refused, err := precheck(targets, false); err != nil {
+		// A named server so refused is unavailable with why, no longer
+		// stopped by hand; a dependency stopped by hand stays so.
+		for s := range refused {
+			if slices.Contains(names, s.cfg().Name) {
+				s.byHand()
+			}
+		}
 		failChecked(refused)
 		return err
+	}
+	if len(names) > 0 {
+		// Named: started by hand, whatever stopped them before.
+		for _, s := range targets {
+			s.byHand()
+		}
 	}
 	var fresh []*server // what this start brings up, and stops on failure
 	for _, s := range targets {
@@ -522,14 +526,24 @@ func precheck(targets []*server, running bool) (map[*server]*Error, error) {
 	return nil, nil
 }
 
-// failChecked marks the servers precheck refused that are not running
-// unavailable with why, so that their status says it.
+// failChecked marks the servers precheck refused that are not running,
+// nor stopped by hand, unavailable with why, so that their status says it.
 func failChecked(first map[*server]*Error) {
 	for s, e := range first {
-		if st := s.currentState(); st == StateStopped || st == StateUnavailable {
-			s.fail(e)
+		s.mu.Lock()
+		if !s.lc.held && (s.state == StateStopped || s.state == StateUnavailable) {
+			s.setState(StateUnavailable, e)
 		}
+		s.mu.Unlock()
 	}
+}
+
+// byHand clears what stopped the server for good before a start by hand:
+// a stop by hand, a restart policy that gave up.
+func (s *server) byHand() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lc.held, s.lc.gaveUp, s.lc.restarts = false, false, 0
 }
 
 // combine reports several start failures as one error, one line each: a

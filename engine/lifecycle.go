@@ -839,6 +839,9 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 	// A restart that cannot start (its command gone, its cwd) leaves
 	// a running server running, rather than stopped for good.
 	if refused, err := precheck(servers, true); err != nil {
+		for s := range refused {
+			s.byHand() // named: no longer stopped by hand, but unavailable with why
+		}
 		failChecked(refused)
 		restarted()
 		ee := *asError(err) // a copy: it may be a status's lastError

@@ -712,3 +712,46 @@ func TestReadDuringRestartByHand(t *testing.T) {
 		t.Errorf("a read under way during a restart by hand: %v", err)
 	}
 }
+
+// A start by hand refused for a server's own config (its cwd missing)
+// leaves its dependency stopped by hand as it was; a restart so refused of
+// a server stopped by hand leaves it unavailable with why, no longer held.
+func TestRefusedStartKeepsHeldDependency(t *testing.T) {
+	spec := fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}
+	db := fakeServer(t, "db", spec)
+	api := fakeServer(t, "api", spec)
+	api.DependsOn = []string{"db"}
+	e := newEngine(t, db, api)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("db", "api"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := e.lookup("api")
+	gone := *api
+	gone.Cwd = filepath.Join(t.TempDir(), "no-such-dir")
+	s.conf.Store(&gone)
+	if err := e.Start(ctx(t), "api"); KindOf(err) != KindConfig {
+		t.Fatalf("start of api without its cwd: %v", err)
+	}
+	for _, st := range e.Status() {
+		switch {
+		case st.Name == "db" && (!st.StoppedByHand || st.State != StateStopped):
+			t.Errorf("db, stopped by hand, after a refused start of api: %+v", st)
+		case st.Name == "api" && (st.StoppedByHand || st.State != StateUnavailable):
+			t.Errorf("api after its refused start: %+v", st)
+		}
+	}
+	if err := e.Stop("api"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Restart(ctx(t), "api"); KindOf(err) != KindConfig {
+		t.Fatalf("restart of api without its cwd: %v", err)
+	}
+	for _, st := range e.Status() {
+		if st.Name == "api" && (st.StoppedByHand || st.State != StateUnavailable || !strings.Contains(st.LastError, "no-such-dir")) {
+			t.Errorf("api after its refused restart: %+v", st)
+		}
+	}
+}
