@@ -28,7 +28,9 @@ are down (they failed or exited) are started again. A server stopped with
 changed one that was not running (activation manual or lazy, not started) or
 that the change disables; a manual or lazy one that was running is restarted.
 A running server whose edit names a command not found or a cwd missing runs
-on as it was, and is reported in "failed" until an edit mends it. A config that
+on as it was, and is reported in "failed" until an edit mends it ("mcpctl
+restart" runs it with its settings from before the edit; a reload applies
+the edit). A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3; 2 when every failure is its config's, such as a
