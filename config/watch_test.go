@@ -19,14 +19,7 @@ func TestWatchSeesEditsAndReplacements(t *testing.T) {
 	if err := Watch(ctx, func() []string { return []string{file} }, 50*time.Millisecond, func() { changes <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
-	expect := func(what string) {
-		t.Helper()
-		select {
-		case <-changes:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no change reported after %s", what)
-		}
-	}
+	expect := func(what string) { t.Helper(); expectChange(t, changes, what) }
 	// A write in place.
 	os.WriteFile(file, []byte(`{"servers": {"a": {"command": "x"}}}`), 0o644)
 	expect("a write")
@@ -78,17 +71,20 @@ func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect := func(what string) {
-		t.Helper()
-		select {
-		case <-changes:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no change reported after %s", what)
-		}
-	}
+	expect := func(what string) { t.Helper(); expectChange(t, changes, what) }
 	os.WriteFile(file, []byte(`{"servers": {"a": {"command": "x", "envFile": "s.env"}}}`), 0o644)
 	expect("the edit")
 	time.Sleep(100 * time.Millisecond) // the envFile's directory is watched after onChange
 	os.WriteFile(env, []byte("V=2\n"), 0o644)
 	expect("a write of the envFile the edit named")
+}
+
+// expectChange waits for a change to be reported after what was done.
+func expectChange(t *testing.T, changes <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-changes:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no change reported after %s", what)
+	}
 }
