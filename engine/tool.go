@@ -355,6 +355,11 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", jsonTypeName(base)).
 				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)
 		}
+		if key, twice := repeatedKey(base); twice {
+			// The last one won, silently, where a pair given twice is refused.
+			return nil, errorf(KindUsage, t.Server, "argument %s is given more than once in the arguments object", key).
+				hint("give each argument once")
+		}
 	}
 	seen := map[string]bool{}
 	for _, p := range pairs {
@@ -401,6 +406,29 @@ func (t *Tool) knownArgument(key string) error {
 		return err.hint(`to send it anyway, give it in --args '{"%s": …}'`, key)
 	}
 	return nil
+}
+
+// repeatedKey finds a key the JSON object obj (valid) has twice at its top.
+func repeatedKey(obj json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	dec.Token() // {
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := t.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // givenOnce refuses a key given twice among the pairs: the last one won,
