@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -316,13 +315,7 @@ func TestRemoteStopClosesItsConnections(t *testing.T) {
 	}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
-		t.Fatal(err)
-	}
+	e := remoteCalled(t, ts.URL)
 	for range 3 {
 		if err := e.Restart(ctx(t), "r"); err != nil {
 			t.Fatal(err)
@@ -384,22 +377,5 @@ func TestRemoteCloseDoesNotWaitForAHandler(t *testing.T) {
 	srv := fakemcp.NewServer(fakemcp.Spec{ProtocolVersion: "2025-11-25", Tools: []fakemcp.Tool{{Name: "ask", Sample: "?"}}})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	asked, answer := make(chan struct{}), make(chan struct{})
-	defer time.AfterFunc(5*time.Second, func() { close(answer) }).Stop()
-	e := New(&config.Config{Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second,
-		Sampling: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			close(asked)
-			<-answer
-			return nil, errors.New("too late")
-		}})
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	go e.CallTool(ctx(t), &CallRequest{Name: "r.ask"})
-	<-asked
-	start := time.Now()
-	e.Close()
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Close took %v", d)
-	}
+	closeWhileAsked(t, remoteServer("r", "http", ts.URL), "r.ask", nil)
 }

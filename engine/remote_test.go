@@ -105,6 +105,20 @@ func (a *addField) Write(p []byte) (int, error) {
 
 func (a *addField) Flush() { a.ResponseWriter.(http.Flusher).Flush() }
 
+// remoteCalled is an engine with the streamable HTTP server at url as
+// server r, started, r.echo called once.
+func remoteCalled(t *testing.T, url string) *Engine {
+	t.Helper()
+	e := newEngine(t, remoteServer("r", "http", url))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func remoteServer(name, typ, url string) *config.Server {
 	return &config.Server{
 		Name: name, Type: typ, URL: url, Headers: map[string]string{"Authorization": "Bearer s3cret-token"},
@@ -332,13 +346,7 @@ func TestRemoteSessionForgotten(t *testing.T) {
 		cur.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close) // after the engine's Close: its streams hold the server open
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
-		t.Fatal(err)
-	}
+	e := remoteCalled(t, ts.URL)
 	// A new handler knows no session: the old one gets 404.
 	mu.Lock()
 	h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -368,13 +376,7 @@ func TestRemoteSessionForgotten400(t *testing.T) {
 		cur.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	e := newEngine(t, remoteServer("r", "http", ts.URL))
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
-		t.Fatal(err)
-	}
+	e := remoteCalled(t, ts.URL)
 	gen.badRequest.Store(true)
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err == nil || strings.Contains(err.Error(), "no longer knows") {
 		t.Fatalf("a 400 that is not about the session: %v", err)

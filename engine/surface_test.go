@@ -839,7 +839,20 @@ func TestWatchReadyStampedAtSubscription(t *testing.T) {
 // the server left running. The handler's goroutine is left to end.
 func TestCloseDoesNotWaitForAHandler(t *testing.T) {
 	dir := t.TempDir()
+	var pid int
 	s := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", PIDFile: filepath.Join(dir, "pid"), Tools: []fakemcp.Tool{{Name: "ask", Sample: "?"}}})
+	closeWhileAsked(t, s, "srv.ask", func() { pid = readPID(t, filepath.Join(dir, "pid")) })
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("server %d still runs after Close", pid)
+	}
+}
+
+// closeWhileAsked starts an engine of the server s, whose sampling hook
+// waits on a person who does not answer (for 5 s), calls tool, which asks,
+// and checks that Close does not wait for the hook. started runs once the
+// engine has started.
+func closeWhileAsked(t *testing.T, s *config.Server, tool string, started func()) {
+	t.Helper()
 	asked, answer := make(chan struct{}), make(chan struct{})
 	defer time.AfterFunc(5*time.Second, func() { close(answer) }).Stop()
 	e := New(&config.Config{Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second, Sampling: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
@@ -850,15 +863,14 @@ func TestCloseDoesNotWaitForAHandler(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	go e.CallTool(ctx(t), &CallRequest{Name: "srv.ask"})
+	if started != nil {
+		started()
+	}
+	go e.CallTool(ctx(t), &CallRequest{Name: tool})
 	<-asked
 	start := time.Now()
 	e.Close()
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("Close took %v", d)
-	}
-	if syscall.Kill(pid, 0) == nil {
-		t.Errorf("server %d still runs after Close", pid)
 	}
 }
