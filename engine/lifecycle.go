@@ -847,7 +847,7 @@ func (e *Engine) Restart(ctx context.Context, names ...string) error {
 		ee := *asError(err) // a copy: it may be a status's lastError
 		ee.Hint = slices.Clone(ee.Hint)
 		for _, s := range servers {
-			if st := s.currentState(); st == StateReady || st == StateDegraded {
+			if s.running() {
 				ee.hint("server %s was left running, as it was", s.cfg().Name)
 			}
 		}

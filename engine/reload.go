@@ -103,22 +103,27 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			s.inherit(prev)
 			res.Updated = append(res.Updated, sc.Name)
 			stop = append(stop, prev)
-		case prev.running() && !sc.Disabled && len(sc.Check()) > 0:
-			// The edit names a command that is not there, a cwd that is
-			// not: the server runs on as it was, rather than be stopped
-			// for a start that cannot be. A later reload that mends it
-			// restarts it.
-			ee := checkError(sc.Check()[0]).(*Error)
-			ee.hint("server %s runs on with its settings from before the edit", sc.Name)
-			res.Failed = append(res.Failed, ee)
 		default:
+			running := prev.running() && !sc.Disabled
+			// The edit names a command that is not there, a cwd that is
+			// not: a running server runs on as it was, rather than be
+			// stopped for a start that cannot be. A later reload that
+			// mends it restarts it.
+			if running {
+				if ces := sc.Check(); len(ces) > 0 {
+					ee := checkError(ces[0]).(*Error)
+					ee.hint("server %s runs on with its settings from before the edit", sc.Name)
+					res.Failed = append(res.Failed, ee)
+					break
+				}
+			}
 			s = newServer(e, sc)
 			s.inherit(prev)
 			stop = append(stop, prev)
 			// One started by hand or on use runs again, as the restart
 			// said; one that was not running (manual, lazy), or is
 			// disabled now, takes the settings and stays stopped.
-			running := prev.running() && !sc.Disabled && sc.Activation != "transient"
+			running = running && sc.Activation != "transient"
 			if !s.autoStarts() && !running {
 				res.Updated = append(res.Updated, sc.Name)
 				break
