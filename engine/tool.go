@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -351,13 +352,18 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 	args := map[string]json.RawMessage{}
 	// null is no arguments, as empty is: it is what a nil map marshals to.
 	if b := bytes.TrimSpace(base); len(b) > 0 && string(b) != "null" {
-		if jsonType(base) != "object" || json.Unmarshal(base, &args) != nil {
+		var twice string
+		var ok bool
+		if jsonType(base) == "object" {
+			args, twice, ok = objectMembers(base)
+		}
+		if !ok {
 			return nil, errorf(KindUsage, t.Server, "arguments must be a JSON object, got %s", jsonTypeName(base)).
 				hint(`pass an object, e.g. --args '{"path": "README.md"}'`)
 		}
-		if key, twice := repeatedKey(base); twice {
+		if twice != "" {
 			// The last one won, silently, where a pair given twice is refused.
-			return nil, errorf(KindUsage, t.Server, "argument %s is given more than once in the arguments object", key).
+			return nil, errorf(KindUsage, t.Server, "argument %s is given more than once in the arguments object", twice).
 				hint("give each argument once")
 		}
 	}
@@ -408,27 +414,37 @@ func (t *Tool) knownArgument(key string) error {
 	return nil
 }
 
-// repeatedKey finds a key the JSON object obj (valid) has twice at its top.
-func repeatedKey(obj json.RawMessage) (string, bool) {
+// objectMembers reads the JSON object obj into its members, in one pass,
+// and names a key it has twice (the first). ok is false when obj is not
+// one valid JSON object.
+func objectMembers(obj json.RawMessage) (members map[string]json.RawMessage, twice string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.Token() // {
-	seen := map[string]bool{}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "", false
+	}
+	members = map[string]json.RawMessage{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return "", false
+			return nil, "", false
 		}
 		key, _ := t.(string)
-		if seen[key] {
-			return key, true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, "", false
 		}
-		seen[key] = true
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return "", false
+		if _, seen := members[key]; seen && twice == "" {
+			twice = key
 		}
+		members[key] = v
 	}
-	return "", false
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, "", false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, "", false // something after the object
+	}
+	return members, twice, true
 }
 
 // givenOnce refuses a key given twice among the pairs: the last one won,
