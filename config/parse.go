@@ -96,7 +96,6 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			return nil, nil, err
 		}
 		d.dir = f.dir
-		d.unreadable = map[string]bool{}
 		d.faulted = map[string]map[string]bool{}
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
@@ -142,7 +141,6 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			// Decoding trusts the schema: what it faults is not decoded.
 			switch {
 			case len(v.Path) >= 2 && (v.Path[0] == "servers" || v.Path[0] == "mcpServers"):
-				d.unreadable[v.Path[1]] = true
 				field := ""
 				if len(v.Path) >= 3 {
 					field = v.Path[2]
@@ -238,7 +236,7 @@ func (d *document) servers(defined map[string]string, vars Vars, checkFaulted bo
 			continue
 		}
 		defined[name] = here
-		if d.unreadable[name] {
+		if d.faulted[name] != nil {
 			// Not when what is faulted decides the kind of server, or
 			// where and how its command is found (its PATH in env, its
 			// cwd): the checks would be of another server. A disabled

@@ -33,14 +33,12 @@ type document struct {
 	errs    Errors
 	dir     string // the project directory relative paths are relative to
 
-	// unreadable are servers the schema found fault with; unusable says
-	// the problems are outside any one server (say in defaults), so no
-	// server of the file is decoded.
-	unreadable map[string]bool
-	unusable   bool
-	// faulted are the fields of each unreadable server the schema found
-	// fault with; "" is the server as a whole.
-	faulted map[string]map[string]bool
+	// faulted are the servers the schema found fault with (not decoded),
+	// each with the fields it faulted ("" is the server as a whole);
+	// unusable says the problems are outside any one server (say in
+	// defaults), so no server of the file is decoded.
+	faulted  map[string]map[string]bool
+	unusable bool
 
 	pos *positions // made on first use
 }
