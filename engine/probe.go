@@ -19,9 +19,12 @@ import (
 // probeSilence, or, where the pipe cannot tell, within probeBlind of the
 // write, the connection answers the probe itself with an error, and the SDK
 // goes on with initialize. A late answer of the server's is dropped; if it
-// is a 2026-07-28 server's, the start is made again without a stand-in
-// (a slow server behind a relay that drains the pipe at once), and the
-// engine stands in for that server no more.
+// is a 2026-07-28 server's, the engine stands in for that server no more:
+// a start the server then refused (it was initialized by the probe) is made
+// again without a stand-in (a slow server behind a relay that drains the
+// pipe at once). A server that took the initialize anyway (the go-sdk
+// answers server/discover concurrently with what follows it) runs on in
+// probeLegacyVersion until its next start.
 var (
 	probeSilence = 2 * time.Second // vars for tests
 	probeBlind   = 5 * time.Second
@@ -39,6 +42,7 @@ type discoverProbe struct {
 	dropped  jsonrpc.ID        // a probe given up on: its late answer is dropped
 	standIn  *jsonrpc.Response // the answer given in its place, passed on
 	gaveUp   func()            // told when a probe is given up on
+	late     func()            // told when the answer to it comes, a 2026-07-28 server's
 	// lateModern: that late answer was a 2026-07-28 server's (a result,
 	// or a modern error): the server was only slow (behind docker run -i,
 	// say, which drains the pipe at once), and a modern server may refuse
@@ -119,8 +123,8 @@ func (p *discoverProbe) drop(msg jsonrpc.Message) (drop, settled bool) {
 	if !ok {
 		return false, false
 	}
+	var late func()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch {
 	case p.answered != nil && resp.ID == p.id:
 		close(p.answered)
@@ -132,8 +136,16 @@ func (p *discoverProbe) drop(msg jsonrpc.Message) (drop, settled bool) {
 		var werr *jsonrpc.Error
 		p.lateModern = resp.Error == nil || errors.As(resp.Error, &werr) && werr.Code == codeUnsupportedProtocolVersion
 		drop = true
+		if p.lateModern {
+			late = p.late
+		}
 	}
-	return drop, p.answered == nil && p.standIn == nil && !p.dropped.IsValid()
+	settled = p.answered == nil && p.standIn == nil && !p.dropped.IsValid()
+	p.mu.Unlock()
+	if late != nil {
+		late()
+	}
+	return drop, settled
 }
 
 // codeUnsupportedProtocolVersion is 2026-07-28's UnsupportedProtocolVersionError.

@@ -13,14 +13,17 @@ import (
 
 // A server/discover the server reads and never answers is answered by the
 // connection with an error after probeSilence, so that the SDK falls back
-// to initialize; the server's late answer is dropped, and what comes after
-// it is read. A probe answered in time gets no stand-in.
+// to initialize; the server's late answer is dropped (a 2026-07-28
+// server's is told to late), and what comes after it is read. A probe
+// answered in time gets no stand-in.
 func TestDiscoverProbeUnanswered(t *testing.T) {
 	withProbeSilence(t, 100*time.Millisecond)
 
 	for _, answer := range []bool{false, true} {
 		gaveUp := make(chan struct{}, 1)
 		c, inR, outW, id, ctx := probed(t, func() { gaveUp <- struct{}{} })
+		late := 0
+		c.probe.late = func() { late++ } // called on Read's goroutine
 		server := bufio.NewReader(inR)
 		if _, err := server.ReadBytes('\n'); err != nil { // read, as a server does, and not answered
 			t.Fatal(err)
@@ -64,6 +67,10 @@ func TestDiscoverProbeUnanswered(t *testing.T) {
 		}
 		if answer && len(gaveUp) != 0 {
 			t.Error("gaveUp called for a probe answered in time")
+		}
+		// A late answer that is a result is a 2026-07-28 server's.
+		if want := map[bool]int{false: 1, true: 0}[answer]; late != want {
+			t.Errorf("answered %v: late called %d times, want %d", answer, late, want)
 		}
 	}
 }

@@ -57,7 +57,7 @@ type server struct {
 	// the server's later starts are spoken to in probeLegacyVersion at once,
 	// as the spec suggests, for the engine's life. probeLate: it answered
 	// after the stand-in, as a 2026-07-28 server: its starts wait for its
-	// answer.
+	// answer (the probe's late hook sets it).
 	probeUnanswered, probeLate atomic.Bool
 	// life ends when the server stops or dies; in-flight calls end with it.
 	life    context.Context
@@ -343,6 +343,14 @@ func (s *server) connect(ctx context.Context) error {
 			s.log.Warn("the server did not answer server/discover: speaking "+probeLegacyVersion+" with it from now on",
 				"hint", fmt.Sprintf("set its protocolVersion (%s) to %s to skip the wait", cfg.Source, probeLegacyVersion))
 		}
+		sc.probe.late = func() {
+			// A 2026-07-28 server, only slow. A start it refused is made
+			// again (below); one it took runs on as it was.
+			s.probeLate.Store(true)
+			s.probeUnanswered.Store(false)
+			s.log.Warn("the server answered server/discover after mcpctl stood in for it: its starts wait for its answer from now on",
+				"hint", fmt.Sprintf("set its protocolVersion (%s) to 2026-07-28, so that no start stands in for it", cfg.Source))
+		}
 		conn.Connection = sc
 	}
 	if s.e.opts.Trace && s.e.opts.LogDir != "" {
@@ -432,12 +440,10 @@ func (s *server) connect(ctx context.Context) error {
 		proc.awaitExit(500 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err, timedOut, proc == nil && !conn.httpAnswered.Load())
 		proc.stop(0, s.shutdownTimeout())
-		if sc != nil && sc.probe.answeredLate() && !s.probeLate.Load() {
-			// A 2026-07-28 server, only slow: made again, waiting for
-			// its answer (the start's retry).
-			s.probeLate.Store(true)
-			s.probeUnanswered.Store(false)
-			s.log.Warn("the server answered server/discover after mcpctl stood in for it: starting it again, waiting for its answer")
+		if sc != nil && sc.probe.answeredLate() {
+			// It refused the initialize that followed the stand-in, as
+			// a 2026-07-28 server does: made again, waiting for its
+			// answer (the start's retry; probeLate is set, so once).
 			var e *Error
 			if errors.As(failure, &e) {
 				e.transient = true

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,6 +31,11 @@ func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 type conn struct {
 	mcp.Connection
 	f *fake
+	// discover is the server/discover under way (Spec.DiscoverFirst),
+	// discovered closed once it is answered; only Read sets them.
+	mu         sync.Mutex
+	discover   jsonrpc.ID
+	discovered chan struct{}
 }
 
 // gatedStdin reads stdin until stopReading is closed, then blocks for
@@ -54,6 +60,16 @@ func (g *gatedStdin) Read(p []byte) (int, error) {
 func (g *gatedStdin) Close() error { return os.Stdin.Close() }
 
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.mu.Lock()
+	discovered := c.discovered
+	c.mu.Unlock()
+	if discovered != nil {
+		select {
+		case <-discovered:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	for {
 		msg, err := c.Connection.Read(ctx)
 		req, ok := msg.(*jsonrpc.Request)
@@ -68,6 +84,12 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			os.Exit(*code)
 		}
 		switch req.Method {
+		case "server/discover":
+			if c.f.spec.DiscoverFirst {
+				c.mu.Lock()
+				c.discover, c.discovered = req.ID, make(chan struct{})
+				c.mu.Unlock()
+			}
 		case "notifications/cancelled":
 			var p struct {
 				RequestID any `json:"requestId"`
@@ -159,6 +181,13 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok {
 		return c.Connection.Write(ctx, msg)
 	}
+	c.mu.Lock()
+	if c.discovered != nil && resp.ID == c.discover {
+		// Read goes on once the answer is out.
+		defer close(c.discovered)
+		c.discover, c.discovered = jsonrpc.ID{}, nil
+	}
+	c.mu.Unlock()
 	f := c.f
 	f.mu.Lock()
 	t, found := f.raw[resp.ID]

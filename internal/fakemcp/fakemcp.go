@@ -42,6 +42,11 @@ type Spec struct {
 	// server that ignores requests it does not know (each is logged as
 	// {"ignored": "server/discover"}).
 	IgnoreDiscover bool `json:"ignoreDiscover,omitempty"`
+	// DiscoverFirst: nothing after a server/discover is read until it is
+	// answered, as from a server that handles requests in order (the
+	// go-sdk answers it concurrently with what follows, so an initialize
+	// right behind it may be taken first).
+	DiscoverFirst bool `json:"discoverFirst,omitempty"`
 	// AnswerVersion, when set, is the protocolVersion of the server's
 	// answer to initialize, whatever was asked: a server that speaks a
 	// version its client does not.
