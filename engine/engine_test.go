@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -467,6 +468,33 @@ func TestIdleServerStopsWhenGraceEnds(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Error("the idle server survived Close")
+	}
+}
+
+// A server stopped by a signal (kill -STOP, a debugger, ^Z in the shell
+// that ran it) gets its SIGTERM when it is stopped: SIGCONT goes with it,
+// rather than leaving it to wait out its shutdownTimeout for SIGKILL.
+func TestStoppedServerGetsItsSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	termLog := filepath.Join(dir, "term.log")
+	e := newEngine(t, fakeServer(t, "frozen", fakemcp.Spec{
+		IgnoreStdinEOF: true, PIDFile: filepath.Join(dir, "pid"), TermLog: termLog,
+	}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("frozen"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(termLog); string(got) != "SIGTERM\n" {
+		t.Errorf("the stopped server's term log holds %q, want SIGTERM: it was killed without its SIGTERM", got)
+	}
+	if alive(pid) {
+		t.Error("the stopped server survived Stop")
 	}
 }
 

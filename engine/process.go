@@ -271,7 +271,7 @@ func (p *process) stop(grace, timeout time.Duration) {
 	}
 	p.stdin.Close()
 	if !p.waitExit(grace, timeout) {
-		signalGroup(p.pgid, syscall.SIGTERM)
+		terminateGroup(p.pgid)
 		if !waitDone(p.done, timeout) {
 			signalGroup(p.pgid, syscall.SIGKILL)
 			<-p.done
@@ -279,7 +279,7 @@ func (p *process) stop(grace, timeout time.Duration) {
 	}
 	// The leader is gone; what it started may not be.
 	if groupAlive(p.pgid) {
-		signalGroup(p.pgid, syscall.SIGTERM)
+		terminateGroup(p.pgid)
 		deadline := time.Now().Add(timeout)
 		for groupAlive(p.pgid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
@@ -300,6 +300,15 @@ func (p *process) stop(grace, timeout time.Duration) {
 	// Let the log get the server's last words, but never wait long: a
 	// stray grandchild in another process group could hold the pipe.
 	waitDone(p.stderrDone, time.Second)
+}
+
+// terminateGroup sends SIGTERM to the group, and SIGCONT after it, as
+// systemd does: a stopped process (kill -STOP, a debugger's, a shell's ^Z)
+// gets its SIGTERM only once it runs, and would otherwise wait out the
+// shutdown timeout for its SIGKILL.
+func terminateGroup(pgid int) {
+	signalGroup(pgid, syscall.SIGTERM)
+	signalGroup(pgid, syscall.SIGCONT)
 }
 
 // waitExit waits for the process to exit after its stdin closed: grace, and

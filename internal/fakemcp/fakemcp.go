@@ -82,6 +82,9 @@ type Spec struct {
 	SaveOnEOF *Save `json:"saveOnEOF,omitempty"`
 	// IgnoreSIGTERM makes only SIGKILL end the process.
 	IgnoreSIGTERM bool `json:"ignoreSIGTERM,omitempty"`
+	// TermLog, when set, gets "SIGTERM" appended when the server receives
+	// one, before it dies of it as it would have.
+	TermLog string `json:"termLog,omitempty"`
 	// ChildPIDFile, when set, starts a long-running child process (as npx
 	// starts node) and writes its pid there.
 	ChildPIDFile string `json:"childPidFile,omitempty"`
@@ -249,6 +252,18 @@ func serveHTTP(spec Spec, urlFile string, oauth bool) int {
 func run(spec *Spec) int {
 	if spec.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
+	} else if spec.TermLog != "" {
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() {
+			<-term
+			if fl, err := os.OpenFile(spec.TermLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				fl.Write([]byte("SIGTERM\n"))
+				fl.Close()
+			}
+			signal.Reset(syscall.SIGTERM)
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		}()
 	}
 	if spec.PIDFile != "" {
 		os.WriteFile(spec.PIDFile, []byte(strconv.Itoa(os.Getpid())), 0o644)
