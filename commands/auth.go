@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -75,11 +74,7 @@ valid one it fails at once with exit 7 and the login command to run.
 func remoteServer(cfg *config.Config, name string) (*config.Server, error) {
 	s := cfg.Server(name)
 	if s == nil {
-		shown := name
-		if name == "" {
-			shown = `""` // as the engine shows it
-		}
-		return nil, &engine.Error{Kind: engine.KindUsage, Message: "unknown server " + shown, Hint: []string{"known servers: " + strings.Join(cfg.Names(), ", ")}}
+		return nil, engine.UnknownServer(name, cfg.Names())
 	}
 	if s.Type != "http" {
 		return nil, &engine.Error{Kind: engine.KindUsage, Server: name, Message: fmt.Sprintf("server %s is of type %s: OAuth is for streamable HTTP servers (type http)", name, s.Type)}

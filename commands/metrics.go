@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -82,15 +81,15 @@ func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
 	}
 	if opts.server != "" {
 		var one []engine.ServerMetrics
+		var names []string
 		for _, m := range ms {
 			if m.Server == opts.server {
 				one = append(one, m)
 			}
+			names = append(names, m.Server)
 		}
 		if one == nil {
-			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
-				Message: fmt.Sprintf("no server %q in %s", opts.server, env.configShown()),
-				Hint:    []string{"see the servers with: mcpctl status"}}
+			return engine.UnknownServer(opts.server, names)
 		}
 		ms = one
 	}

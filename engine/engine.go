@@ -249,7 +249,7 @@ func (e *Engine) lookup(name string) (*server, error) {
 	if e.cfg == nil {
 		return nil, notMade() // a zero Engine
 	}
-	return nil, unknownName("server", name, "", e.cfg.Names())
+	return nil, UnknownServer(name, e.cfg.Names())
 }
 
 // Start starts the named servers, or all that start with the engine when

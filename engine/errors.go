@@ -227,6 +227,13 @@ func deadlineError(err error, server, what string) error {
 		hint("give the context a later deadline (the server's own timeouts still apply)").wrap(err)
 }
 
+// UnknownServer is the error for a server name that is not among known
+// (the config's): Kind usage, Server the name asked for, and a
+// did-you-mean hint.
+func UnknownServer(name string, known []string) *Error {
+	return unknownName("server", name, name, known)
+}
+
 // unknownName builds the error for a server or tool name that does not
 // exist, with did-you-mean candidates.
 func unknownName(what, name, server string, known []string) *Error {
