@@ -411,6 +411,15 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
 		env.noteHint("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
 	}}
+	if env.sessionFlag != "" && len(env.configFlags) > 0 {
+		// Both named: the session's servers are used, whatever -c says.
+		if c.ExpectConfig, err = env.configPaths(); err == nil {
+			c.OnConfigMismatch = func(files []string) {
+				env.note("warning: session %s runs %s, not %s: --config is not used with --session", sess.Name, strings.Join(files, ", "), strings.Join(c.ExpectConfig, ", "))
+				env.noteHint("hint: leave out --session to use %s", strings.Join(env.configFlags, ", "))
+			}
+		}
+	}
 	return c, sess, nil
 }
 

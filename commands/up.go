@@ -112,6 +112,7 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 	if err != nil {
 		return err
 	}
+	client.OnConfigMismatch = nil // up says it in its own words
 	if opts.notifyFD == 0 && opts.lockFD == 0 {
 		// A session that runs has its inputs and variables: up again says
 		// so without them (and asks for none), as any other command would,

@@ -31,6 +31,11 @@ type Client struct {
 	// config file does not load now: it runs the config it had, and what
 	// was edited since has not taken effect.
 	OnConfigError func(why string)
+	// ExpectConfig, when set, names the config files the caller means;
+	// OnConfigMismatch is then called once, with the session's own files,
+	// when the session runs others.
+	ExpectConfig     []string
+	OnConfigMismatch func(sessionFiles []string)
 	// Unpooled makes each request on a connection of its own, dialled and
 	// read on the calling goroutine and closed with the answer's body. It
 	// suits a process that makes a request or two and exits, as the CLI
@@ -52,7 +57,8 @@ type Client struct {
 	streams *http.Client // streams and answers
 	warned  atomic.Bool
 
-	configWarned atomic.Bool
+	configWarned   atomic.Bool
+	mismatchWarned atomic.Bool
 	// sessionPID is the session's pid, as the kernel told it at the last
 	// dial (0 where it does not say), for watchStopped.
 	sessionPID atomic.Int64
@@ -225,6 +231,10 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		return nil, err
 	}
 	req.Header.Set(VersionHeader, Version())
+	if len(c.ExpectConfig) > 0 {
+		want, _ := json.Marshal(c.ExpectConfig)
+		req.Header.Set(ExpectConfigHeader, string(want))
+	}
 	if id := RequestID(ctx); id != "" {
 		req.Header.Set(RequestIDHeader, id)
 	}
@@ -271,6 +281,11 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	if msg := resp.Header.Get(ConfigErrorHeader); msg != "" && c.OnConfigError != nil && c.configWarned.CompareAndSwap(false, true) {
 		c.OnConfigError(msg)
+	}
+	if runs := resp.Header.Get(ConfigRunsHeader); runs != "" && c.OnConfigMismatch != nil && c.mismatchWarned.CompareAndSwap(false, true) {
+		var files []string
+		json.Unmarshal([]byte(runs), &files)
+		c.OnConfigMismatch(files)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer cancel(nil)

@@ -30,6 +30,16 @@ const VersionHeader = "Mcpctl-Version"
 // [Engine.ConfigError]): one line.
 const ConfigErrorHeader = "Mcpctl-Config-Error"
 
+// ExpectConfigHeader, on a request, names the config files (a JSON array)
+// the client means; a session that runs others says which in
+// ConfigRunsHeader (a JSON array) on its answer. A client that names a
+// session (--session) and a config (-c) would otherwise use another
+// project's servers unsaid.
+const (
+	ExpectConfigHeader = "Mcpctl-Expect-Config"
+	ConfigRunsHeader   = "Mcpctl-Config-Runs"
+)
+
 // PartialHeader, on a list's answer, is the error (as JSON) of a list that
 // leaves out servers that could not start to be listed (see
 // [Engine.Tools]): the body holds the others' items.
@@ -210,6 +220,10 @@ func (d *Daemon) Handler() http.Handler {
 		if ce := d.engine.ConfigError(); ce != nil {
 			w.Header().Set(ConfigErrorHeader, headerLine(ce.Message))
 		}
+		if want := r.Header.Get(ExpectConfigHeader); want != "" && !d.runsConfig(want) {
+			runs, _ := json.Marshal(d.info.ConfigFiles)
+			w.Header().Set(ConfigRunsHeader, string(runs))
+		}
 		h := routes[r.Method+" "+r.URL.Path]
 		if h != nil && d.engine.closed.Load() && !answeredWhileStopping[r.URL.Path] {
 			// Ending (mcpctl down, a signal, its ttl): said as the
@@ -285,6 +299,25 @@ func (w *answerWriter) Flush() {
 func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // headerLine makes text one line a header may carry.
+// runsConfig reports whether the session runs the config files named in
+// want (an ExpectConfigHeader), the same files however their paths are
+// spelled.
+func (d *Daemon) runsConfig(want string) bool {
+	var files []string
+	if json.Unmarshal([]byte(want), &files) != nil || len(d.info.ConfigFiles) == 0 {
+		return true // nothing to tell
+	}
+	canonical := func(paths []string) []string {
+		out := make([]string, 0, len(paths))
+		for _, p := range paths {
+			out = append(out, CanonicalPath(p))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(canonical(files), canonical(d.info.ConfigFiles))
+}
+
 func headerLine(text string) string {
 	return strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
