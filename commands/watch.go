@@ -53,7 +53,8 @@ run. What --subscribe and --log-level ask of a server holds across its restarts
 again before anything else uses it, and a subscription keeps the server
 running, as a request does. A server not running when the watch begins
 (lazy, stopped), or that a reload adds (or removes and adds back), is set
-to the --log-level when it starts, and subscribed again.
+to the --log-level when it starts, and subscribed again. A server --server
+names that a reload removes is said on stderr; the watch goes on.
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
@@ -109,6 +110,12 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	if len(opts.servers) == 1 {
 		req.SubscribeServer = opts.servers[0]
 	}
+	// A server followed that a reload removes is said on stderr; config
+	// events are asked for to tell it, and shown only if asked for.
+	showConfig := len(opts.types) == 0 || slices.Contains(opts.types, engine.EventConfig)
+	if !showConfig && len(opts.servers) > 0 {
+		req.Filter.Types = append(slices.Clip(req.Filter.Types), engine.EventConfig)
+	}
 	ctx, stop := untilOutputClosed(ctx, env.Out)
 	defer stop()
 	wctx := ctx
@@ -121,6 +128,12 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
 		return h.Watch(wctx, req, func(ev engine.Event) error {
+			if ev.Type == engine.EventConfig {
+				noteRemoved(env, ev, opts.servers)
+				if !showConfig {
+					return nil
+				}
+			}
 			wrote, err := p.Line(ev)
 			if err != nil {
 				return err
@@ -166,6 +179,17 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 		return &engine.Error{Kind: engine.KindUnavailable, Message: msg, Hint: []string{"start it again with: mcpctl up"}}
 	}
 	return err
+}
+
+// noteRemoved says on stderr which of the servers a watch follows a reload
+// removed: the watch goes on, and hears from one again if a reload adds
+// it back.
+func noteRemoved(env *Env, ev engine.Event, followed []string) {
+	for _, name := range ev.Removed {
+		if slices.Contains(followed, name) {
+			env.note("warning: a reload removed server %s from the config: the watch goes on, and follows it again if a reload adds it back", name)
+		}
+	}
 }
 
 // typeFlagError is the engine's error for an unknown event type, as a
