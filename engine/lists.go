@@ -636,23 +636,34 @@ func (s *server) failedUnlisted() bool {
 // unlistedError says which of servers (in their order) failed to start to
 // be listed, or is nil.
 func unlistedError(servers []*server, failed map[*server]error) *Error {
-	var names, why []string
+	var names []string
+	var errs []error
 	for _, s := range servers {
 		if err, ok := failed[s]; ok {
 			names = append(names, s.cfg().Name)
-			why = append(why, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	switch len(names) {
 	case 0:
 		return nil
 	case 1:
-		return errorf(KindUnavailable, names[0], "the list leaves out server %s: it could not start: %s", names[0], why[0]).
-			hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
+		// Its start's error as a command naming the server gets it: the
+		// server's last words in stderr and stdout, not in the message.
+		why := errs[0].Error()
+		var start *Error
+		if errors.As(errs[0], &start) {
+			why = start.Message
+		}
+		e := errorf(KindUnavailable, names[0], "the list leaves out server %s: it could not start: %s", names[0], why)
+		if start != nil {
+			e.Stderr, e.Stdout = start.Stderr, start.Stdout
+		}
+		return e.hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
 	}
 	e := errorf(KindUnavailable, "", "the list leaves out servers %s: they could not start", strings.Join(names, ", "))
 	for i, n := range names {
-		e.hint("%s: %s", n, why[i])
+		e.hint("%s: %s", n, errs[i].Error())
 	}
 	return e.hint("the other servers' items are listed; see their states with: mcpctl status")
 }
