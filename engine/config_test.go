@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -369,6 +371,38 @@ func TestReloadKeepsUnchangedRestartsChanged(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("no config event")
+	}
+}
+
+// A server removed by a reload and added back by another is a new server:
+// its figures start from nothing (no restart, no request of the old one's),
+// while a server restarted by a reload keeps counting.
+func TestReloadAddedBackStartsItsMetricsAfresh(t *testing.T) {
+	back := fakeServer(t, "back", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	kept := fakeServer(t, "kept", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, back, kept)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"back.echo", "kept.echo"} {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept2 := *kept
+	kept2.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	for _, servers := range [][]*config.Server{{&kept2}, {back, kept}} {
+		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]string{}
+	for _, m := range e.Metrics() {
+		got[m.Server] = fmt.Sprintf("restarts %d, requests %d", m.Restarts, m.Requests)
+	}
+	want := map[string]string{"back": "restarts 0, requests 0", "kept": "restarts 2, requests 1"}
+	if !maps.Equal(got, want) {
+		t.Errorf("metrics: %v, want %v", got, want)
 	}
 }
 

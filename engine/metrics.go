@@ -39,6 +39,14 @@ func (m *metrics) ready(server string) {
 	m.mu.Unlock()
 }
 
+// forget drops what was counted for server.
+func (m *metrics) forget(server string) {
+	m.mu.Lock()
+	delete(m.by, server)
+	delete(m.readies, server)
+	m.mu.Unlock()
+}
+
 // record counts a request and its latency; err, unless it is the caller
 // giving up, counts as the server's error.
 func (m *metrics) record(server, method string, d time.Duration, err error) {

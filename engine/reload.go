@@ -179,6 +179,11 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		name := s.cfg().Name
 		e.cache.drop(func(ce *cacheEntry) bool { return ce.server == name })
 	}
+	for _, name := range res.Added {
+		// A server of a name removed before is a new one: its figures
+		// start from nothing, not from the removed one's.
+		e.metrics.forget(name)
+	}
 	for _, change := range rootsChanged {
 		change()
 	}
