@@ -180,8 +180,9 @@ func shapeCompletionCmd(env *Env, root, c *cli.Command) {
 tools, prompts, resources and servers: from the running session, else server
 names from the config (no server is started to complete a name); after
 "call SERVER.TOOL" or "prompt SERVER.PROMPT", from the session, its
-arguments as KEY=; the values of --server, --type and --log-level. The same
-scripts are in completions/ of the source tree.
+arguments as KEY=; the values of --server, --type and --log-level. The line
+is read as the shell will pass it: quotes, ~ and $VAR (a command in $(...)
+is never run). The same scripts are in completions/ of the source tree.
 
   source <(mcpctl completion bash)                        # in ~/.bashrc
   mcpctl completion zsh > "${fpath[1]}/_mcpctl"           # zsh, then compinit
@@ -249,14 +250,32 @@ func completionScript(ctx context.Context, root *cli.Command, shell string, rend
 		script = strings.Replace(script, describe, `		local -a eq other
 		local o ret=1
 		for o in "${opts[@]}"; do
-			if [[ ${${o//\\:/}%%:*} == *= ]]; then eq+=("$o"); else other+=("$o"); fi
+			if [[ ${${o//\\:/}%%:*} == *[=.] ]]; then eq+=("$o"); else other+=("$o"); fi
 		done
 		(( ${#other} )) && _describe 'values' other && ret=0
 		(( ${#eq} )) && _describe 'values' eq -S '' && ret=0
 		(( ret == 0 ))
 `, 1)
 	}
+	if shell == "zsh" {
+		// zsh's words are as typed, quotes and all: mcpctl reads them
+		// as the shell will pass them (quotes, ~, $VAR).
+		start := strings.Index(script, "\tif [[ \"$current\" == \"-\"* ]]; then\n")
+		end := strings.Index(script, "\tfi\n")
+		if start < 0 || end < start {
+			return "", fmt.Errorf("urfave/cli's zsh script changed: no words to patch")
+		}
+		script = script[:start] + "\topts=(\"${(@f)$(" + completeLineEnv + "=\"${(j: :)words}\" ${words[1]} --generate-shell-completion)}\")\n" + script[end+len("\tfi\n"):]
+	}
 	if shell == "fish" {
+		// The line as typed: mcpctl reads it as the shell will pass it
+		// (quotes, ~, $VAR).
+		start := strings.Index(script, "    if string match -q -- \"-*\" $lastArg\n")
+		end := strings.Index(script[max(start, 0):], "    end\n")
+		if start < 0 || end < 0 {
+			return "", fmt.Errorf("urfave/cli's fish script changed: no words to patch")
+		}
+		script = script[:start] + "    set results (env " + completeLineEnv + "=(commandline -cp | string collect) $args[1] --generate-shell-completion 2> /dev/null)\n" + script[start+end+len("    end\n"):]
 		const split = `set -l parts (string split -m 1 ":" -- "$line")`
 		if !strings.Contains(script, split) {
 			return "", fmt.Errorf("urfave/cli's fish script changed: no %q to patch", split)
@@ -289,7 +308,8 @@ _mcpctl_completion() {
   [[ $cur == -* ]] && words+=("$cur")
   COMPREPLY=()
   local out name
-  out=$("${words[@]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
+  # mcpctl reads the line as the shell will pass it (quotes, ~, $VAR).
+  out=$(MCPCTL_COMPLETE_LINE=$line "${words[0]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
   # The part of cur bash treats as already typed (before its last break).
   local pre=""
   if [[ $cur == *[:=]* && $COMP_WORDBREAKS == *:* ]]; then
@@ -307,10 +327,11 @@ _mcpctl_completion() {
       COMPREPLY+=("${name#"$pre"}")
     fi
   done <<< "$out"
-  # A tool's argument ("key=") takes its value with no space between.
+  # A tool's argument ("key=") takes its value with no space between, and
+  # a server's name its tool's ("server.").
   local all_keys=${#COMPREPLY[@]}
   for name in "${COMPREPLY[@]}"; do
-    [[ $name == *= ]] || all_keys=0
+    [[ $name == *[=.] ]] || all_keys=0
   done
   if [[ $all_keys -gt 0 ]]; then
     compopt -o nospace 2>/dev/null
@@ -385,9 +406,15 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only strin
 	if err != nil {
 		return nil
 	}
+	// Where a server alone is no answer (call SERVER.TOOL), "server.",
+	// which the shell completes with no space after it.
+	suffix := "."
+	if slices.Contains(kinds, servers) {
+		suffix = ""
+	}
 	var out []nameCandidate
 	for _, n := range cfg.Names() {
-		out = append(out, nameCandidate{name: n})
+		out = append(out, nameCandidate{name: n + suffix})
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func TestCompletionHungSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); got != "one\ntwo\n" {
+	if got := out.String(); got != "one.\ntwo.\n" {
 		t.Errorf("candidates: %q, want the config's servers", got)
 	}
 	if errOut.Len() > 0 {

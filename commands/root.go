@@ -27,6 +27,11 @@ import (
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := newEnv(stdin, stdout, stderr)
 	env.ctx = ctx
+	if line, ok := env.LookupEnv(completeLineEnv); ok && len(args) == 2 && args[1] == "--generate-shell-completion" {
+		args = completionArgs(args[0], line, env.getenv)
+		// urfave reads a flag being typed at the top level from os.Args.
+		os.Args = args
+	}
 	err := newRootCmd(env).Run(ctx, args)
 	if err == nil {
 		return exitOK

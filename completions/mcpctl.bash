@@ -15,7 +15,8 @@ _mcpctl_completion() {
   [[ $cur == -* ]] && words+=("$cur")
   COMPREPLY=()
   local out name
-  out=$("${words[@]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
+  # mcpctl reads the line as the shell will pass it (quotes, ~, $VAR).
+  out=$(MCPCTL_COMPLETE_LINE=$line "${words[0]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
   # The part of cur bash treats as already typed (before its last break).
   local pre=""
   if [[ $cur == *[:=]* && $COMP_WORDBREAKS == *:* ]]; then
@@ -33,10 +34,11 @@ _mcpctl_completion() {
       COMPREPLY+=("${name#"$pre"}")
     fi
   done <<< "$out"
-  # A tool's argument ("key=") takes its value with no space between.
+  # A tool's argument ("key=") takes its value with no space between, and
+  # a server's name its tool's ("server.").
   local all_keys=${#COMPREPLY[@]}
   for name in "${COMPREPLY[@]}"; do
-    [[ $name == *= ]] || all_keys=0
+    [[ $name == *[=.] ]] || all_keys=0
   done
   if [[ $all_keys -gt 0 ]]; then
     compopt -o nospace 2>/dev/null

@@ -6,11 +6,7 @@ function __mcpctl_perform_completion
     # Extract the last arg (partial input)
     set -l lastArg (commandline -ct)
     
-    if string match -q -- "-*" $lastArg
-        set results ($args[1] $args[2..-1] $lastArg --generate-shell-completion 2> /dev/null)
-    else
-        set results ($args[1] $args[2..-1] --generate-shell-completion 2> /dev/null)
-    end
+    set results (env MCPCTL_COMPLETE_LINE=(commandline -cp | string collect) $args[1] --generate-shell-completion 2> /dev/null)
 
     # Remove trailing empty lines
     for line in $results[-1..1]
