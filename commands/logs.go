@@ -66,7 +66,7 @@ stderr line as {"time": ..., "text": ...}; --jq filters each one.
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted, or until what reads them goes away", Destination: &opts.follow},
 			&cli.StringFlag{Name: "since", Usage: "only lines newer than `WHEN`: a duration ago (10m, 2h) or a time (RFC 3339)", Destination: &opts.since},
 			&cli.BoolFlag{Name: "audit", Usage: "show the audit log", Destination: &opts.audit},
-			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f; -n 0 -f: new lines only)", Destination: &opts.lines},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines (then follow, with -f; -n 0 -f: new lines only) (default: all)", Destination: &opts.lines, HideDefault: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 1 {
