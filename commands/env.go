@@ -50,6 +50,8 @@ type Env struct {
 
 	printer  *output.Printer
 	cfgPaths []string
+	// command is the command being run (its full name), for hints.
+	command string
 }
 
 func newEnv(in io.Reader, out, errOut io.Writer) *Env {
@@ -78,8 +80,7 @@ func (env *Env) Printer() (*output.Printer, error) {
 	if env.printer == nil {
 		if env.format.Raw && env.format.JQ == "" {
 			// It would do nothing: JSON is printed as JSON.
-			return nil, usagef("-r (--raw) prints the strings --jq makes without quotes; it needs --jq",
-				"e.g. mcpctl call SERVER.TOOL --jq '.content[0].text' -r")
+			return nil, usagef("-r (--raw) prints the strings --jq makes without quotes; it needs --jq", rawExample(env.command))
 		}
 		f := env.format
 		f.Context = env.ctx
@@ -95,6 +96,32 @@ func (env *Env) Printer() (*output.Printer, error) {
 		env.printer = p
 	}
 	return env.printer, nil
+}
+
+// rawExamples are a --jq -r for each command whose JSON has an obvious
+// string to print.
+var rawExamples = map[string]string{
+	"mcpctl call":      "mcpctl call SERVER.TOOL --jq '.content[0].text' -r",
+	"mcpctl prompt":    "mcpctl prompt SERVER.PROMPT --jq '.messages[].content.text' -r",
+	"mcpctl resource":  "mcpctl resource URI --jq '.contents[0].text' -r",
+	"mcpctl tools":     "mcpctl tools --jq '.[].name' -r",
+	"mcpctl prompts":   "mcpctl prompts --jq '.[].name' -r",
+	"mcpctl resources": "mcpctl resources --jq '.resources[].uri' -r",
+	"mcpctl inspect":   "mcpctl inspect --jq '.[].name' -r",
+	"mcpctl status":    "mcpctl status --jq '.servers[] | .name + \" \" + .state' -r",
+	"mcpctl metrics":   "mcpctl metrics --jq '.[].server' -r",
+	"mcpctl logs":      "mcpctl logs --jq '.msg' -r",
+	"mcpctl watch":     "mcpctl watch --jq '.type' -r",
+	"mcpctl version":   "mcpctl version --jq '.version' -r",
+	"mcpctl":           "mcpctl --version --jq '.version' -r",
+}
+
+// rawExample is the hint for -r without --jq in command.
+func rawExample(command string) string {
+	if ex, ok := rawExamples[command]; ok {
+		return "e.g. " + ex
+	}
+	return fmt.Sprintf("see its JSON with: %s --json; then print a string of it, e.g. --jq '.name' -r", command)
 }
 
 // mcpctlCommands are the commands a hint may advise; TestHintCommands

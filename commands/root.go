@@ -166,7 +166,22 @@ before it exits; "mcpctl up" only makes it fast.
 	}
 	setCompletions(env, root) // completion.go
 	setUsageErrors(root)
+	noteCommand(env, root)
 	return root
+}
+
+// noteCommand has each command note its name in env before it runs, for
+// hints that fit it.
+func noteCommand(env *Env, cmd *cli.Command) {
+	if act := cmd.Action; act != nil {
+		cmd.Action = func(ctx context.Context, c *cli.Command) error {
+			env.command = c.FullName()
+			return act(ctx, c)
+		}
+	}
+	for _, sub := range cmd.Commands {
+		noteCommand(env, sub)
+	}
 }
 
 // errEmptyValue refuses an empty value for a flag of one value.
@@ -251,6 +266,27 @@ func valueStuck(msg string, cmd *cli.Command) string {
 	return fmt.Sprintf("a flag's value goes after a space or =: %s%s %s", dash, best, name[len(best):])
 }
 
+// nearFlag is the hint for an unknown flag that is a misspelling of one
+// of cmd's (or of a command above it): "did you mean --timeout?".
+func nearFlag(msg string, cmd *cli.Command) string {
+	name, ok := strings.CutPrefix(msg, "flag provided but not defined: -")
+	if !ok || len(name) < 2 {
+		return ""
+	}
+	var names []string
+	for _, c := range cmd.Lineage() {
+		for _, f := range c.Flags {
+			if n := f.Names()[0]; len(n) > 1 && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if near := schemas.Closest(name, names); len(near) > 0 {
+		return "did you mean --" + near[0] + "?"
+	}
+	return ""
+}
+
 // Compiled on first use, as the other regexps of error paths: every
 // command's start would pay for them.
 var (
@@ -277,6 +313,8 @@ func setUsageErrors(cmd *cli.Command) {
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
 		hints := []string{fmt.Sprintf("see the flags with: %s --help", c.FullName())}
 		if h := valueStuck(err.Error(), c); h != "" {
+			hints = append([]string{h}, hints...)
+		} else if h := nearFlag(err.Error(), c); h != "" {
 			hints = append([]string{h}, hints...)
 		}
 		return usagef(flagMistake(err.Error(), c), hints...)
