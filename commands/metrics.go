@@ -107,7 +107,12 @@ func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
 // a row per method.
 func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
 	num := func(n int64) string { return strconv.FormatInt(n, 10) }
-	pct := func(r float64) string { return strconv.FormatFloat(r*100, 'f', 1, 64) + "%" }
+	pct := func(r float64, requests int64) string {
+		if requests == 0 {
+			return "-" // no request: no rate to show
+		}
+		return strconv.FormatFloat(r*100, 'f', 1, 64) + "%"
+	}
 	dur := func(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) }
 	var rows [][]string
 	for _, s := range ms {
@@ -115,9 +120,9 @@ func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
 		if s.Up {
 			up = "up " + (time.Duration(s.UptimeSeconds) * time.Second).String()
 		}
-		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate), "", "", "", ""})
+		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate, s.Requests), "", "", "", ""})
 		for _, m := range s.Methods {
-			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate), dur(m.AvgMs), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
+			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate, m.Requests), dur(m.AvgMs), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
 		}
 	}
 	return output.Table(w, []string{"server", "method", "state", "up", "restarts", "requests", "errors", "success", "avg ms", "p50 ms", "p95 ms", "p99 ms"}, rows)

@@ -96,6 +96,15 @@ func stateLabel(s engine.ServerStatus) string {
 	return string(s.State)
 }
 
+// toolCount is a server's tool count for a table: "-" for one stopped,
+// whose tools are not known (0 would claim it offers none).
+func toolCount(s engine.ServerStatus) string {
+	if s.Tools == 0 && (s.State == engine.StateStopped || s.State == engine.StateDisabled) {
+		return "-"
+	}
+	return strconv.Itoa(s.Tools)
+}
+
 func statusTable(w io.Writer, st *engine.Status) error {
 	if st.Session != nil {
 		stopping := ""
@@ -120,7 +129,7 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		if s.StoppedByHand {
 			state += ", by hand"
 		}
-		rows[i] = []string{s.Name, state, since, pid, strconv.Itoa(s.Tools), s.LastError}
+		rows[i] = []string{s.Name, state, since, pid, toolCount(s), s.LastError}
 	}
 	if err := output.Table(w, []string{"server", "state", "for", "pid", "tools", "last error"}, rows); err != nil {
 		return err

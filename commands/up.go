@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -195,10 +194,13 @@ func upOnce(ctx context.Context, env *Env, p *output.Printer, opts upOptions, cf
 	}
 	var board *startBoard
 	if env.liveOK() {
-		board = newStartBoard(env.ErrOut, env.colorOK(), env.stderrWidth(), cfg.Names())
+		board = newStartBoard(env.ErrOut, env.colorOK(), env.stderrWidth(), env.stderrHeight(), cfg.Names())
 	}
 	st, err := spawnSession(ctx, env, cfg, sess, opts.ttl, opts.logLevel, board, claimed)
 	if board != nil {
+		if st != nil {
+			board.settle(st)
+		}
 		board.done()
 	}
 	if err != nil {
@@ -290,7 +292,7 @@ func printUp(p *output.Printer, st *engine.Status) error {
 			if s.State == engine.StateReady || s.State == engine.StateDegraded {
 				started = fmt.Sprintf("%.2fs", s.StartupSeconds)
 			}
-			rows[i] = []string{s.Name, stateLabel(s), strconv.Itoa(s.Tools), started}
+			rows[i] = []string{s.Name, stateLabel(s), toolCount(s), started}
 		}
 		return output.Table(w, []string{"server", "state", "tools", "started in"}, rows)
 	})

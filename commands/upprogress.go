@@ -31,6 +31,10 @@ type startBoard struct {
 	w       io.Writer
 	color   bool
 	width   int // the terminal's, in cells; 0 when unknown
+	// tall: a line per server would not fit the terminal's height, and
+	// the cursor cannot move up past its top row to redraw them: one
+	// line counts them instead.
+	tall    bool
 	names   []string
 	rows    map[string]*startRow
 	drawn   int // lines drawn last time
@@ -50,8 +54,9 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 
 // newStartBoard shows the servers among names (in that order) whose start
 // the session reports.
-func newStartBoard(w io.Writer, color bool, width int, names []string) *startBoard {
-	b := &startBoard{w: w, color: color, width: width, names: names, rows: map[string]*startRow{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+func newStartBoard(w io.Writer, color bool, width, height int, names []string) *startBoard {
+	b := &startBoard{w: w, color: color, width: width, tall: height > 0 && len(names) >= height,
+		names: names, rows: map[string]*startRow{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go b.tick()
 	return b
 }
@@ -94,6 +99,18 @@ func (b *startBoard) update(p upProgress) {
 	b.draw()
 }
 
+// settle takes each ready server's start time from the session's status,
+// so that the last frame says what the table after it says.
+func (b *startBoard) settle(st *engine.Status) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range st.Servers {
+		if r := b.rows[s.Name]; r != nil && (s.State == engine.StateReady || s.State == engine.StateDegraded) && s.StartupSeconds > 0 {
+			r.took = time.Duration(s.StartupSeconds * float64(time.Second))
+		}
+	}
+}
+
 // done draws the last frame and stops.
 func (b *startBoard) done() {
 	close(b.stop)
@@ -104,6 +121,10 @@ func (b *startBoard) done() {
 }
 
 func (b *startBoard) draw() {
+	if b.tall {
+		b.drawCount()
+		return
+	}
 	var sb strings.Builder
 	if b.drawn > 0 {
 		fmt.Fprintf(&sb, "\033[%dA", b.drawn)
@@ -141,6 +162,50 @@ func (b *startBoard) draw() {
 	io.WriteString(b.w, sb.String())
 }
 
+// drawCount redraws the one line of a tall board: how many servers are
+// ready, failed and starting.
+func (b *startBoard) drawCount() {
+	if len(b.rows) == 0 {
+		return
+	}
+	var ready, failed, starting int
+	var since time.Time
+	for _, r := range b.rows {
+		switch r.state {
+		case engine.StateStarting:
+			starting++
+			if since.IsZero() || r.since.Before(since) {
+				since = r.since
+			}
+		case engine.StateReady, engine.StateDegraded:
+			ready++
+		default:
+			failed++
+		}
+	}
+	mark := b.paint("✓", "32")
+	switch {
+	case starting > 0:
+		mark = spinner[b.frame%len(spinner)]
+	case failed > 0:
+		mark = b.paint("✗", "31")
+	}
+	text := fmt.Sprintf("servers: %d ready", ready)
+	if failed > 0 {
+		text += fmt.Sprintf(", %d failed", failed)
+	}
+	if starting > 0 {
+		text += fmt.Sprintf(", %d starting  %.1fs", starting, time.Since(since).Seconds())
+	}
+	end := "\r"
+	select {
+	case <-b.stop:
+		end = "\n" // the last frame: the table follows
+	default:
+	}
+	io.WriteString(b.w, "\r\033[K"+mark+" "+fitWidth(text, b.width-2)+end)
+}
+
 // paint colours s with an SGR code, unless colours are off.
 func (b *startBoard) paint(s, code string) string {
 	if !b.color {
@@ -158,6 +223,18 @@ func (env *Env) liveOK() bool {
 
 // stderrWidth is the width of the terminal on stderr in cells.
 func (env *Env) stderrWidth() int { return terminalWidth(env.ErrOut, env.getenv) }
+
+// stderrHeight is the height of the terminal on stderr in rows ($LINES
+// when it cannot be asked), or 0 when unknown.
+func (env *Env) stderrHeight() int {
+	if f, ok := env.ErrOut.(*os.File); ok {
+		if _, n, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
+			return n
+		}
+	}
+	n, _ := strconv.Atoi(env.getenv("LINES"))
+	return max(n, 0)
+}
 
 // terminalWidth is the width in cells of the terminal w writes to ($COLUMNS
 // when it cannot be asked), or 0 when unknown.
