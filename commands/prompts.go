@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
@@ -16,7 +18,8 @@ func newPromptsCmd(env *Env) *cli.Command {
 		Usage:     "List the prompts of every server, or of one",
 		ArgsUsage: "[SERVER | SERVER.PROMPT]",
 		Description: `Lists prompts as server.prompt with their arguments (a * marks a required one)
-and description. In JSON each prompt is the object its server listed, with
+and description; one named (server.prompt) is shown whole, its arguments with
+their descriptions. In JSON each prompt is the object its server listed, with
 "name" set to server.prompt and "server" and "prompt" added; "stale": true
 marks the last known prompts of a server that is unavailable.
 
@@ -50,6 +53,9 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 		prompts = []*engine.Prompt{}
 	}
 	return printThen(unlisted, p.Print(prompts, func(w io.Writer) error {
+		if _, _, err := engine.SplitName(filter); err == nil && len(prompts) == 1 {
+			return promptDetail(w, prompts[0])
+		}
 		rows := make([][]string, len(prompts))
 		for i, pr := range prompts {
 			var args []string
@@ -64,6 +70,34 @@ func runPrompts(ctx context.Context, env *Env, filter string) error {
 		}
 		return output.Table(w, []string{"prompt", "arguments", "description"}, rows)
 	}))
+}
+
+// promptDetail shows one prompt whole, as toolDetail shows a tool: its
+// description and its arguments with theirs.
+func promptDetail(w io.Writer, pr *engine.Prompt) error {
+	fmt.Fprintf(w, "%s%s\n", pr.Name(), staleMark(pr.Stale))
+	indented(w, strings.TrimSpace(pr.Description()), "  ")
+	args := pr.Arguments()
+	if len(args) == 0 {
+		_, err := fmt.Fprintln(w, "\nno arguments")
+		return err
+	}
+	rows := make([][]string, len(args))
+	for i, a := range args {
+		name := a.Name
+		if a.Required {
+			name += "*"
+		}
+		rows[i] = []string{name, a.Description}
+	}
+	fmt.Fprintln(w)
+	// Whole: drawn apart from w, whose table would be cut to the width.
+	var b bytes.Buffer
+	if err := output.Table(&b, []string{"argument", "description"}, rows); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 func staleMark(stale bool) string {

@@ -158,33 +158,48 @@ func TestTableFitsTerminal(t *testing.T) {
 }
 
 // A long column in the middle (a URI) is cut too, with the last: only the
-// last was, and rows with a long URI wrapped however short the rest.
+// last was, and rows with a long URI wrapped however short the rest. A
+// column is cut to 12 cells at least, which leaves a state whole.
 func TestTableFitsTerminalMiddleColumn(t *testing.T) {
 	var b bytes.Buffer
-	p, _ := New(&b, Format{TTY: true, Width: 50})
-	rows := [][]string{{"fs", "file:///home/someone/projects/a/very/long/path/README.md", "text/markdown", "the project's readme"}}
-	if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"server", "uri", "type", "description"}, rows) }); err != nil {
+	p, _ := New(&b, Format{TTY: true, Width: 60})
+	rows := [][]string{{"fs", "file:///home/someone/projects/a/very/long/path/README.md", "unavailable", "the project's readme"}}
+	if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"server", "uri", "state", "description"}, rows) }); err != nil {
 		t.Fatal(err)
 	}
-	want := "SERVER   URI            TYPE          DESCRIPTION\nfs       file:///hom…   text/markd…   the projec…\n"
+	want := "SERVER   URI                 STATE         DESCRIPTION\nfs       file:///home/som…   unavailable   the project's r…\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		if runewidth.StringWidth(line) > 49 {
-			t.Errorf("%q is wider than 49 cells", line)
+		if runewidth.StringWidth(line) > 59 {
+			t.Errorf("%q is wider than 59 cells", line)
 		}
 	}
-	// The first column too, once the others are down to 10 cells: the
-	// resources table starts with the URI.
-	b.Reset()
-	rows = [][]string{{"file:///home/someone/projects/a/very/long/path/README.md", "fs", "readme", "text/markdown"}}
-	if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"uri", "server", "name", "type"}, rows) }); err != nil {
-		t.Fatal(err)
-	}
-	want = "URI                  SERVER   NAME     TYPE\nfile:///home/some…   fs       readme   text/mark…\n"
-	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+}
+
+// The first column names the row (a server, a tool, the resources table's
+// URI), which a user reads and copies: it is never cut. The others are,
+// when that makes the row fit; when it cannot, nothing is.
+func TestTableNeverCutsTheFirstColumn(t *testing.T) {
+	uri := "file:///home/someone/projects/a/very/long/path/README.md"
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{80, "URI" + strings.Repeat(" ", 56) + "SERVER   NAME     TYPE\n" + uri + "   fs       readme   text/markdown\n"},
+		{90, "URI" + strings.Repeat(" ", 56) + "SERVER   NAME     TYPE\n" + uri + "   fs       readme   text/markdo…\n"},
+		{40, "URI" + strings.Repeat(" ", 56) + "SERVER   NAME     TYPE\n" + uri + "   fs       readme   text/markdown\n"},
+	} {
+		var b bytes.Buffer
+		p, _ := New(&b, Format{TTY: true, Width: tc.width})
+		rows := [][]string{{uri, "fs", "readme", "text/markdown"}}
+		if err := p.Print(nil, func(w io.Writer) error { return Table(w, []string{"uri", "server", "name", "type"}, rows) }); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("width %d: got\n%s\nwant\n%s", tc.width, b.String(), tc.want)
+		}
 	}
 }
 

@@ -67,16 +67,17 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 // fitColumns cuts cells so that a row fits a terminal width cells wide,
 // less one (a line that ends in the last column wraps on some terminals):
 // a wrapped row reads as two. The widest columns are cut first, down to
-// 10 cells each; the first, names mostly, only when the others are down
-// to that (a resource's URI is a first column). When that cannot make a
+// 12 cells each, which leaves a state ("unavailable") whole. The first
+// column is never cut: it is what names the row (a server, a tool, a
+// resource's URI), which a user reads and copies. When that cannot make a
 // row fit, nothing is cut.
 func fitColumns(cells [][]string, widths []int, width int) {
-	const least = 10
+	const least = 12
 	room := width - 1
 	total, saving := 3*(len(widths)-1), 0
-	for _, w := range widths {
+	for i, w := range widths {
 		total += w
-		if w > least {
+		if i > 0 && w > least {
 			saving += w - least
 		}
 	}
@@ -84,9 +85,9 @@ func fitColumns(cells [][]string, widths []int, width int) {
 		return
 	}
 	for excess := total - room; excess > 0; excess-- {
-		widest := 0 // the first, when no other can give
-		for i := 1; i < len(widths); i++ {
-			if widths[i] > least && (widest == 0 || widths[i] >= widths[widest]) {
+		widest := 1
+		for i := 2; i < len(widths); i++ {
+			if widths[i] >= widths[widest] {
 				widest = i // of equals, the later: descriptions come last
 			}
 		}
