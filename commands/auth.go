@@ -21,13 +21,13 @@ func newAuthCmd(env *Env) *cli.Command {
 		Name:  "auth",
 		Usage: "Authorize with remote servers that ask for OAuth",
 		Description: `Remote servers (type http) that answer 401 with OAuth metadata need a token.
-"mcpctl auth login SERVER" gets one: the authorization code flow with PKCE and
-dynamic client registration, in a browser (or at a URL printed with
+"mcpctl auth login SERVER" gets one: the authorization code flow with PKCE
+and dynamic client registration, in a browser (or at a URL printed with
 --no-browser), redirected to a loopback port of mcpctl. Tokens are kept per
 server in $XDG_CONFIG_HOME/mcpctl/tokens (mode 0600; $MCPCTL_TOKEN_DIR
 overrides) and refreshed when they expire, safely when two mcpctl refresh at
-once. Every other command, and the session, only uses saved tokens: without a
-valid one it fails at once with exit 7 and the login command to run.
+once. Every other command, and the session, only uses saved tokens: without
+a valid one it fails at once with exit 7 and the login command to run.
 
   mcpctl auth login github
   mcpctl auth status

@@ -51,8 +51,8 @@ Arguments:
                  key=value pairs are applied over it
 
 Arguments are checked against the tool's input schema before the server sees
-them; a violation exits 2 naming the property and the rule. A result the tool
-marks as an error (isError) is printed and exits 1.
+them; a violation exits 2 naming the property and the rule. A result the
+tool marks as an error (isError) is printed and exits 1.
 
 Progress the server reports is a live line on stderr on a terminal, or JSON
 lines on stderr with --progress. Ctrl-C or --timeout tells the server to

@@ -144,14 +144,14 @@ func newConfigShowCmd(env *Env) *cli.Command {
 		Name:  "show",
 		Usage: "Print the config as mcpctl reads it",
 		Description: `Prints the servers of the config files, merged, as JSON, as they are
-written, with the inputs and the log level. What the top-level "defaults",
-"sampling" and "elicitation" give each server shows with --resolved. With --resolved,
-each server as it will run: defaults applied, field names normalised,
-${...} expanded, paths absolute, durations as Go writes them ("30s",
-"1m0s"); equivalent JSON, TOML
-and Codex files give the same output. Env and header values, and whatever
-came from the environment or an input, are shown as "<redacted>" unless
---show-secrets (so an input is asked for only with --show-secrets).
+written, with the inputs and the log level. With --resolved, it prints what
+the top-level "defaults", "sampling" and "elicitation" give each server too:
+each server as it will run: defaults applied, field names normalised, ${...}
+expanded, paths absolute, durations as Go writes them ("30s", "1m0s");
+equivalent JSON, TOML and Codex files give the same output. Env and header
+values, and whatever came from the environment or an input, are shown as
+"<redacted>" unless --show-secrets (so an input is asked for only with
+--show-secrets).
 
   mcpctl config show
   mcpctl config show --resolved --jq '.servers.fs.args'`,

@@ -15,9 +15,9 @@ func newDownCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "down",
 		Usage: "Stop the session and all its servers",
-		Description: `Stops every server of the session (close stdin, SIGTERM, then SIGKILL to each
-server's whole process group) and then the session itself, and removes its
-socket. With no session running it says so and exits 0.
+		Description: `Stops every server of the session (close stdin, SIGTERM, then SIGKILL to
+each server's whole process group) and then the session itself, and removes
+its socket. With no session running it says so and exits 0.
 
   mcpctl down
   mcpctl -c examples/mcp.json down`,

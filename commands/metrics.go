@@ -27,8 +27,9 @@ func newMetricsCmd(env *Env) *cli.Command {
 		Description: `Reports, for each server (or SERVER only), whether it is up, its uptime and
 restarts, and the requests mcpctl sent to it by method: count, errors,
 success rate, average latency and latency percentiles (p50, p95, p99, over
-the last 1024 requests of the method). The figures are the session's, since it started;
-with no session running every server is listed as down with no requests.
+the last 1024 requests of the method). The figures are the session's, since
+it started; with no session running every server is listed as down with no
+requests.
 
 With --prometheus the same figures are printed in the Prometheus text
 exposition format, e.g. for node_exporter's textfile collector.

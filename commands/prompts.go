@@ -17,11 +17,12 @@ func newPromptsCmd(env *Env) *cli.Command {
 		Name:      "prompts",
 		Usage:     "List the prompts of every server, or of one",
 		ArgsUsage: "[SERVER | SERVER.PROMPT]",
-		Description: `Lists prompts as server.prompt with their arguments (a * marks a required one)
-and description; one named (server.prompt) is shown whole, its arguments with
-their descriptions. In JSON each prompt is the object its server listed, with
-"name" set to server.prompt and "server" and "prompt" added; "stale": true
-marks the last known prompts of a server that is unavailable.
+		Description: `Lists prompts as server.prompt with their arguments (a * marks a required
+one) and description; one named (server.prompt) is shown whole, its
+arguments with their descriptions. In JSON each prompt is the object its
+server listed, with "name" set to server.prompt and "server" and "prompt"
+added; "stale": true marks the last known prompts of a server that is
+unavailable.
 
   mcpctl prompts
   mcpctl prompts everything --jq '.[].name'`,

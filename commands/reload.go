@@ -19,23 +19,22 @@ func newReloadCmd(env *Env) *cli.Command {
 		Usage: "Make the session read its config again and apply it",
 		Description: `The session reloads by itself when a config file changes (and on SIGHUP);
 "reload" forces it. Added servers start, removed ones stop, changed ones
-restart, and unchanged ones keep running with the same pid; so do
-"updated" ones, whose changes apply without a restart (startupTimeout,
-requestTimeout, shutdownTimeout, cacheTTL, failureThreshold, restart,
-maxRestarts, roots, hooks). Those of them that
-are down (they failed or exited) are started again. A server stopped with
-"mcpctl stop" takes any change and stays stopped, as "updated", as does a
-changed one that was not running (activation manual or lazy, not started) or
-that the change disables; a manual or lazy one that was running is restarted.
-A running server whose edit names a command not found or a cwd missing runs
-on as it was, and is reported in "failed" until an edit mends it ("mcpctl
-restart" runs it with its settings from before the edit; a reload applies
-the edit). A config that
+restart, and unchanged ones keep running with the same pid; so do "updated"
+ones, whose changes apply without a restart (startupTimeout, requestTimeout,
+shutdownTimeout, cacheTTL, failureThreshold, restart, maxRestarts, roots,
+hooks). Those of them that are down (they failed or exited) are started
+again. A server stopped with "mcpctl stop" takes any change and stays
+stopped, as "updated", as does a changed one that was not running
+(activation manual or lazy, not started) or that the change disables; a
+manual or lazy one that was running is restarted. A running server whose
+edit names a command not found or a cwd missing runs on as it was, and is
+reported in "failed" until an edit mends it ("mcpctl restart" runs it with
+its settings from before the edit; a reload applies the edit). A config that
 cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
-reported in "failed" (exit 3; 2 when every failure is its config's, such as a
-command not found); the others are applied. A new "logLevel"
-applies to the session's log at once, unless "up --log-level" set it.
+reported in "failed" (exit 3; 2 when every failure is its config's, such as
+a command not found); the others are applied. A new "logLevel" applies to
+the session's log at once, unless "up --log-level" set it.
 
 A session cannot ask for an input (${input:ID}) that a changed config
 added: reload hands it the MCPCTL_INPUT_<ID> variables of its own

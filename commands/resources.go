@@ -216,8 +216,8 @@ func newInspectCmd(env *Env) *cli.Command {
 		Name:      "inspect",
 		Usage:     "Show everything each server declared",
 		ArgsUsage: "[SERVER]",
-		Description: `Shows, for every server or one: its info, the negotiated protocol version, its
-capabilities and instructions as it sent them, and its tools, prompts,
+		Description: `Shows, for every server or one: its info, the negotiated protocol version,
+its capabilities and instructions as it sent them, and its tools, prompts,
 resources and resource templates (on a terminal by name; JSON has each
 whole). JSON is an array with one object per server.
 

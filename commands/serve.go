@@ -43,28 +43,28 @@ func newServeCmd(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "Serve the servers' tools, prompts and resources as one MCP server",
-		Description: `Serves every server of the config as one MCP server, over stdio (the default)
-or, with --http ADDR, over streamable HTTP at http://ADDR/mcp. Its tools,
-prompts and resource templates are named as mcpctl names them (server.tool),
-with includeTools and excludeTools applied; resources keep their URIs. When
-a server's lists change, or it stops or comes back, the client is sent
-list_changed. Progress and cancellation go both ways; a server's sampling
-and elicitation requests during a call go to the client, when it declared
-it can answer them; its log messages are sent as notifications/message
-with the server's name as logger. A client's resource subscriptions are
-made on the server that has the resource, once however many clients
-follow it, and its updates go to those clients; the server is
+		Description: `Serves every server of the config as one MCP server, over stdio (the
+default) or, with --http ADDR, over streamable HTTP at http://ADDR/mcp. Its
+tools, prompts and resource templates are named as mcpctl names them
+(server.tool), with includeTools and excludeTools applied; resources keep
+their URIs. When a server's lists change, or it stops or comes back, the
+client is sent list_changed. Progress and cancellation go both ways; a
+server's sampling and elicitation requests during a call go to the client,
+when it declared it can answer them; its log messages are sent as
+notifications/message with the server's name as logger. A client's resource
+subscriptions are made on the server that has the resource, once however
+many clients follow it, and its updates go to those clients; the server is
 unsubscribed when the last of them unsubscribes or goes away (one speaking
 MCP 2026-07-28 when its connection ends).
 
 It uses the running session when there is one (started with "mcpctl up"),
 else starts the servers itself and stops them when it ends; a server that
-cannot start is left out with a warning, and the others are served (a
-config error, such as a command not found, or every server failing, ends
-serve with its error). Over stdio,
-stdout carries only MCP messages and serve ends when stdin closes, or when
-its client closes stdout; it also ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0 is answered
-with its JSON-RPC error and serve goes on.
+cannot start is left out with a warning, and the others are served (a config
+error, such as a command not found, or every server failing, ends serve with
+its error). Over stdio, stdout carries only MCP messages and serve ends when
+stdin closes, or when its client closes stdout; it also ends on Ctrl-C or
+SIGTERM. A line that is not JSON-RPC 2.0 is answered with its JSON-RPC error
+and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError

@@ -39,14 +39,14 @@ func newUpCmd(env *Env) *cli.Command {
 		Description: `Starts a background session for the config: it starts every server that is
 not disabled, in parallel (one with "dependsOn" once those it depends on are
 ready), keeps them running and answers later commands over a unix socket.
-"up" returns when every server is ready, and reports each with its tool count
-and start time; on a terminal, stderr shows each start live meanwhile. If one
-server fails to start, none is left running and "up" exits 3 naming it (2
-when its config is at fault: a command not found, a missing cwd, a limit
-above the hard limit). If the session already runs, "up" says so, warns of
-its servers that are down, and exits 0; if it is ending (a "down" under way),
-"up" waits for it to end and starts a new one.
-Inputs the config needs are asked for here, on the terminal.
+"up" returns when every server is ready, and reports each with its tool
+count and start time; on a terminal, stderr shows each start live meanwhile.
+If one server fails to start, none is left running and "up" exits 3 naming
+it (2 when its config is at fault: a command not found, a missing cwd, a
+limit above the hard limit). If the session already runs, "up" says so,
+warns of its servers that are down, and exits 0; if it is ending (a "down"
+under way), "up" waits for it to end and starts a new one. Inputs the config
+needs are asked for here, on the terminal.
 
 The session follows its config files: after an edit it starts added servers,
 stops removed ones and restarts changed ones (see "mcpctl reload"). SIGHUP

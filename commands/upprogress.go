@@ -27,10 +27,10 @@ type upProgress struct {
 // the time so far, then ready or failed with its time. It redraws its
 // lines in place.
 type startBoard struct {
-	mu      sync.Mutex
-	w       io.Writer
-	color   bool
-	width   int // the terminal's, in cells; 0 when unknown
+	mu    sync.Mutex
+	w     io.Writer
+	color bool
+	width int // the terminal's, in cells; 0 when unknown
 	// tall: a line per server would not fit the terminal's height, and
 	// the cursor cannot move up past its top row to redraw them: one
 	// line counts them instead.

@@ -21,8 +21,8 @@ func newVersionCmd(env *Env) *cli.Command {
 		Name:  "version",
 		Usage: "Show the versions of mcpctl, its MCP SDK and the MCP protocol",
 		Description: `Prints mcpctl's version, the version of the MCP Go SDK it was built with,
-the newest MCP protocol version that SDK speaks, the versions it accepts, and
-the versions a server's "protocolVersion" may ask for in the config.
+the newest MCP protocol version that SDK speaks, the versions it accepts,
+and the versions a server's "protocolVersion" may ask for in the config.
 
   mcpctl version
   mcpctl version --jq .sdk.version`,

@@ -48,21 +48,22 @@ func newWatchCmd(env *Env) *cli.Command {
 
 Watches that ask one server for different --log-level each get their own
 level and above: the server is set to the most verbose of them while they
-run. What --subscribe and --log-level ask of a server holds across its restarts
-(one a reload makes for new settings too): the session asks the new process
-again before anything else uses it, and a subscription keeps the server
-running, as a request does. A server not running when the watch begins
-(lazy, stopped), or that a reload adds (or removes and adds back), is set
-to the --log-level when it starts, and subscribed again. A server --server
-names that a reload removes is said on stderr; the watch goes on.
+run. What --subscribe and --log-level ask of a server holds across its
+restarts (one a reload makes for new settings too): the session asks the new
+process again before anything else uses it, and a subscription keeps the
+server running, as a request does. A server not running when the watch
+begins (lazy, stopped), or that a reload adds (or removes and adds back), is
+set to the --log-level when it starts, and subscribed again. A server
+--server names that a reload removes is said on stderr; the watch goes on.
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
---count events did not all come), after --count events, or after --timeout (exit 4
-when --count events did not come by then); when the session ends under it
-(mcpctl down), it exits 3. Without a session it starts the servers for its
-own duration; one that cannot start is its state event (to unavailable, with
-the error), and the others are watched, unless none starts (exit 3).
+--count events did not all come), after --count events, or after --timeout
+(exit 4 when --count events did not come by then); when the session ends
+under it (mcpctl down), it exits 3. Without a session it starts the servers
+for its own duration; one that cannot start is its state event (to
+unavailable, with the error), and the others are watched, unless none starts
+(exit 3).
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
