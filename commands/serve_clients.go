@@ -149,18 +149,25 @@ func (p *presence) forget(id string, c *httpClient) {
 // and starts a session's clock when its last one ends.
 func (p *presence) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		post := ""
 		if r.Method == http.MethodPost {
-			post := p.postBegins()
+			post = p.postBegins()
 			r.Header.Set(postHeader, post)
-			// The server's context is not the request's: a request whose
-			// context ended before the handler returned lost its client.
-			defer func() { p.postEnds(post, r.Context().Err() != nil) }()
 		}
 		id := r.Header.Get("Mcp-Session-Id")
 		if id != "" {
 			p.opened(id, r.Method == http.MethodDelete)
 		}
 		next.ServeHTTP(w, r)
+		// The server's context is not the request's: a request whose
+		// context ended before the handler returned lost its client. A
+		// POST lost it only if a request of it was still unanswered: a
+		// client may close its connection as soon as it has read the
+		// last answer, and it is no less there for that.
+		dropped := r.Context().Err() != nil
+		if post != "" {
+			dropped = p.postEnds(post, dropped)
+		}
 		if id == "" {
 			// A new session's first request: it has its id now.
 			if id = w.Header().Get("Mcp-Session-Id"); id == "" {
@@ -168,7 +175,7 @@ func (p *presence) handler(next http.Handler) http.Handler {
 			}
 			p.opened(id, false)
 		}
-		p.closedRequest(id, r.Context().Err() != nil)
+		p.closedRequest(id, dropped)
 	})
 }
 
@@ -181,21 +188,25 @@ func (p *presence) postBegins() string {
 	return post
 }
 
-// postEnds forgets a POST; one that dropped has its requests cancelled.
-func (p *presence) postEnds(post string, dropped bool) {
+// postEnds forgets a POST; one that dropped has its requests under way
+// cancelled. It reports whether there were any: a POST whose requests
+// were all answered lost nothing when its connection closed.
+func (p *presence) postEnds(post string, dropped bool) (cut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.posts, post)
 	if !dropped {
-		return
+		return false
 	}
 	for _, c := range p.clients {
 		for cancel, of := range c.calls {
 			if of == post {
 				(*cancel)()
+				cut = true
 			}
 		}
 	}
+	return cut
 }
 
 // opened counts a request of session id (one not seen, or not served by
