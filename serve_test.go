@@ -312,6 +312,7 @@ const serveFakeSpec = `{
   "tools": [
     {"name": "echo", "description": "echo input", "inputSchema": {"type": "object", "properties": {"x": {"type": "number"}}, "additionalProperties": false}},
     {"name": "fail", "error": "it broke"},
+    {"name": "quota", "rpcError": {"code": -32010, "message": "quota for key sk-serve-secret-1", "data": {"retryAfter": 5, "key": "sk-serve-secret-1", "big": 12345678901234567890}}},
     {"name": "structured", "result": {"content": [{"type": "text", "text": "{\"n\":1.5}"}], "structuredContent": {"n": 1.5, "s": "x"}, "_meta": {"k": "v"}}},
     {"name": "slow", "sleep": "60s"},
     {"name": "steps", "sleep": "900ms", "progress": 3},
@@ -326,7 +327,7 @@ const serveFakeSpec = `{
   "templates": [{"uriTemplate": "file:///docs/{name}", "name": "docs", "text": "doc"}]
 }`
 
-const serveFakeConfig = `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "excludeTools": ["hidden"]}}}`
+const serveFakeConfig = `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"], "excludeTools": ["hidden"], "env": {"FAKE_KEY": "sk-serve-secret-1"}}}}`
 
 // TestServe connects a go-sdk client to mcpctl serve over stdio, with a
 // session running and without one, and uses everything the fake server
@@ -411,6 +412,14 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	if err != nil || !res.IsError || callText(t, res) != "it broke" {
 		t.Errorf("fake.fail: %v %+v", err, res)
 	}
+	// A server's own JSON-RPC error goes on as it sent it, its data too
+	// (numbers exact), the secrets of its config redacted.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.quota"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != -32010 || werr.Message != "quota for key <redacted>" ||
+		string(werr.Data) != `{"big":12345678901234567890,"key":"<redacted>","retryAfter":5}` {
+		t.Errorf("fake.quota: %#v", err)
+	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.structured"})
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +436,6 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	}
 	// An unknown tool is a JSON-RPC error.
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.nope"})
-	var werr *jsonrpc.Error
 	if err == nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("fake.nope: %v", err)
 	}

@@ -298,11 +298,16 @@ func toolFailure(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(err)}}}, nil
 }
 
-// rpcError is err as a JSON-RPC error: a request mcpctl finds wrong is
-// invalid params; a server's own error keeps its code where it is known.
+// rpcError is err as a JSON-RPC error: a server's own error answer goes
+// on as the server sent it (its data too: a -32042's elicitations, a
+// retry hint); a request mcpctl finds wrong is invalid params; other
+// errors keep a code where one is known.
 func rpcError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return endedError(err)
+	}
+	if answer := engine.ServerAnswer(err); answer != nil {
+		return answer
 	}
 	code := int64(jsonrpc.CodeInternalError)
 	var werr *jsonrpc.Error

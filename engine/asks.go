@@ -384,12 +384,16 @@ func (s *server) satisfy(ctx context.Context, what string, els []*mcp.ElicitPara
 	for _, el := range els {
 		urls = append(urls, el.URL)
 	}
+	// The server's own answer goes with the error, through a session too:
+	// a proxy passes it on (its data names the URLs).
 	declined := func(action string) error {
 		e := errorf(KindProtocol, name, "%s needs you to open %s first; that was %s", what, strings.Join(urls, " and "), action)
+		e.Answer = ServerAnswer(cause)
 		return e.hint("open it in a browser, finish there, then run the same command again").wrap(cause)
 	}
 	if own == nil && !s.answerable(MethodElicitation) {
 		e := errorf(KindProtocol, name, "%s needs you to open %s first", what, strings.Join(urls, " and "))
+		e.Answer = ServerAnswer(cause)
 		return e.hint("open it in a browser, finish there, then run the same command again (on a terminal, mcpctl waits for you)").wrap(cause)
 	}
 	for _, el := range els {

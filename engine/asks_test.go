@@ -279,10 +279,24 @@ func TestURLRequiredThenRetried(t *testing.T) {
 	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "the call to srv.pay needs you to open https://example.com/login first") {
 		t.Errorf("without anyone to ask: %v", err)
 	}
+	// The server's own answer goes with it, for a proxy to pass on:
+	// its data names the URL.
+	if a := ServerAnswer(err); a == nil || a.Code != -32042 || !strings.Contains(string(a.Data), `"url":"https://example.com/login"`) {
+		t.Errorf("the server's answer: %+v", a)
+	}
 	e.CallTool(ctx(t), &CallRequest{Name: "srv.pay"})
 	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.pay", Elicitation: elicitAnswer(`{"action":"decline"}`)})
 	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "needs you to open https://example.com/login first; that was declined") {
 		t.Errorf("declined: %v", err)
+	}
+	// Through a session too, the answer comes with the error.
+	c := serveDaemon(t, e)
+	if _, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.pay"}); err != nil {
+		t.Fatal(err) // between two refusals
+	}
+	_, err = c.CallTool(ctx(t), &CallRequest{Name: "srv.pay"})
+	if a := ServerAnswer(err); a == nil || a.Code != -32042 || !strings.Contains(string(a.Data), `"url":"https://example.com/login"`) {
+		t.Errorf("the server's answer through a session: %+v (%v)", a, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpctl/mcpctl/schemas"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A Kind classifies an [Error] by what the caller should do about it. The
@@ -58,6 +59,11 @@ type Error struct {
 	// stdout that were not JSON-RPC (a usage message, say).
 	Stdout []string `json:"stdout,omitempty"`
 
+	// Answer is the JSON-RPC error a server answered the request with, as
+	// it sent it, the secrets of its config redacted; nil when the error
+	// is not a server's answer (see ServerAnswer).
+	Answer *jsonrpc.Error `json:"answer,omitempty"`
+
 	err error
 	// transient: trying again may work (a server killed by a signal
 	// during its start).
@@ -71,6 +77,20 @@ type Error struct {
 	// startTimedOut: a server did not finish starting within its
 	// startupTimeout (see StartTimedOut).
 	startTimedOut bool
+}
+
+// ServerAnswer returns the JSON-RPC error a server answered a request
+// with, as it sent it (code, message and data; the secrets of its config
+// redacted), when err is a server's error answer; nil otherwise. A proxy
+// passes it on as it is, where mcpctl's message is for a person.
+func ServerAnswer(err error) *jsonrpc.Error {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if e, ok := err.(*Error); ok && e.Answer != nil {
+			a := *e.Answer
+			return &a
+		}
+	}
+	return nil
 }
 
 // StartTimedOut reports whether err is a server's start that ran out its

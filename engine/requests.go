@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -322,13 +323,38 @@ func protocolError(cfg *config.Server, method string, err error) *Error {
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
 		// Asked of a server that does not do it (a read of one that
 		// offers no resources): the asker's mistake, not the server's.
-		return errorf(KindUsage, server, "server %s does not answer %s (it says: %s)", server, method, cfg.Redact(werr.Message)).
+		e := errorf(KindUsage, server, "server %s does not answer %s (it says: %s)", server, method, cfg.Redact(werr.Message)).
 			hint("see what it offers with: mcpctl inspect %s", server).wrap(err)
+		e.Answer = redactedAnswer(cfg, werr)
+		return e
 	}
 	if errors.As(err, &werr) {
-		return errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, cfg.Redact(werr.Message)).wrap(err)
+		e := errorf(KindProtocol, server, "server %s answered %s with error %d: %s", server, method, werr.Code, cfg.Redact(werr.Message)).wrap(err)
+		e.Answer = redactedAnswer(cfg, werr)
+		return e
 	}
 	return errorf(KindProtocol, server, "server %s answered %s with an error: %s", server, method, cfg.Redact(err.Error())).wrap(err)
+}
+
+// redactedAnswer is a server's error answer with the secrets of its
+// config taken out of its message and data.
+func redactedAnswer(cfg *config.Server, werr *jsonrpc.Error) *jsonrpc.Error {
+	a := &jsonrpc.Error{Code: werr.Code, Message: cfg.Redact(werr.Message)}
+	if len(werr.Data) > 0 {
+		// As a log message's data: secrets looked for in the decoded
+		// strings too (one JSON escapes), and the data kept JSON.
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(werr.Data))
+		dec.UseNumber() // numbers exactly as sent
+		if dec.Decode(&v) == nil {
+			if data, err := marshalVerbatim(redactValue(cfg.Redact, v)); err == nil {
+				a.Data = redactJSON(cfg.Redact, data)
+				return a
+			}
+		}
+		a.Data = redactJSON(cfg.Redact, werr.Data)
+	}
+	return a
 }
 
 // codeRejected is the code the SDK gives a request its HTTP transport
