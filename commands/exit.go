@@ -118,6 +118,9 @@ func errorInfo(err error) output.ErrorInfo {
 		if len(ee.Stdout) > 0 {
 			info.Details["stdout"] = ee.Stdout
 		}
+		if ee.Answer != nil {
+			info.Details["answer"] = ee.Answer // the server's own error, as it sent it
+		}
 		if len(info.Details) == 0 {
 			info.Details = nil
 		}
