@@ -439,6 +439,14 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	if err == nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("fake.nope: %v", err)
 	}
+	// What the config hides is unknown to the client: neither that it
+	// exists nor how to unhide it, for the name or a near one.
+	for _, name := range []string{"fake.hidden", "fake.hiddn"} {
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != fmt.Sprintf("unknown tool %q", name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 
 	// A prompt, with completion of its argument.
 	prompts, err := cs.ListPrompts(ctx, nil)

@@ -35,6 +35,11 @@ func (hb *hub) callTool(name string) mcp.ToolHandler {
 		}
 		relayQuestions(ctx, req.Session, creq)
 		res, err := hb.h.CallTool(ctx, creq)
+		if engine.TellsHidden(err) {
+			// What the config hides stays unknown to the client, as
+			// the SDK answers a name serve does not offer.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+		}
 		if err != nil {
 			return toolFailure(ctx, err)
 		}

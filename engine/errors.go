@@ -63,6 +63,10 @@ type Error struct {
 	// it sent it, the secrets of its config redacted; nil when the error
 	// is not a server's answer (see ServerAnswer).
 	Answer *jsonrpc.Error `json:"answer,omitempty"`
+	// TellsHidden: the error tells of tools the config hides (a name it
+	// hides, or one near the name asked for), which a proxy keeps from
+	// its clients (see TellsHidden).
+	TellsHidden bool `json:"tellsHidden,omitempty"`
 
 	err error
 	// transient: trying again may work (a server killed by a signal

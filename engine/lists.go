@@ -139,8 +139,10 @@ func (s *server) hidden(tool string) string {
 // config, or unknown.
 func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 	if why, ok := sn.hiddenTools[tool]; ok {
-		return errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
+		e := errorf(KindUsage, server, "tool %s.%s is hidden by the config: it %s", server, tool, why).
 			hint("%s to use it", changeFilters(cfg, server))
+		e.TellsHidden = true
+		return e
 	}
 	e := unknownName("tool", server+"."+tool, server, sn.names(listTools))
 	if len(e.Candidates) == 0 {
@@ -150,13 +152,23 @@ func unknownTool(cfg *config.Server, sn *snapshot, server, tool string) *Error {
 		case len(near) > 0:
 			e.Hint = []string{fmt.Sprintf("%s.%s is near, but hidden by the config: it %s; %s to use it",
 				server, near[0], sn.hiddenTools[near[0]], changeFilters(cfg, server))}
+			e.TellsHidden = true
 		case len(hidden) > 0 && len(sn.names(listTools)) == 0:
 			// Not "offers no tools": it offers them, and the config hides them.
 			e.Hint = []string{fmt.Sprintf("the config hides every tool of server %s (%d): %s to use them",
 				server, len(hidden), changeFilters(cfg, server))}
+			e.TellsHidden = true
 		}
 	}
 	return e
+}
+
+// TellsHidden reports whether err tells of tools the config hides (a name
+// it hides, or one near it): the config's author's business, which a
+// proxy keeps from its clients.
+func TellsHidden(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.TellsHidden
 }
 
 // changeFilters is the advice to change the server's tool filters, in its
