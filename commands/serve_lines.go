@@ -106,7 +106,15 @@ func messageProblem(msg []byte) string {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(msg, &head) != nil || len(head.ID) == 0 || string(head.ID) == "null" {
+	if json.Unmarshal(msg, &head) != nil || len(head.ID) == 0 {
+		return ""
+	}
+	if string(head.ID) == "null" {
+		if head.Method != nil {
+			// The SDK takes it for a notification and answers nothing;
+			// MCP says an id is never null.
+			return "a request's id is a string or an integer, never null"
+		}
 		return ""
 	}
 	if c := head.ID[0]; c == '-' || c >= '0' && c <= '9' {

@@ -67,14 +67,16 @@ func TestFilterLinesAsTheSDKTakesThem(t *testing.T) {
 	}
 }
 
-// An id the SDK would read as another (a fraction, past int64), and an id
-// with neither a method nor a result or error (which the SDK drops), are
+// An id the SDK would read as another (a fraction, past int64), an id
+// with neither a method nor a result or error (which the SDK drops), and a
+// request's null id (which it takes for a notification's, unanswered) are
 // answered -32600 with the id as sent; the line after goes through.
 func TestFilterLinesIDs(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":7.5,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":42}` + "\n" +
 		`[{"jsonrpc":"2.0","id":1e3,"method":"ping"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}` + "\n" +
 		`{"jsonrpc":"2.0","id":-9,"method":"ping"}` + "\n"
 	var out bytes.Buffer
 	passed, err := io.ReadAll(filterLines(io.NopCloser(strings.NewReader(in)), &out))
@@ -88,6 +90,7 @@ func TestFilterLinesIDs(t *testing.T) {
 {"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":-32600,"message":"Invalid Request: the id 12345678901234567890 is not a string or an integer of 64 bits"}}
 {"jsonrpc":"2.0","id":42,"error":{"code":-32600,"message":"Invalid Request: a message with an id needs a method (a request), or a result or an error (an answer)"}}
 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id 1e3 is not a string or an integer of 64 bits"}}
+{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a request's id is a string or an integer, never null"}}
 `
 	if out.String() != want {
 		t.Errorf("answered\n%s\nwant\n%s", out.String(), want)
