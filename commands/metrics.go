@@ -3,9 +3,11 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
@@ -104,8 +106,9 @@ func runMetrics(ctx context.Context, env *Env, opts metricsOptions) error {
 	return p.Print(ms, func(w io.Writer) error { return metricsTable(w, ms) })
 }
 
-// metricsTable has a row per server (method "*": all of them) followed by
-// a row per method.
+// metricsTable has a line per server (its state, uptime, restarts and
+// totals), then a table of its methods, indented: one table of all twelve
+// columns would not fit an 80-column terminal.
 func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
 	num := func(n int64) string { return strconv.FormatInt(n, 10) }
 	pct := func(r float64, requests int64) string {
@@ -115,16 +118,33 @@ func metricsTable(w io.Writer, ms []engine.ServerMetrics) error {
 		return strconv.FormatFloat(r*100, 'f', 1, 64) + "%"
 	}
 	dur := func(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) }
-	var rows [][]string
-	for _, s := range ms {
-		up := "down"
+	for i, s := range ms {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		line := s.Server + "   " + string(s.State)
 		if s.Up {
-			up = "up " + (time.Duration(s.UptimeSeconds) * time.Second).String()
+			line += ", up " + (time.Duration(s.UptimeSeconds) * time.Second).String()
 		}
-		rows = append(rows, []string{s.Server, "*", string(s.State), up, num(s.Restarts), num(s.Requests), num(s.Errors), pct(s.SuccessRate, s.Requests), "", "", "", ""})
-		for _, m := range s.Methods {
-			rows = append(rows, []string{s.Server, m.Method, "", "", "", num(m.Requests), num(m.Errors), pct(m.SuccessRate, m.Requests), dur(m.AvgMs), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)})
+		line += fmt.Sprintf(", %d %s, %d %s, %d %s, success %s",
+			s.Restarts, plural(int(s.Restarts), "restart", "restarts"), s.Requests, plural(int(s.Requests), "request", "requests"),
+			s.Errors, plural(int(s.Errors), "error", "errors"), pct(s.SuccessRate, s.Requests))
+		fmt.Fprintln(w, line)
+		if len(s.Methods) == 0 {
+			continue
 		}
+		rows := make([][]string, len(s.Methods))
+		for j, m := range s.Methods {
+			rows[j] = []string{m.Method, num(m.Requests), num(m.Errors), pct(m.SuccessRate, m.Requests), dur(m.AvgMs), dur(m.P50Ms), dur(m.P95Ms), dur(m.P99Ms)}
+		}
+		var b strings.Builder
+		if err := output.Table(&b, []string{"method", "requests", "errors", "success", "avg ms", "p50", "p95", "p99"}, rows); err != nil {
+			return err
+		}
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			fmt.Fprint(w, "  "+l)
+		}
+		fmt.Fprintln(w)
 	}
-	return output.Table(w, []string{"server", "method", "state", "up", "restarts", "requests", "errors", "success", "avg ms", "p50 ms", "p95 ms", "p99 ms"}, rows)
+	return nil
 }
