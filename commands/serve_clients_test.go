@@ -230,61 +230,38 @@ func TestServeHTTPClosingAfterTheAnswerIsNotGone(t *testing.T) {
 	t.Parallel()
 	const grace = 500 * time.Millisecond
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s"}, nil)
-	var closings []string
-	var mu sync.Mutex
+	w := &presenceWorld{t: t}
 	p := newPresence(grace, time.Hour, func(client, why string) {
-		mu.Lock()
-		defer mu.Unlock()
-		closings = append(closings, client+": "+why)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.closings = append(w.closings, client+": "+why)
 	})
 	srv.AddReceivingMiddleware(p.track)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	type goneKey struct{}
-	// The connection closes right after the answer is out, before
+	// Each connection closes right after its answer is out, before
 	// presence looks at the request: as a client that reads its answer
 	// and closes at once can make it.
-	h := p.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sdk.ServeHTTP(w, r)
-		if r.Header.Get("X-Close-After-Answer") != "" {
-			r.Context().Value(goneKey{}).(context.CancelFunc)()
-		}
+	h := p.handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		sdk.ServeHTTP(rw, r)
+		r.Context().Value(goneKey{}).(context.CancelFunc)()
 	}))
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		h.ServeHTTP(w, r.WithContext(context.WithValue(ctx, goneKey{}, cancel)))
+		h.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, goneKey{}, cancel)))
 	}))
 	t.Cleanup(ts.Close)
-	post := func(sid, body string) (int, string) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		req.Header.Set("X-Close-After-Answer", "1")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
-	}
-	_, sid := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
-	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if code, _ := post(sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != http.StatusOK {
+	w.url = ts.URL
+	sid := w.connect()
+	if code := w.ping(sid); code != http.StatusOK {
 		t.Fatalf("ping: %d", code)
 	}
 	time.Sleep(3 * grace)
-	mu.Lock()
-	said := append([]string(nil), closings...)
-	mu.Unlock()
-	if len(said) != 0 {
+	if said := w.said(); len(said) != 0 {
 		t.Fatalf("a client whose every request was answered was closed: %q", said)
 	}
-	if code, _ := post(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusOK {
+	if code := w.ping(sid); code != http.StatusOK {
 		t.Errorf("ping after the grace: %d, want 200", code)
 	}
 }
