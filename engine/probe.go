@@ -41,8 +41,8 @@ type discoverProbe struct {
 	answered chan struct{}     // closed when the server answers it
 	dropped  jsonrpc.ID        // a probe given up on: its late answer is dropped
 	standIn  *jsonrpc.Response // the answer given in its place, passed on
-	gaveUp   func()            // told when a probe is given up on
-	late     func()            // told when the answer to it comes, a 2026-07-28 server's
+	gaveUp   func()            // told when a probe is given up on (p.mu held)
+	late     func()            // told when the answer to it comes, a 2026-07-28 server's (p.mu not held)
 	// lateModern: that late answer was a 2026-07-28 server's (a result,
 	// or a modern error): the server was only slow (behind docker run -i,
 	// say, which drains the pipe at once), and a modern server may refuse
@@ -106,11 +106,12 @@ func (p *discoverProbe) watch(id jsonrpc.ID, answered chan struct{}, stdin io.Wr
 		}
 		stand := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: why}}
 		p.answered, p.dropped, p.standIn = nil, id, stand
-		gaveUp := p.gaveUp
-		p.mu.Unlock()
-		if gaveUp != nil {
-			gaveUp()
+		// Told before the lock goes: a late answer, read as soon as it
+		// does, has late told after it, and late's word is the last.
+		if p.gaveUp != nil {
+			p.gaveUp()
 		}
+		p.mu.Unlock()
 		fail(stand)
 	}()
 }
