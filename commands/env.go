@@ -438,12 +438,16 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
 		env.noteHint("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")
 	}}
-	if env.sessionFlag != "" && len(env.configFlags) > 0 {
+	if env.sessionName() != "" && len(env.configFlags) > 0 {
 		// Both named: the session's servers are used, whatever -c says.
+		named, leaveOut := "--session", "leave out --session"
+		if env.sessionFlag == "" {
+			named, leaveOut = "$MCPCTL_SESSION", "unset MCPCTL_SESSION"
+		}
 		if c.ExpectConfig, err = env.configPaths(); err == nil {
 			c.OnConfigMismatch = func(files []string) {
-				env.note("warning: session %s runs %s, not %s: --config is not used with --session", sess.Name, strings.Join(files, ", "), strings.Join(c.ExpectConfig, ", "))
-				env.noteHint("hint: leave out --session to use %s", strings.Join(env.configFlags, ", "))
+				env.note("warning: session %s runs %s, not %s: --config is not used with %s", sess.Name, strings.Join(files, ", "), strings.Join(c.ExpectConfig, ", "), named)
+				env.noteHint("hint: %s to use %s", leaveOut, strings.Join(env.configFlags, ", "))
 			}
 		}
 	}
