@@ -51,7 +51,7 @@ var argCompletions = map[string]struct {
 }{
 	"tools":       {kinds: []nameKind{servers, toolNames}},
 	"call":        {kinds: []nameKind{toolNames}, args: true},
-	"prompts":     {kinds: []nameKind{servers}},
+	"prompts":     {kinds: []nameKind{servers, promptNames}},
 	"prompt":      {kinds: []nameKind{promptNames}, args: true},
 	"resources":   {kinds: []nameKind{servers}},
 	"resource":    {kinds: []nameKind{resourceURIs}},
