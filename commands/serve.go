@@ -431,7 +431,37 @@ type drainingConn struct {
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if dup := c.duplicate(msg); dup != nil {
+			// The SDK would drop it in silence, and its client would
+			// wait for an answer for good.
+			if err := c.Connection.Write(ctx, dup); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return c.read(ctx, msg, err)
+	}
+}
+
+// duplicate is the answer to a request whose id a request under way has
+// already, or nil.
+func (c *drainingConn) duplicate(msg jsonrpc.Message) *jsonrpc.Response {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pending[req.ID] {
+		return nil
+	}
+	return &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("Invalid Request: the id %v is the id of a request under way; give each request an id of its own", req.ID.Raw())}}
+}
+
+func (c *drainingConn) read(ctx context.Context, msg jsonrpc.Message, err error) (jsonrpc.Message, error) {
 	if errors.Is(err, io.EOF) {
 		c.drain(ctx)
 		return msg, err

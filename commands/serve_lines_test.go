@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -118,4 +120,60 @@ func TestServeErrorCodes(t *testing.T) {
 			t.Errorf("%v: %s, want %s", tc.err, data, want)
 		}
 	}
+}
+
+// A request whose id a request under way already has is answered -32600
+// (the SDK dropped it in silence, and its client waited for good); once
+// the first is answered, the id may be used again.
+func TestServeDuplicateIDInFlight(t *testing.T) {
+	id, _ := jsonrpc.MakeID(float64(7))
+	in := &scriptedConn{msgs: []jsonrpc.Message{
+		&jsonrpc.Request{ID: id, Method: "tools/call"},
+		&jsonrpc.Request{ID: id, Method: "ping"},
+	}}
+	c := &drainingConn{Connection: in, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}
+	ctx := context.Background()
+	if msg, err := c.Read(ctx); err != nil || msg.(*jsonrpc.Request).Method != "tools/call" {
+		t.Fatalf("first read: %v %v", msg, err)
+	}
+	// The ping with the same id is answered here, and never reaches the SDK.
+	if msg, err := c.Read(ctx); err != io.EOF {
+		t.Fatalf("second read: %v %v, want the end of input", msg, err)
+	}
+	if len(in.written) != 1 {
+		t.Fatalf("wrote %d answers, want 1", len(in.written))
+	}
+	resp, _ := in.written[0].(*jsonrpc.Response)
+	var werr *jsonrpc.Error
+	if resp == nil || resp.ID != id || !errors.As(resp.Error, &werr) || werr.Code != jsonrpc.CodeInvalidRequest ||
+		werr.Message != "Invalid Request: the id 7 is the id of a request under way; give each request an id of its own" {
+		t.Errorf("answered %#v", in.written[0])
+	}
+	// Answered, the id is free again.
+	c.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)})
+	in.msgs = []jsonrpc.Message{&jsonrpc.Request{ID: id, Method: "ping"}}
+	if msg, err := c.Read(ctx); err != nil || msg.(*jsonrpc.Request).Method != "ping" {
+		t.Errorf("the id used again after its answer: %v %v", msg, err)
+	}
+}
+
+// scriptedConn reads msgs in turn, then io.EOF, and keeps what is written.
+type scriptedConn struct {
+	mcp.Connection
+	msgs    []jsonrpc.Message
+	written []jsonrpc.Message
+}
+
+func (s *scriptedConn) Read(context.Context) (jsonrpc.Message, error) {
+	if len(s.msgs) == 0 {
+		return nil, io.EOF
+	}
+	msg := s.msgs[0]
+	s.msgs = s.msgs[1:]
+	return msg, nil
+}
+
+func (s *scriptedConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	s.written = append(s.written, msg)
+	return nil
 }
