@@ -77,9 +77,13 @@ func setCompletions(env *Env, root *cli.Command) {
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			path := strings.TrimSpace(prefix + " " + c.Name)
-			c.ShellComplete = valueless(env, env.completeCommandsAndFlags)
-			if spec, ok := argCompletions[path]; ok {
+			switch spec, ok := argCompletions[path]; {
+			case c.ShellComplete != nil:
+				// Its own (help: the commands it can tell of).
+			case ok:
 				c.ShellComplete = valueless(env, completeNames(env, spec.kinds, spec.all, spec.args))
+			default:
+				c.ShellComplete = valueless(env, env.completeCommandsAndFlags)
 			}
 			walk(path, c.Commands)
 		}

@@ -24,6 +24,21 @@ func newHelpCmd() *cli.Command {
 		// --help anywhere in "help up --help" would make urfave look for a
 		// subcommand "up" of help itself.
 		SkipFlagParsing: true,
+		// help <TAB>: the commands of the group it is in, or of the
+		// command named, as the group lists them.
+		ShellComplete: func(ctx context.Context, cmd *cli.Command) {
+			group := cmd.Lineage()[1]
+			for _, w := range cmd.Args().Slice() {
+				if sub := group.Command(w); sub != nil {
+					group = sub
+				}
+			}
+			for _, c := range group.Commands {
+				if !c.Hidden && c.Name != "help" {
+					fmt.Fprintln(cmd.Root().Writer, candidateLine(candidate(c.Name, c.Usage)))
+				}
+			}
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			group := cmd.Lineage()[1]
 			var words []string
