@@ -38,6 +38,7 @@ const (
 	promptNames                  // server.prompt
 	resourceURIs                 // resource URIs
 	templateURIs                 // resource templates' URIs
+	httpServers                  // the config's streamable HTTP servers (OAuth's)
 )
 
 // argCompletions says what the arguments of each command name: the kinds
@@ -62,8 +63,8 @@ var argCompletions = map[string]struct {
 	"start":       {kinds: []nameKind{servers}, all: true},
 	"stop":        {kinds: []nameKind{servers}, all: true},
 	"restart":     {kinds: []nameKind{servers}, all: true},
-	"auth login":  {kinds: []nameKind{servers}},
-	"auth logout": {kinds: []nameKind{servers}},
+	"auth login":  {kinds: []nameKind{httpServers}},
+	"auth logout": {kinds: []nameKind{httpServers}},
 }
 
 // setCompletions enables shell completion on root, shapes urfave's
@@ -391,6 +392,20 @@ func candidateLine(c string) string {
 func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only string) []nameCandidate {
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
+	if slices.Equal(kinds, []nameKind{httpServers}) {
+		// OAuth is for streamable HTTP servers: the config says which.
+		cfg, err := env.completionConfig()
+		if err != nil {
+			return nil
+		}
+		var out []nameCandidate
+		for _, sv := range cfg.Servers {
+			if sv.Type == "http" {
+				out = append(out, nameCandidate{name: sv.Name})
+			}
+		}
+		return out
+	}
 	if client, _, err := env.client(); err == nil {
 		client.OnVersionMismatch = func(string) {}
 		if st, err := client.Status(ctx); err == nil && st.Session != nil {
@@ -402,11 +417,7 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only strin
 	if !slices.ContainsFunc(kinds, func(k nameKind) bool { return k != resourceURIs && k != templateURIs }) {
 		return nil
 	}
-	paths, err := env.configPaths()
-	if err != nil {
-		return nil
-	}
-	cfg, err := config.LoadFiles(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Context: env.ctx})
+	cfg, err := env.completionConfig()
 	if err != nil {
 		return nil
 	}
@@ -421,6 +432,15 @@ func (env *Env) nameCandidates(ctx context.Context, kinds []nameKind, only strin
 		out = append(out, nameCandidate{name: n + suffix})
 	}
 	return out
+}
+
+// completionConfig reads the config for names, asking for no input.
+func (env *Env) completionConfig() (*config.Config, error) {
+	paths, err := env.configPaths()
+	if err != nil {
+		return nil, err
+	}
+	return config.LoadFiles(paths, config.Options{LookupEnv: env.LookupEnv, WorkDir: env.WorkDir, Context: env.ctx})
 }
 
 // A nameCandidate is a name to complete and what it is.
