@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -34,7 +35,9 @@ cannot be loaded changes nothing: the error is printed (exit 2) and shown by
 "mcpctl status" until the file is fixed. A server that fails to start is
 reported in "failed" (exit 3; 2 when every failure is its config's, such as
 a command not found); the others are applied. A new "logLevel" applies to
-the session's log at once, unless "up --log-level" set it.
+the session's log at once, unless "up --log-level" set it. A reload returns
+once the servers it starts are up; on a terminal, one that takes over 2 s
+says what it waits for.
 
 A session cannot ask for an input (${input:ID}) that a changed config
 added: reload hands it the MCPCTL_INPUT_<ID> variables of its own
@@ -64,6 +67,10 @@ func inputVars() map[string]string {
 	return vars
 }
 
+// reloadPatience is how long a reload runs before a terminal is told what
+// it waits for.
+const reloadPatience = 2 * time.Second
+
 func runReload(ctx context.Context, env *Env) error {
 	p, err := env.Printer()
 	if err != nil {
@@ -74,7 +81,9 @@ func runReload(ctx context.Context, env *Env) error {
 		return err
 	}
 	client.OnConfigError = nil // the reload's own answer says it
+	stopNote := env.noteIfSlow(reloadPatience, "waiting for the session's reload: it starts the servers the change adds or restarts, each within its startupTimeout (a reload under way goes first)")
 	res, err := client.Reload(ctx, &engine.ReloadRequest{Inputs: inputVars()})
+	stopNote()
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is nothing to reload", "without a session every command reads the config afresh")
 	}
