@@ -20,7 +20,17 @@ func TestBadConfigs(t *testing.T) {
 		env   map[string]string
 		want  string // every error, then each hint as "hint: ..."
 	}{
-		{"syntax error", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"\n}"}}, nil, `mcp.json:3:2: invalid JSON: parsing object after value: unexpected EOF`},
+		{"syntax error", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"\n}"}}, nil, `mcp.json:3:2: invalid JSON: the file ends before a { or [ is closed
+hint: close every { with } and every [ with ]`},
+		// A syntax error never quotes the text: it may be a key.
+		{"a value not quoted", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": sk-proj-Leak0123}}}}"}}, nil, `mcp.json:1:49: invalid JSON: a word that is not quoted (a key or a value)
+hint: quote keys and strings with double quotes: "KEY": "value"; true, false and null go bare`},
+		{"an escape JSON does not know", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"hun\\qSecret\"}}}}"}}, nil, `mcp.json:1:49: invalid JSON: a string holds a backslash that is not a JSON escape
+hint: write a backslash as \\ (a Windows path: "C:\\Users\\me"); JSON knows \" \\ \/ \b \f \n \r \t and \uXXXX`},
+		{"single quotes", [][2]string{{"mcp.json", "{'servers': {}}"}}, nil, `mcp.json:1:2: invalid JSON: a single quote
+hint: JSON quotes strings and keys with double quotes: "value"`},
+		{"a comma missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\" \"args\": []}}}"}}, nil, `mcp.json:1:35: invalid JSON: invalid character '"' after object value (expecting ',' or '}')
+hint: a comma is missing between two fields or items`},
 		{"wrong type", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]\n  }\n}}"}}, nil, `mcp.json:4:19: servers.fs.args[1]: expected string, got number`},
 		{"unknown field", [][2]string{{"mcp.json", "{\"servers\": {\"fs\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:37: servers.fs.agrs: unknown field
 hint: did you mean "args"?`},

@@ -178,6 +178,31 @@ func tooDeep(data []byte) int {
 	return -1
 }
 
+// syntaxMistake says what the JSON parser found wrong (msg, hujson's), in
+// words and with a hint, never quoting the text itself: an unquoted or
+// badly escaped value may be a key or a password.
+func syntaxMistake(msg string) (string, string) {
+	lit, isLiteral := strings.CutPrefix(msg, "invalid literal: ")
+	switch {
+	case isLiteral && strings.HasPrefix(lit, `"`) && strings.ContainsFunc(lit, unicode.IsControl):
+		// A string with a raw line break or tab in it.
+		return "a string holds a line break or another control character", `write it escaped: \n, \t`
+	case isLiteral && strings.HasPrefix(lit, `"`):
+		return "a string holds a backslash that is not a JSON escape", `write a backslash as \\ (a Windows path: "C:\\Users\\me"); JSON knows \" \\ \/ \b \f \n \r \t and \uXXXX`
+	case isLiteral && lit != "" && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9'):
+		return "a number JSON does not take (a leading zero, a stray character)", `write it as JSON does (8080, 1.5), or quote it as a string: "0800"`
+	case isLiteral:
+		return "a word that is not quoted (a key or a value)", `quote keys and strings with double quotes: "KEY": "value"; true, false and null go bare`
+	case strings.Contains(msg, "invalid character '\\''"):
+		return "a single quote", `JSON quotes strings and keys with double quotes: "value"`
+	case strings.Contains(msg, "after object value (expecting ',' or '}')"), strings.Contains(msg, "after array element (expecting ',' or ']')"):
+		return msg, "a comma is missing between two fields or items"
+	case strings.Contains(msg, "unexpected EOF"):
+		return "the file ends before a { or [ is closed", "close every { with } and every [ with ]"
+	}
+	return msg, ""
+}
+
 func readJSON(file string, data []byte) (*document, error) {
 	if off := tooDeep(data); off >= 0 {
 		line, col := LineCol(data, off)
@@ -197,11 +222,7 @@ func readJSON(file string, data []byte) (*document, error) {
 		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			col, _ := strconv.Atoi(m[2])
-			msg, hint := m[3], ""
-			if lit, ok := strings.CutPrefix(msg, "invalid literal: \""); ok && strings.ContainsFunc(lit, unicode.IsControl) {
-				// A string with a raw line break or tab in it.
-				msg, hint = "a string holds a line break or another control character", `write it escaped: \n, \t`
-			}
+			msg, hint := syntaxMistake(m[3])
 			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + msg, Hint: hint}
 		}
 		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
