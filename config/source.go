@@ -549,12 +549,17 @@ func (d *document) fromCodex() {
 					headersFrom = k
 				}
 			case "http_headers":
+				m, ok := val.(map[string]any)
+				if !ok {
+					// Dropped, the server would run without its
+					// Authorization, and fail as unauthorized.
+					bad("expected a table of header names and values, got "+typeName(val), `e.g. http_headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`)
+					continue
+				}
 				headersFrom = k
-				if m, ok := val.(map[string]any); ok {
-					for h, v := range m {
-						headers[h] = v
-						headerOrigin[name+"\x00"+h] = []string{k, h}
-					}
+				for h, v := range m {
+					headers[h] = v
+					headerOrigin[name+"\x00"+h] = []string{k, h}
 				}
 			case "env_vars":
 				// Codex passes these besides its basic variables: mcpctl's
