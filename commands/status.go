@@ -129,7 +129,11 @@ func statusTable(w io.Writer, st *engine.Status) error {
 		if s.StoppedByHand {
 			state += ", by hand"
 		}
-		rows[i] = []string{s.Name, state, since, pid, toolCount(s), s.LastError}
+		lastErr := s.LastError
+		if lastErr == "" && s.EditError != "" {
+			lastErr = "edit not applied: " + s.EditError
+		}
+		rows[i] = []string{s.Name, state, since, pid, toolCount(s), lastErr}
 	}
 	if err := output.Table(w, []string{"server", "state", "for", "pid", "tools", "last error"}, rows); err != nil {
 		return err

@@ -1053,9 +1053,34 @@ func TestReloadWithACommandNotFoundKeepsTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := pidOf(t, e, "srv")
+	sub := e.Events(EventFilter{Types: []string{EventConfig}})
+	defer sub.Close()
 	broken := *srv
 	broken.Command = filepath.Join(t.TempDir(), "no-such-server")
 	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&broken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The config event and the status say which server's edit failed.
+	select {
+	case ev := <-sub.C:
+		if len(ev.Failed) != 1 || !strings.HasPrefix(ev.Failed[0], "srv: command not found") {
+			t.Errorf("config event: %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no config event")
+	}
+	if st := e.Status()[0]; !strings.HasPrefix(st.EditError, "command not found") {
+		t.Errorf("status after the edit: editError %q", st.EditError)
+	}
+	// Undone, the edit is no longer pending.
+	if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{srv}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Status()[0]; st.EditError != "" || st.PID != pid {
+		t.Errorf("after the edit was undone: %+v", st)
+	}
+	res, err = e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&broken}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1072,7 +1097,7 @@ func TestReloadWithACommandNotFoundKeepsTheServer(t *testing.T) {
 	if err != nil || !slices.Equal(res.Restarted, []string{"srv"}) || len(res.Failed) != 0 {
 		t.Fatalf("the mending reload: %+v, %v", res, err)
 	}
-	if st := e.Status()[0]; st.State != StateReady || st.PID == pid {
+	if st := e.Status()[0]; st.State != StateReady || st.PID == pid || st.EditError != "" {
 		t.Errorf("after the mending edit: %+v", st)
 	}
 }

@@ -27,7 +27,7 @@ const (
 	// EventStderr: a line a server wrote to stderr (Line). Only sent to
 	// subscribers that ask for it.
 	EventStderr = "stderr"
-	// EventConfig: the session's config was reloaded (Added, Removed,
+	// EventConfig: the session's config was reloaded (Added, Removed, Failed,
 	// Restarted, Updated), or could not be and the running config stays
 	// (Error).
 	EventConfig = "config"
@@ -73,6 +73,9 @@ type Event struct {
 	Removed   []string `json:"removed,omitempty"`
 	Restarted []string `json:"restarted,omitempty"`
 	Updated   []string `json:"updated,omitempty"`
+	// Failed: a config event's servers that did not start, or whose edit
+	// could not be applied (each as "NAME: why").
+	Failed []string `json:"failed,omitempty"`
 
 	URI string `json:"uri,omitempty"`
 

@@ -77,6 +77,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			// running, with its new place for messages and its new roots.
 			old := prev.cfg()
 			prev.conf.Store(sc)
+			prev.setEditError("") // an edit it could not take is undone
 			if !slices.Equal(old.Roots, sc.Roots) {
 				rootsChanged = append(rootsChanged, func() { prev.setRoots(old, sc) })
 			}
@@ -114,6 +115,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 					ee := checkError(ces[0]).(*Error)
 					ee.hint("server %s runs on with its settings from before the edit", sc.Name)
 					res.Failed = append(res.Failed, ee)
+					prev.setEditError(ee.Message)
 					break
 				}
 			}
@@ -193,7 +195,15 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		return slices.ContainsFunc(res.Failed, func(f *Error) bool { return f.Server == name })
 	})
 	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "updated", res.Updated, "failed", len(res.Failed))
-	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated})
+	var failed []string
+	for _, f := range res.Failed {
+		if f.Server != "" && !strings.HasPrefix(f.Message, "server "+f.Server) {
+			failed = append(failed, f.Server+": "+f.Message)
+		} else {
+			failed = append(failed, f.Message)
+		}
+	}
+	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated, Failed: failed})
 	return res, nil
 }
 

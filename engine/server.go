@@ -38,6 +38,9 @@ type server struct {
 	readyAt time.Time
 	startup time.Duration
 	lastErr *Error
+	// editErr: why the last reload could not apply this server's edit
+	// (a command not found): it runs on with its settings from before.
+	editErr string
 	proc    *process
 	// launched is the process of a start under way (status shows its pid).
 	launched *process
@@ -831,6 +834,14 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	s.mu.Unlock()
 }
 
+// setEditError notes why a reload could not apply the server's edit, or
+// that nothing is pending ("").
+func (s *server) setEditError(why string) {
+	s.mu.Lock()
+	s.editErr = why
+	s.mu.Unlock()
+}
+
 func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -860,6 +871,7 @@ func (s *server) status() ServerStatus {
 	if s.lastErr != nil && s.state != StateReady {
 		st.LastError = s.lastErr.Message
 	}
+	st.EditError = s.editErr
 	if a := s.cfg().Activation; a != "" && a != "eager" {
 		st.Activation = a
 	}

@@ -39,6 +39,10 @@ type ServerStatus struct {
 	ServerInfo      *Impl      `json:"serverInfo,omitempty"`
 	ProtocolVersion string     `json:"protocolVersion,omitempty"`
 	LastError       string     `json:"lastError,omitempty"`
+	// EditError says why the last reload could not apply an edit of the
+	// server (a command not found, a cwd missing): it runs on with its
+	// settings from before, until an edit mends it or undoes it.
+	EditError string `json:"editError,omitempty"`
 	// Activation is when the server runs, unless eager: lazy, manual or
 	// transient.
 	Activation string `json:"activation,omitempty"`
