@@ -31,7 +31,8 @@ hint: write a backslash as \\ (a Windows path: "C:\\Users\\me"); JSON knows \" \
 hint: JSON quotes strings and keys with double quotes: "value"`},
 		{"a comma missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\" \"args\": []}}}"}}, nil, `mcp.json:1:35: invalid JSON: invalid character '"' after object value (expecting ',' or '}')
 hint: a comma is missing between two fields or items`},
-		{"wrong type", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]\n  }\n}}"}}, nil, `mcp.json:4:19: servers.fs.args[1]: expected string, got number`},
+		{"wrong type", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]\n  }\n}}"}}, nil, `mcp.json:4:19: servers.fs.args[1]: expected string, got number
+hint: write it in double quotes, as a string: "8080"`},
 		{"unknown field", [][2]string{{"mcp.json", "{\"servers\": {\"fs\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:37: servers.fs.agrs: unknown field
 hint: did you mean "args"?`},
 		{"unknown top-level key", [][2]string{{"mcp.json", "{\"server\": {\"fs\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:2: server: unknown field
@@ -94,12 +95,14 @@ hint: an IPv6 address goes in brackets, e.g. http://[::1]:8080/mcp`},
 		{"ws URL with http scheme", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"ws\", \"url\": \"http://h/mcp\"}}}"}}, nil, `mcp.json:1:41: servers.a.url: expected a URL starting with ws:// or wss://, got "http://h/mcp"`},
 		{"url on stdio", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"http://h\"}}}"}}, nil, `mcp.json:1:53: servers.a.url: url is for http, sse and ws servers
 hint: a server is run ("command") or reached ("url"): keep one`},
-		{"name starting with a dash", [][2]string{{"mcp.json", "{\"servers\": {\"-x\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.-x: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
+		{"name starting with a dash", [][2]string{{"mcp.json", "{\"servers\": {\"-x\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.-x: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)
+hint: e.g. "github" or "my-server"`},
 		{"url missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"sse\"}}}"}}, nil, `mcp.json:1:19: servers.a.url: required, but missing
 hint: servers of type sse are reached at "url"`},
 		{"both keys", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\"}},\n \"mcpServers\": {\"b\": {\"command\": \"y\"}}}"}}, nil, `mcp.json:2:2: mcpServers: both "servers" and "mcpServers" are present
 hint: keep one: "servers" (VS Code) or "mcpServers" (Claude, Cursor)`},
-		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
+		{"server name too long", [][2]string{{"mcp.json", "{\"servers\": {\"" + strings.Repeat("n", 65) + "\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.` + strings.Repeat("n", 65) + `: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)
+hint: e.g. "github" or "my-server"`},
 		{"blank input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input: }\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input: } names no input
 hint: write ${input:ID}, with the id of an input declared in "inputs"`},
 		{"empty input id", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": \"${input:}\"}}}}"}}, nil, `mcp.json:1:49: servers.a.env.A: ${input:} names no input
@@ -123,7 +126,8 @@ mcp.json:2:32: servers.e.env.A=B: "A=B" cannot name an environment variable
 mcp.json:2:49: servers.e.env.N: the value holds a NUL byte, which an environment cannot carry
 hint: a header's name is letters, digits and !#$%&'*+-.^_` + "`" + `|~: no space or colon
 hint: a variable's name is not empty and has no '='`},
-		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)`},
+		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)
+hint: e.g. "github" or "my-server"`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
 		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},
@@ -132,7 +136,8 @@ hint: write it escaped: \n, \t`},
 		{"nested too deep", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}}}"}}, nil, `mcp.json:1:73: invalid JSON: nested more than 32 levels deep
 hint: a config nests a few levels: servers, a server, its env`},
 		{"several problems, all listed", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"args\": [1]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]}}}"}}, nil, `mcp.json:2:34: servers.a.args[0]: expected string, got number
-mcp.json:3:39: servers.b.dependsOn[0]: unknown server "c"`},
+mcp.json:3:39: servers.b.dependsOn[0]: unknown server "c"
+hint: write it in double quotes, as a string: "8080"`},
 		{"bad memory size", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memory\": \"lots\"}}}}"}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected a size such as "512MiB" or "1G", or a number of bytes, got "lots"`},
 		{"whole number too large", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"maxRestarts\": 1e30}}}"}}, nil, `mcp.json:1:51: servers.a.maxRestarts: expected a whole number from 0 to 2147483647, got 1e30`},
 		{"unknown limit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memroy\": \"1G\"}}}}"}}, nil, `mcp.json:1:47: servers.a.limits.memroy: unknown field
@@ -143,7 +148,8 @@ hint: did you mean "memory"?`},
 hint: use * and ? and [a-z]`},
 		{"bad protocol version", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"protocolVersion\": \"2025-01-01\"}}}"}}, nil, `mcp.json:1:55: servers.a.protocolVersion: expected one of "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", got "2025-01-01"`},
 		{"negative maxRestarts", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"maxRestarts\": -1}}}"}}, nil, `mcp.json:1:51: servers.a.maxRestarts: must be >= 0, got -1`},
-		{"env value not a string", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}"}}, nil, `mcp.json:1:52: servers.a.env.PORT: expected string, got number`},
+		{"env value not a string", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"PORT\": 8080}}}}"}}, nil, `mcp.json:1:52: servers.a.env.PORT: expected string, got number
+hint: write it in double quotes, as a string: "8080"`},
 		{"one input id declared otherwise in two files", [][2]string{
 			{"mcp.json", `{"inputs": [{"id": "k", "type": "pickString", "options": ["x", "y"], "default": "x"}], "servers": {"a": {"command": "x"}}}`},
 			{"more.json", `{"inputs": [{"id": "k", "type": "promptString", "password": true}], "servers": {"b": {"command": "x"}}}`}}, nil,
@@ -158,7 +164,8 @@ hint: add a server under "servers", e.g. {"servers": {"fs": {"command": "npx", "
 		{"unknown default field", [][2]string{{"mcp.json", "{\"defaults\": {\"startuptimeout\": \"1s\"}, \"servers\": {\"a\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:15: defaults.startuptimeout: unknown field
 hint: did you mean "startupTimeout"?`},
 		{"TOML syntax", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\nargs = []\n"}}, nil, `mcp.toml:2:13: invalid TOML: basic strings cannot have new lines`},
-		{"TOML wrong type", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nargs = [\"a\", 7]\n"}}, nil, `mcp.toml:3:14: servers.a.args[1]: expected string, got number`},
+		{"TOML wrong type", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nargs = [\"a\", 7]\n"}}, nil, `mcp.toml:3:14: servers.a.args[1]: expected string, got number
+hint: write it in double quotes, as a string: "8080"`},
 		{"Codex unknown field", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_secs = 10\n"}}, nil, `config.toml:3:1: mcp_servers.a.startup_timeout_secs: unknown field
 hint: did you mean "startup_timeout_sec"?`},
 		{"Codex bearer token unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nbearer_token_env_var = \"NOPE_TOKEN\"\n"}}, nil, `config.toml:4:24: mcp_servers.a.bearer_token_env_var: ${NOPE_TOKEN} is not set

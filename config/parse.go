@@ -27,6 +27,28 @@ import (
 // config, and compiling costs milliseconds.
 var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
 
+// typeHint says how to write a value of the type a "expected X, got Y"
+// message wants, without repeating the value (it may be a secret).
+func typeHint(msg string) string {
+	want, got, ok := strings.Cut(strings.TrimPrefix(msg, "expected "), ", got ")
+	if !ok {
+		return ""
+	}
+	switch {
+	case want == "string" && (got == "number" || got == "boolean" || got == "integer"):
+		return `write it in double quotes, as a string: "8080"`
+	case strings.HasPrefix(want, "array"):
+		return `write a list, one item each: ["-y", "@scope/server"]`
+	case want == "boolean":
+		return "write true or false, without quotes"
+	case want == "number" || want == "integer":
+		return "write the number without quotes"
+	case strings.HasPrefix(want, "object"):
+		return `write an object: { "NAME": "value" }`
+	}
+	return ""
+}
+
 // patternWords says in words what the schema's patterns want.
 var patternWords = map[string]string{
 	`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`:     `a duration such as "30s" or "1m30s", or a number of seconds`,
@@ -117,6 +139,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			switch {
 			case v.Keyword == "propertyNames":
 				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)"
+				if hint == "" {
+					hint = `e.g. "github" or "my-server"`
+				}
 			case v.Keyword == "enum" && hint == "":
 				// A word near one allowed ("htp") gets it; not a version
 				// or a number, where near in letters is not near.
@@ -129,6 +154,8 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 						hint = fmt.Sprintf("did you mean %q?", near[0])
 					}
 				}
+			case v.Keyword == "type" && hint == "":
+				hint = typeHint(msg)
 			case v.Keyword == "pattern":
 				// The schema's patterns say it to a machine; say it to a person.
 				for pattern, what := range patternWords {
