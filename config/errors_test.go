@@ -170,6 +170,8 @@ hint: write it in double quotes, as a string: "8080"`},
 hint: did you mean "startup_timeout_sec"?`},
 		{"Codex bearer token unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nbearer_token_env_var = \"NOPE_TOKEN\"\n"}}, nil, `config.toml:4:24: mcp_servers.a.bearer_token_env_var: ${NOPE_TOKEN} is not set
 hint: export NOPE_TOKEN (bearer_token_env_var names it)`},
+		{"Codex server not a table", [][2]string{{"config.toml", "[mcp_servers]\nbad = \"npx\"\n"}}, nil, `config.toml:2:7: mcp_servers.bad: expected a table, got string
+hint: give the server a table: [mcp_servers.bad] with command = "..."`},
 		{"Codex http_headers not a table", [][2]string{{"config.toml", "[mcp_servers.gh]\nurl = \"https://x.example/mcp\"\nhttp_headers = \"Authorization: Bearer ghp_secret123\"\n"}}, nil, `config.toml:3:16: mcp_servers.gh.http_headers: expected a table of header names and values, got string
 hint: e.g. http_headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`},
 		{"Codex header variable unset", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nhttp_headers = { X-A = \"1\" }\nenv_http_headers = { X-Key = \"NOPE_KEY\" }\n"}}, nil, `config.toml:4:30: mcp_servers.a.env_http_headers.X-Key: ${NOPE_KEY} is not set

@@ -470,7 +470,10 @@ func (d *document) fromCodex() {
 	for name, v := range servers {
 		in, ok := v.(map[string]any)
 		if !ok {
-			d.errorAt([]string{"servers", name}, false, fmt.Sprintf("expected a table, got %s", typeName(v)), "")
+			// Placed and named as the file writes it: the mapping from
+			// Codex's names is not made yet.
+			d.errorAt([]string{"mcp_servers", name}, false, fmt.Sprintf("expected a table, got %s", typeName(v)),
+				fmt.Sprintf(`give the server a table: [mcp_servers.%s] with command = "..."`, name))
 			continue
 		}
 		s := map[string]any{}
