@@ -143,7 +143,7 @@ hint: write it in double quotes, as a string: "8080"`},
 		{"unknown limit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"limits\": {\"memroy\": \"1G\"}}}}"}}, nil, `mcp.json:1:47: servers.a.limits.memroy: unknown field
 hint: did you mean "memory"?`},
 		{"missing envFile", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env.missing\"}}}"}}, nil, `mcp.json:1:47: servers.a.envFile: cannot read $DIR/.env.missing: no such file or directory`},
-		{"bad envFile line", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env\"}}}"}, {".env", "OK=1\nnot a line\n"}}, nil, `mcp.json:1:47: servers.a.envFile: $DIR/.env:2: expected KEY=VALUE`},
+		{"bad envFile line", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"envFile\": \".env\"}}}"}, {".env", "OK=1\nnot a line\n"}}, nil, `mcp.json:1:47: servers.a.envFile: $DIR/.env:2: expected KEY=VALUE, KEY of letters, digits and _ not starting with a digit`},
 		{"bad glob", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"includeTools\": [\"read_*\", \"[bad\"]}}}"}}, nil, `mcp.json:1:63: servers.a.includeTools[1]: "[bad" is not a valid glob
 hint: use * and ? and [a-z]`},
 		{"bad protocol version", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"protocolVersion\": \"2025-01-01\"}}}"}}, nil, `mcp.json:1:55: servers.a.protocolVersion: expected one of "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", got "2025-01-01"`},

@@ -145,14 +145,15 @@ func TestDefaultsByKind(t *testing.T) {
 func TestEnvFileAndSizes(t *testing.T) {
 	dir := t.TempDir()
 	// A line over 64 KiB, and the lines after it, are read too.
-	os.WriteFile(filepath.Join(dir, ".env"), []byte("# secrets\nexport A=1\nB='two words'\nMID="+strings.Repeat("m", 70<<10)+"\r\nC=\"line\\nnext\"\nD=x # comment\n"), 0o644)
+	// A BOM (a Windows editor's) is not the first key's.
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("\xef\xbb\xbfBOM=1\r\n# secrets\nexport A=1\nB='two words'\nMID="+strings.Repeat("m", 70<<10)+"\r\nC=\"line\\nnext\"\nD=x # comment\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{"servers": {"s": {"command": "x", "envFile": ".env", "env": {"A": "override"}}}}`), 0o644)
 	cfg, err := Load(filepath.Join(dir, "mcp.json"), Options{LookupEnv: env(nil), WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := cfg.Server("s").Env
-	if e["A"] != "override" || e["B"] != "two words" || e["C"] != "line\nnext" || e["D"] != "x" || len(e["MID"]) != 70<<10 {
+	if e["BOM"] != "1" || e["A"] != "override" || e["B"] != "two words" || e["C"] != "line\nnext" || e["D"] != "x" || len(e["MID"]) != 70<<10 {
 		t.Errorf("env: A %q, B %q, C %q, D %q, MID %d bytes", e["A"], e["B"], e["C"], e["D"], len(e["MID"]))
 	}
 	for in, want := range map[string]int64{"512MiB": 512 << 20, "1G": 1 << 30, "800k": 800 << 10, "1.5g": 3 << 29, "2048": 2048} {

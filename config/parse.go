@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -991,6 +992,8 @@ func readEnvFile(path string) ([][2]string, error) {
 		return nil, err
 	}
 	var out [][2]string
+	// A BOM, as Windows editors save one, is not the first key's.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	// Split, not scanned: a bufio.Scanner stops at a line over 64 KiB, and
 	// every line after it was lost unsaid.
 	for i, line := range strings.Split(string(data), "\n") {
@@ -1003,7 +1006,7 @@ func readEnvFile(path string) ([][2]string, error) {
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
 		if !ok || !validVarName(k) {
-			return nil, fmt.Errorf("%s:%d: expected KEY=VALUE", path, n)
+			return nil, fmt.Errorf("%s:%d: expected KEY=VALUE, KEY of letters, digits and _ not starting with a digit", path, n)
 		}
 		v = strings.TrimSpace(v)
 		switch {
