@@ -34,12 +34,12 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 		returned := false
 		defer func() {
 			if !returned {
-				relay.stop(false) // the call panicked: that panic goes on
+				relay.stop(ctx, false) // the call panicked: that panic goes on
 			}
 		}()
 		res, err := e.callTool(ctx, s, toolName, &r)
 		returned = true
-		relay.stop(true)
+		relay.stop(ctx, true)
 		return res, err
 	}
 	return e.callTool(ctx, s, toolName, req)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -99,16 +100,26 @@ func (r *progressRelay) deliver(p Progress) (ok bool) {
 }
 
 // stop hands fn what is queued and waits for it, so that no progress
-// comes after the call returns. With raise, a panic of fn is raised again
-// here, on the caller's goroutine, where the program can recover it: on
-// the relay's it would end the program. Without (the call is itself
-// panicking), it is not: that panic goes on.
-func (r *progressRelay) stop(raise bool) {
+// comes after the call returns; once ctx has ended, what is still queued
+// is dropped, and only the callback under way is waited for (a slow one
+// kept the call past its deadline by the length of the queue). With
+// raise, a panic of fn is raised again here, on the caller's goroutine,
+// where the program can recover it: on the relay's it would end the
+// program. Without (the call is itself panicking), it is not: that panic
+// goes on.
+func (r *progressRelay) stop(ctx context.Context, raise bool) {
 	r.mu.Lock()
 	r.closed = true
 	r.wake.Signal()
 	r.mu.Unlock()
-	<-r.done
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.mu.Lock()
+		r.queue = nil
+		r.mu.Unlock()
+		<-r.done
+	}
 	if raise && r.didPanic {
 		panic(r.panicked)
 	}

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 )
@@ -77,7 +79,7 @@ func TestProgressRelayBounded(t *testing.T) {
 		r.send(Progress{Progress: float64(i)})
 	}
 	close(release)
-	r.stop(true)
+	r.stop(context.Background(), true)
 	if len(got) > maxQueuedProgress+1 {
 		t.Errorf("%d delivered, more than were kept", len(got))
 	}
@@ -94,6 +96,40 @@ func TestProgressRelayBounded(t *testing.T) {
 	}
 }
 
+// Once the call's context has ended, what is still queued for a slow
+// callback is dropped: the call returns when the callback under way does,
+// not after the whole queue (a deadline of 300 ms kept a call 24 s).
+func TestProgressRelayStopsAtTheContextsEnd(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	var got []Progress
+	r := newProgressRelay(func(p Progress) {
+		started <- struct{}{}
+		<-release
+		got = append(got, p)
+	}, slog.New(slog.DiscardHandler))
+	for i := 1; i <= 3; i++ {
+		r.send(Progress{Progress: float64(i)})
+	}
+	<-started // the first is under way, two are queued
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := make(chan struct{})
+	go func() {
+		r.stop(ctx, true)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while a callback was under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	if len(got) != 1 || got[0].Progress != 1 {
+		t.Errorf("delivered %v, want only the one under way", got)
+	}
+}
+
 // A callback that ends its goroutine (t.FailNow does) ends the relay: stop
 // does not wait for ever, and nothing more is queued.
 func TestProgressRelayGoexit(t *testing.T) {
@@ -104,5 +140,5 @@ func TestProgressRelayGoexit(t *testing.T) {
 	if len(r.queue) != 0 {
 		t.Errorf("queued after the callback's goroutine ended: %v", r.queue)
 	}
-	r.stop(true)
+	r.stop(context.Background(), true)
 }

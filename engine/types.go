@@ -129,9 +129,10 @@ type CallRequest struct {
 	// and, for a task, its status, in order and never after the call
 	// returns. Engine.CallTool calls it on a goroutine of its own (it may
 	// block, or call the engine; while it is slow, older notifications
-	// beyond 256 are dropped, a task's statuses kept) and raises a panic
-	// of it again; Client.CallTool calls it on the caller's goroutine,
-	// as the call's answer is read.
+	// beyond 256 are dropped, a task's statuses kept; once the call's
+	// context ends, those still queued are dropped and only the one under
+	// way is waited for) and raises a panic of it again; Client.CallTool
+	// calls it on the caller's goroutine, as the call's answer is read.
 	OnProgress func(Progress) `json:"-"`
 	// Sampling and Elicitation, when set, answer the sampling/createMessage
 	// and elicitation/create requests the server sends while it serves
