@@ -588,6 +588,13 @@ func TestTasks(t *testing.T) {
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.forever", TimeoutMs: 300}); KindOf(err) != KindTimeout {
 		t.Errorf("task past --timeout: %v", err)
 	}
+	// The caller's own deadline is found by errors.Is, as for a call that
+	// is no task.
+	d, cancelD := context.WithTimeout(ctx(t), 300*time.Millisecond)
+	defer cancelD()
+	if _, err := e.CallTool(d, &CallRequest{Name: "srv.forever"}); KindOf(err) != KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("task past its context's deadline: %v", err)
+	}
 }
 
 func TestStaleListsWhenUnavailable(t *testing.T) {

@@ -132,8 +132,9 @@ func (h *handle) taskGaveUp(ctx context.Context, err error, t *task, tool *Tool)
 		mcp.CallCustomMethod[*taskParams, *anyResult](cctx, h.cs, "tasks/cancel", &taskParams{TaskID: t.TaskID})
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// errors.Is finds the deadline, as for a call that is no task.
 		return errorf(KindTimeout, h.s.cfg().Name, "the task of %s did not finish in time; it was cancelled", tool.Name()).
-			hint("give it longer with --timeout")
+			hint("give it longer with --timeout").wrap(ctx.Err())
 	}
 	return err
 }
