@@ -141,6 +141,9 @@ func (s *Server) CheckCwd() error {
 		// nothing: the path would look fine.
 		return s.checkError("cwd", "the working directory holds a NUL byte, which a path cannot carry", "remove it")
 	}
+	if s.Cwd == "" {
+		return nil // a Server built in Go without one: mcpctl's own, as exec takes it
+	}
 	st, err := os.Stat(s.Cwd)
 	if err == nil && st.IsDir() {
 		return nil

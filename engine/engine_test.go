@@ -419,6 +419,22 @@ func TestStdoutBannerSkipped(t *testing.T) {
 	}
 }
 
+// A Server built in Go as a struct literal, with no cwd and no
+// startupTimeout, starts in mcpctl's working directory within the default
+// time (it failed: "working directory  does not exist", then "did not
+// finish starting within 0s").
+func TestServerBuiltInGo(t *testing.T) {
+	srv := fakeServer(t, "lit", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	lit := &config.Server{Name: "lit", Command: srv.Command, Args: srv.Args, Env: srv.Env}
+	e := newEngine(t, lit)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "lit.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCloseStopsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	stubborn := fakeServer(t, "stubborn", fakemcp.Spec{

@@ -373,7 +373,7 @@ func (s *server) connect(ctx context.Context) error {
 		}
 	}
 	client := s.newClient()
-	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
 	defer cancel()
 	var sessOpts *mcp.ClientSessionOptions
 	switch {
@@ -502,11 +502,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		// Not slow: nothing answered at all (a dropped connection, a
 		// wrong address behind a firewall, a port that takes connections
 		// and says nothing).
-		e = errorf(KindUnavailable, name, "server %s (%s) gave no HTTP answer within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
+		e = errorf(KindUnavailable, name, "server %s (%s) gave no HTTP answer within %s", name, s.cfg().Redact(s.cfg().URL), s.startupTimeout())
 		e.startTimedOut = true
 		e.hint("check that the server runs at that address, and that nothing between drops the connection (%s)", s.cfg().Source)
 	case proc == nil && sctx.Err() == context.DeadlineExceeded:
-		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.cfg().StartupTimeout)
+		e = errorf(KindUnavailable, name, "server %s (%s) did not finish starting within %s", name, s.cfg().Redact(s.cfg().URL), s.startupTimeout())
 		e.startTimedOut = true
 		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	case proc == nil && errors.As(err, &already):
@@ -527,7 +527,7 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.hint("check the server's command and arguments (%s)", s.cfg().Source)
 		e.transient = proc.killedBySignal()
 	case sctx.Err() == context.DeadlineExceeded:
-		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.cfg().StartupTimeout)
+		e = errorf(KindUnavailable, name, "server %s did not finish starting within %s", name, s.startupTimeout())
 		e.startTimedOut = true
 		if n := proc.skippedLines(); n > 0 {
 			e.Message += "; " + skippedNote(n)
@@ -1098,6 +1098,15 @@ func (s *server) currentState() State {
 
 // shutdownTimeout is how long SIGTERM has before SIGKILL: the server's own
 // setting, else the engine's.
+// startupTimeout is how long a start may take: the server's, else the
+// default (a Server built in Go with none set, where 0 is not "no time").
+func (s *server) startupTimeout() time.Duration {
+	if d := s.cfg().StartupTimeout; d > 0 {
+		return d
+	}
+	return config.DefaultStartupTimeout
+}
+
 func (s *server) shutdownTimeout() time.Duration {
 	if s.cfg().ShutdownTimeout > 0 && !s.e.shutdownSet {
 		return s.cfg().ShutdownTimeout
