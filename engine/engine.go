@@ -576,8 +576,12 @@ func (e *Engine) stopAll(servers []*server) {
 
 // Close stops every server and waits until their processes are gone. No
 // server starts after Close. Subscriptions end once their servers' stop is
-// told: their channels close, and a Watch returns. Close is idempotent.
+// told: their channels close, and a Watch returns. Close is idempotent,
+// and does nothing on a nil *Engine (a deferred Close after a failed setup).
 func (e *Engine) Close() error {
+	if e == nil {
+		return nil
+	}
 	e.closed.Store(true)
 	e.stopAll(e.all())
 	e.bus.close()

@@ -65,6 +65,14 @@ func TestNilRequests(t *testing.T) {
 	if m := zero.Metrics(); m != nil {
 		t.Errorf("metrics of a zero Engine: %v", m)
 	}
+	// Close is safe on a zero Engine and on a nil one.
+	if err := zero.Close(); err != nil {
+		t.Errorf("Close of a zero Engine: %v", err)
+	}
+	var none *Engine
+	if err := none.Close(); err != nil {
+		t.Errorf("Close of a nil *Engine: %v", err)
+	}
 }
 
 // A negative TimeoutMs or Retry is refused; it used to mean the defaults.
