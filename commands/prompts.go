@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -92,13 +91,7 @@ func promptDetail(w io.Writer, pr *engine.Prompt) error {
 		rows[i] = []string{name, a.Description}
 	}
 	fmt.Fprintln(w)
-	// Whole: drawn apart from w, whose table would be cut to the width.
-	var b bytes.Buffer
-	if err := output.Table(&b, []string{"argument", "description"}, rows); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return wholeTable(w, []string{"argument", "description"}, rows)
 }
 
 func staleMark(stale bool) string {

@@ -103,9 +103,14 @@ func toolDetail(w io.Writer, t *engine.Tool) error {
 		rows[i] = []string{name, p.Type, strings.TrimSpace(p.Description + " " + valuesNote(p))}
 	}
 	fmt.Fprintln(w)
-	// Whole: drawn apart from w, whose table would be cut to the width.
+	return wholeTable(w, []string{"argument", "type", "description"}, rows)
+}
+
+// wholeTable writes a table uncut: drawn apart from w, whose table would
+// be cut to the terminal's width.
+func wholeTable(w io.Writer, header []string, rows [][]string) error {
 	var b bytes.Buffer
-	if err := output.Table(&b, []string{"argument", "type", "description"}, rows); err != nil {
+	if err := output.Table(&b, header, rows); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())
