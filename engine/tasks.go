@@ -52,6 +52,7 @@ func registerTaskMethods(c *mcp.Client) {
 func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage, token string, req *CallRequest) (*CallResult, error) {
 	e := h.s.e
 	name := h.s.cfg().Name
+	caller := ctx // its deadline is the caller's; TimeoutMs's is not
 	if req.TimeoutMs > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
@@ -64,7 +65,7 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 		return h.cs.CallTool(ctx, params)
 	})
 	if err != nil {
-		return nil, h.taskGaveUp(ctx, err, nil, tool)
+		return nil, h.taskGaveUp(caller, ctx, err, nil, tool)
 	}
 	var created struct {
 		Task *task `json:"task"`
@@ -87,14 +88,14 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 	for !t.terminal() && t.Status != "input_required" {
 		select {
 		case <-ctx.Done():
-			return nil, h.taskGaveUp(ctx, ctx.Err(), t, tool)
+			return nil, h.taskGaveUp(caller, ctx, ctx.Err(), t, tool)
 		case <-time.After(pollInterval(t.PollInterval)):
 		}
 		raw, err := h.do(ctx, "tasks/get", "polling task "+t.TaskID, perRequest, func(ctx context.Context) (any, error) {
 			return mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/get", &taskParams{TaskID: t.TaskID})
 		})
 		if err != nil {
-			return nil, h.taskGaveUp(ctx, err, t, tool)
+			return nil, h.taskGaveUp(caller, ctx, err, t, tool)
 		}
 		var next task
 		if json.Unmarshal(raw, &next) != nil || next.Status == "" {
@@ -118,23 +119,28 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 		return mcp.CallCustomMethod[*taskParams, *anyResult](ctx, h.cs, "tasks/result", &taskParams{TaskID: t.TaskID})
 	})
 	if err != nil {
-		return nil, h.taskGaveUp(ctx, err, t, tool)
+		return nil, h.taskGaveUp(caller, ctx, err, t, tool)
 	}
 	return callResult(name, tool, raw)
 }
 
 // taskGaveUp cancels the task on the server when the caller gave up, and
 // explains why.
-func (h *handle) taskGaveUp(ctx context.Context, err error, t *task, tool *Tool) error {
+func (h *handle) taskGaveUp(caller, ctx context.Context, err error, t *task, tool *Tool) error {
 	if t != nil && ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		mcp.CallCustomMethod[*taskParams, *anyResult](cctx, h.cs, "tasks/cancel", &taskParams{TaskID: t.TaskID})
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		// errors.Is finds the deadline, as for a call that is no task.
-		return errorf(KindTimeout, h.s.cfg().Name, "the task of %s did not finish in time; it was cancelled", tool.Name()).
-			hint("give it longer with --timeout").wrap(ctx.Err())
+		e := errorf(KindTimeout, h.s.cfg().Name, "the task of %s did not finish in time; it was cancelled", tool.Name()).
+			hint("give it longer with --timeout")
+		if errors.Is(caller.Err(), context.DeadlineExceeded) {
+			// errors.Is finds the caller's deadline, and only it, as
+			// for a call that is no task.
+			e.wrap(caller.Err())
+		}
+		return e
 	}
 	return err
 }
