@@ -29,6 +29,10 @@ hint: quote keys and strings with double quotes: "KEY": "value"; true, false and
 hint: write a backslash as \\ (a Windows path: "C:\\Users\\me"); JSON knows \" \\ \/ \b \f \n \r \t and \uXXXX`},
 		{"single quotes", [][2]string{{"mcp.json", "{'servers': {}}"}}, nil, `mcp.json:1:2: invalid JSON: a single quote
 hint: JSON quotes strings and keys with double quotes: "value"`},
+		{"a comma missing in a list", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": [\"a\" \"b\"]}}}"}}, nil, `mcp.json:1:49: invalid JSON: invalid character '"' after array value (expecting ',' or ']')
+hint: a comma is missing between two fields or items`},
+		{"a string not closed", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x}}}"}}, nil, `mcp.json:1:36: invalid JSON: a string is not closed
+hint: end it with a double quote: "value"`},
 		{"a comma missing", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\" \"args\": []}}}"}}, nil, `mcp.json:1:35: invalid JSON: invalid character '"' after object value (expecting ',' or '}')
 hint: a comma is missing between two fields or items`},
 		{"wrong type", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\n    \"command\": \"x\",\n    \"args\": [\"a\", 7]\n  }\n}}"}}, nil, `mcp.json:4:19: servers.fs.args[1]: expected string, got number

@@ -195,8 +195,10 @@ func syntaxMistake(msg string) (string, string) {
 		return "a word that is not quoted (a key or a value)", `quote keys and strings with double quotes: "KEY": "value"; true, false and null go bare`
 	case strings.Contains(msg, "invalid character '\\''"):
 		return "a single quote", `JSON quotes strings and keys with double quotes: "value"`
-	case strings.Contains(msg, "after object value (expecting ',' or '}')"), strings.Contains(msg, "after array element (expecting ',' or ']')"):
+	case strings.Contains(msg, "after object value (expecting ',' or '}')"), strings.Contains(msg, "after array value (expecting ',' or ']')"):
 		return msg, "a comma is missing between two fields or items"
+	case strings.Contains(msg, "parsing string: unexpected EOF"):
+		return "a string is not closed", `end it with a double quote: "value"`
 	case strings.Contains(msg, "unexpected EOF"):
 		return "the file ends before a { or [ is closed", "close every { with } and every [ with ]"
 	}
