@@ -197,11 +197,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	e.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "updated", res.Updated, "failed", len(res.Failed))
 	var failed []string
 	for _, f := range res.Failed {
-		if f.Server != "" && !strings.HasPrefix(f.Message, "server "+f.Server) {
-			failed = append(failed, f.Server+": "+f.Message)
-		} else {
-			failed = append(failed, f.Message)
-		}
+		failed = append(failed, f.Server+": "+f.Message) // "NAME: why", always, for a script to split
 	}
 	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated, Failed: failed})
 	return res, nil
