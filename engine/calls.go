@@ -39,7 +39,15 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 		}()
 		res, err := e.callTool(ctx, s, toolName, &r)
 		returned = true
-		relay.stop(ctx, true)
+		stopCtx := ctx
+		if KindOf(err) == KindTimeout {
+			// The call's own time ran out (TimeoutMs, requestTimeout):
+			// as for its context's end, the queue is not waited for.
+			ended, cancel := context.WithCancel(ctx)
+			cancel()
+			stopCtx = ended
+		}
+		relay.stop(stopCtx, true)
 		return res, err
 	}
 	return e.callTool(ctx, s, toolName, req)

@@ -130,6 +130,30 @@ func TestProgressRelayStopsAtTheContextsEnd(t *testing.T) {
 	}
 }
 
+// A call whose own time runs out (TimeoutMs) does not wait either for the
+// notifications queued for a slow callback: only for the one under way.
+func TestProgressQueueDroppedWhenTheCallTimesOut(t *testing.T) {
+	// Ten at once, then nothing: the call's time runs out a second later
+	// (each notification extends it), while the callback is at the first.
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "ticks", ProgressBurst: 10, Sleep: "1h"}}})
+	var mu sync.Mutex
+	delivered := 0
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ticks", TimeoutMs: 1000, OnProgress: func(Progress) {
+		time.Sleep(1500 * time.Millisecond)
+		mu.Lock()
+		delivered++
+		mu.Unlock()
+	}})
+	if KindOf(err) != KindTimeout {
+		t.Fatalf("the call: %v, want its timeout", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if delivered > 2 {
+		t.Errorf("%d notifications delivered after the call's time ran out; want the one under way", delivered)
+	}
+}
+
 // A callback that ends its goroutine (t.FailNow does) ends the relay: stop
 // does not wait for ever, and nothing more is queued.
 func TestProgressRelayGoexit(t *testing.T) {

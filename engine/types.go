@@ -130,8 +130,8 @@ type CallRequest struct {
 	// returns. Engine.CallTool calls it on a goroutine of its own (it may
 	// block, or call the engine; while it is slow, older notifications
 	// beyond 256 are dropped, a task's statuses kept; once the call's
-	// context ends, those still queued are dropped and only the one under
-	// way is waited for) and raises a panic of it again; Client.CallTool
+	// context ends, or its time runs out, those still queued are dropped
+	// and only the one under way is waited for) and raises a panic of it again; Client.CallTool
 	// calls it on the caller's goroutine, as the call's answer is read.
 	OnProgress func(Progress) `json:"-"`
 	// Sampling and Elicitation, when set, answer the sampling/createMessage

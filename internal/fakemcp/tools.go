@@ -29,16 +29,19 @@ type Tool struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
 
 	// Side effects, done before the answer, in this order.
-	Stdout     string   `json:"stdout,omitempty"`      // printed on stdout (a JSON log line, say)
-	Stderr     string   `json:"stderr,omitempty"`      // printed on stderr
-	StderrEnv  []string `json:"stderrEnv,omitempty"`   // NAME=value printed on stderr for each
-	Log        string   `json:"log,omitempty"`         // sent as a log message at level info
-	Progress   int      `json:"progress,omitempty"`    // progress notifications sent, Sleep apart
-	AddTools   []string `json:"addTools,omitempty"`    // tools added (list_changed follows)
-	RemoveTool []string `json:"removeTools,omitempty"` // tools removed
-	AddPrompt  string   `json:"addPrompt,omitempty"`   // a prompt added
-	Touch      string   `json:"touch,omitempty"`       // resources/updated sent for this URI
-	Sample     string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
+	Stdout    string   `json:"stdout,omitempty"`    // printed on stdout (a JSON log line, say)
+	Stderr    string   `json:"stderr,omitempty"`    // printed on stderr
+	StderrEnv []string `json:"stderrEnv,omitempty"` // NAME=value printed on stderr for each
+	Log       string   `json:"log,omitempty"`       // sent as a log message at level info
+	Progress  int      `json:"progress,omitempty"`  // progress notifications sent, Sleep apart
+	// ProgressBurst notifications are sent at once when the call begins,
+	// before its Sleep.
+	ProgressBurst int      `json:"progressBurst,omitempty"`
+	AddTools      []string `json:"addTools,omitempty"`    // tools added (list_changed follows)
+	RemoveTool    []string `json:"removeTools,omitempty"` // tools removed
+	AddPrompt     string   `json:"addPrompt,omitempty"`   // a prompt added
+	Touch         string   `json:"touch,omitempty"`       // resources/updated sent for this URI
+	Sample        string   `json:"sample,omitempty"`      // asks the client to sample this text; answers with what came back
 	// Elicit is sent as elicitation/create params; the call answers with
 	// the result as JSON text. A URL-mode one is reported complete
 	// (notifications/elicitation/complete) CompleteAfter after it is sent,
@@ -297,6 +300,11 @@ func (f *fake) sideEffects(ctx context.Context, t Tool, req *mcp.CallToolRequest
 		os.Stderr.Write([]byte(strings.Repeat("y", 1<<20) + "\n"))
 	}
 	for t.Spin && ctx.Err() == nil {
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		for i := 1; i <= t.ProgressBurst; i++ {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Message: fmt.Sprintf("burst %d", i)})
+		}
 	}
 	d, _ := time.ParseDuration(t.Sleep)
 	steps := max(t.Progress, 1)
