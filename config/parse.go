@@ -45,7 +45,7 @@ func typeHint(msg string) string {
 	case want == "number" || want == "integer":
 		return "write the number without quotes"
 	case strings.HasPrefix(want, "object"):
-		return `write an object: { "NAME": "value" }`
+		return `write an object of names and values: { "NAME": "value" } (in TOML: { NAME = "value" })`
 	}
 	return ""
 }
