@@ -231,7 +231,9 @@ type CompleteResult struct {
 // JSON, and the answer is the result as JSON. ctx ends when the request
 // is cancelled or the server stops; a stop waits a second at most for a
 // handler that does not watch it, then leaves it to return in its own
-// time.
+// time. A handler that panics is recovered: the server is answered with an
+// error saying so, and the panic is logged (Options.Logger); it does not
+// reach the caller, whose call goes on.
 type RequestHandler func(ctx context.Context, server string, request json.RawMessage) (json.RawMessage, error)
 
 // A CallResult is a tool's answer, kept exactly as the server sent it:
