@@ -28,23 +28,20 @@ import (
 // config, and compiling costs milliseconds.
 var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
 
-// typeHint says how to write a value of the type a "expected X, got Y"
-// message wants, without repeating the value (it may be a secret).
-func typeHint(msg string) string {
-	want, got, ok := strings.Cut(strings.TrimPrefix(msg, "expected "), ", got ")
-	if !ok {
-		return ""
-	}
+// typeHint says how to write a value of a type in want, the value being
+// of type got, without repeating the value (it may be a secret).
+func typeHint(want []string, got string) string {
+	wants := func(t string) bool { return slices.Contains(want, t) }
 	switch {
-	case want == "string" && (got == "number" || got == "boolean" || got == "integer"):
+	case wants("string") && (got == "number" || got == "boolean" || got == "integer"):
 		return `write it in double quotes, as a string: "8080"`
-	case strings.HasPrefix(want, "array"):
+	case wants("array"):
 		return `write a list, one item each: ["-y", "@scope/server"]`
-	case want == "boolean":
+	case wants("boolean"):
 		return "write true or false, without quotes"
-	case want == "number" || want == "integer":
+	case wants("number") || wants("integer"):
 		return "write the number without quotes"
-	case strings.HasPrefix(want, "object"):
+	case wants("object"):
 		return `write an object of names and values: { "NAME": "value" } (in TOML: { NAME = "value" })`
 	}
 	return ""
@@ -156,7 +153,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 					}
 				}
 			case v.Keyword == "type" && hint == "":
-				hint = typeHint(msg)
+				hint = typeHint(v.Want, v.Got)
 			case v.Keyword == "pattern":
 				// The schema's patterns say it to a machine; say it to a person.
 				for pattern, what := range patternWords {

@@ -57,6 +57,10 @@ type Violation struct {
 	Unknown bool `json:"-"`
 	// Suggest holds the allowed property names closest to an unknown one.
 	Suggest []string `json:"suggest,omitempty"`
+	// Want and Got are a "type" violation's types: those allowed, and the
+	// value's.
+	Want []string `json:"-"`
+	Got  string   `json:"-"`
 }
 
 // Field renders the path the way people write it: servers.fs.args[1].
@@ -236,7 +240,7 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 			return
 		}
 	case *kind.Type:
-		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "type", Message: typeMessage(k.Want, k.Got)})
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "type", Message: typeMessage(k.Want, k.Got), Want: k.Want, Got: k.Got})
 		return
 	case *kind.Required:
 		for _, m := range k.Missing {
@@ -374,7 +378,7 @@ func mergeTypes(e *jsonschema.ValidationError) (Violation, bool) {
 	if got == "" {
 		return Violation{}, false
 	}
-	return Violation{Path: e.InstanceLocation, Keyword: "type", Message: typeMessage(want, got)}, true
+	return Violation{Path: e.InstanceLocation, Keyword: "type", Message: typeMessage(want, got), Want: want, Got: got}, true
 }
 
 func typeMessage(want []string, got string) string {
