@@ -222,30 +222,36 @@ func (env *Env) liveOK() bool {
 }
 
 // stderrWidth is the width of the terminal on stderr in cells.
-func (env *Env) stderrWidth() int { return terminalWidth(env.ErrOut, env.getenv) }
-
-// stderrHeight is the height of the terminal on stderr in rows ($LINES
-// when it cannot be asked), or 0 when unknown.
-func (env *Env) stderrHeight() int {
-	if f, ok := env.ErrOut.(*os.File); ok {
-		if _, n, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
-			return n
-		}
-	}
-	n, _ := strconv.Atoi(env.getenv("LINES"))
-	return max(n, 0)
+func (env *Env) stderrWidth() int {
+	w, _ := terminalSize(env.ErrOut, env.getenv)
+	return w
 }
 
-// terminalWidth is the width in cells of the terminal w writes to ($COLUMNS
-// when it cannot be asked), or 0 when unknown.
+// stderrHeight is the height of the terminal on stderr in rows.
+func (env *Env) stderrHeight() int {
+	_, h := terminalSize(env.ErrOut, env.getenv)
+	return h
+}
+
+// terminalWidth is the width in cells of the terminal w writes to, or 0
+// when unknown.
 func terminalWidth(w io.Writer, getenv func(string) string) int {
+	width, _ := terminalSize(w, getenv)
+	return width
+}
+
+// terminalSize is the width in cells and height in rows of the terminal
+// w writes to ($COLUMNS and $LINES when it cannot be asked), each 0 when
+// unknown.
+func terminalSize(w io.Writer, getenv func(string) string) (width, height int) {
 	if f, ok := w.(*os.File); ok {
-		if n, _, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
-			return n
+		if cols, rows, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols, rows
 		}
 	}
-	n, _ := strconv.Atoi(getenv("COLUMNS"))
-	return max(n, 0)
+	width, _ = strconv.Atoi(getenv("COLUMNS"))
+	height, _ = strconv.Atoi(getenv("LINES"))
+	return max(width, 0), max(height, 0)
 }
 
 // fitWidth cuts s to fit in width cells, less one (a line that ends in
