@@ -870,6 +870,36 @@ func TestServeStandaloneHint(t *testing.T) {
 	}
 }
 
+// TestServeClientWithoutSampling: a server's sampling request, when serve's
+// client does not answer sampling and no hook is set, is declined with
+// words for that client (and the model reading the tool's result), not the
+// CLI's flag alone.
+func TestServeClientWithoutSampling(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+		"fake.json": `{"protocolVersion": "2025-11-25", "tools": [{"name": "sample", "sample": "say hi"}]}`,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stderr := &testutil.Buffer{}
+	cmd := w.command(nil, "serve")
+	cmd.Stderr = stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "no-sampling", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting to mcpctl serve: %v\nstderr:\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.sample"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := callText(t, res); !res.IsError || !strings.Contains(text, "no sampling hook is set (sampling.command in the config), and its caller does not answer sampling") || !strings.Contains(text, "mcpctl serve when its client does") {
+		t.Errorf("fake.sample, the client answering no sampling: isError %v, %q", res.IsError, text)
+	}
+}
+
 // TestServeManage: with --manage, serve offers mcpctl.status and
 // mcpctl.restart, with a session and without one: a client sees a dead
 // server's state and error, restarts it, and gets its tools back; a

@@ -179,7 +179,10 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 		h, by = s.e.opts.Elicitation, "the engine's handler"
 	}
 	if h == nil {
-		why := "no sampling hook is set (sampling.command in the config, or mcpctl call --sampling-command)"
+		// Said for whoever reads it where the server puts it (a tool's
+		// result, to a model through serve): what is missing, not only
+		// the CLI's flag.
+		why := "no sampling hook is set (sampling.command in the config), and its caller does not answer sampling (mcpctl call does with --sampling-command, mcpctl serve when its client does)"
 		if n := len(s.askers.all()); calls == nil && n > 1 {
 			// No one's for want of an owner, not of a hook: a caller who
 			// would have answered was not asked.
