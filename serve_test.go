@@ -623,6 +623,27 @@ func TestServeHTTP(t *testing.T) {
 					t.Errorf("Host %s: %s %q", req.Host, resp.Status, body)
 				}
 			}
+			// A message the SDK would misread is answered with its JSON-RPC
+			// error, as over stdio: a request's null id (taken for a
+			// notification's), an id of 7.5 (taken for 7).
+			for body, want := range map[string]string{
+				`{"jsonrpc":"2.0","id":null,"method":"ping"}`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a request's id is a string or an integer, never null"}}`,
+				`{"jsonrpc":"2.0","id":7.5,"method":"ping"}`:  `{"jsonrpc":"2.0","id":7.5,"error":{"code":-32600,"message":"Invalid Request: the id 7.5 is not a string or an integer of 64 bits"}}`,
+			} {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(got)) != want {
+					t.Errorf("POST %s: %s %s\nwant 400 %s", body, resp.Status, got, want)
+				}
+			}
 			sc := w.connectHTTP(url, token)
 			checkServe(t, w, sc)
 			// A request as big as stdio takes (the SDK's own limit is 4 MiB).

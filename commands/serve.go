@@ -335,7 +335,7 @@ func (hb *hub) httpHandler(token string, clients *presence, refused *refusals) h
 	// A request as big as one serve reads over stdio (the SDK's default
 	// is 4 MiB); only a client with the token gets this far.
 	opts := &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: int64(maxServeLine)}
-	var h http.Handler = clients.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, opts))
+	var h http.Handler = clients.handler(checkedBodies(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hb.srv }, opts)))
 	// Browsers' cross-origin requests are refused (the SDK already refuses
 	// a foreign Host on loopback: DNS rebinding).
 	h = http.NewCrossOriginProtection().Handler(h)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -194,4 +195,35 @@ func badLineReply(line []byte, tooLong bool) []byte {
 		Error   wireError       `json:"error"`
 	}{"2.0", id, wireError{code, msg}})
 	return append(reply, '\n')
+}
+
+// checkedBodies answers a POST whose JSON the SDK would misread (an id it
+// takes for another, 7.5 for 7, or a request's null id for a
+// notification's) or refuse in words for a person with its JSON-RPC error
+// and 400, as serve over stdio answers such a line; what is not JSON, and
+// every other request, goes on to next with its body as it came.
+func checkedBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// As much as the SDK takes (it answers a longer body 413).
+		body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxServeLine)+1))
+		if t := bytes.TrimSpace(body); err == nil && len(body) <= maxServeLine && json.Valid(t) {
+			if reply := badLineReply(t, false); reply != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(reply)
+				return
+			}
+		}
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
