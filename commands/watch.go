@@ -29,8 +29,8 @@ func newWatchCmd(env *Env) *cli.Command {
 		Usage: "Print what happens to the servers, one JSON object per line",
 		Description: `Prints one JSON object per line per event, filtered by --jq one at a time:
 
-  ready              the watch is set up (always the first line, --jq applied:
-                     select(.type == "log") leaves it out)
+  ready              the watch is set up (always the first line; --jq
+                     applies: select(.type == "log") leaves it out)
   state              a server changed state (from, to, error)
   list_changed       a server's tools, prompts or resources changed (list,
                      added, removed), after the session refreshed them
