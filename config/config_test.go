@@ -379,7 +379,7 @@ func TestWebSocketTypeFromURL(t *testing.T) {
 
 // Other clients' names for a transport load as mcpctl's own.
 func TestTransportAliases(t *testing.T) {
-	for alias, want := range map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"} {
+	for alias, want := range map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "streamableHttp": "http", "remote": "http", "websocket": "ws"} {
 		target := map[string]string{"stdio": `"command": "x"`, "http": `"url": "http://127.0.0.1:1/mcp"`, "ws": `"url": "ws://127.0.0.1:1/mcp"`}[want]
 		body := `{"servers": {"s": {"type": "` + alias + `", ` + target + `}}}`
 		cfg, err := loadFile(t, "mcp.json", body, nil)

@@ -39,6 +39,12 @@ hint: a comma is missing between two fields or items`},
 hint: write it in double quotes, as a string: "8080"`},
 		{"unknown field", [][2]string{{"mcp.json", "{\"servers\": {\"fs\": {\"command\": \"x\", \"agrs\": []}}}"}}, nil, `mcp.json:1:37: servers.fs.agrs: unknown field
 hint: did you mean "args"?`},
+		{"Windsurf's serverUrl", [][2]string{{"mcp.json", "{\"mcpServers\": {\"r\": {\"serverUrl\": \"https://example.com/mcp\"}}}"}}, nil, `mcp.json:1:23: mcpServers.r.serverUrl: unknown field
+hint: a remote server's address is "url" here (serverUrl is Windsurf's name)`},
+		{"Gemini CLI's httpUrl", [][2]string{{"mcp.json", "{\"mcpServers\": {\"r\": {\"httpUrl\": \"https://example.com/mcp\"}}}"}}, nil, `mcp.json:1:23: mcpServers.r.httpUrl: unknown field
+hint: a remote server's address is "url" here (httpUrl is Gemini CLI's name for a streamable HTTP one)`},
+		{"Cline's transportType", [][2]string{{"mcp.json", "{\"mcpServers\": {\"r\": {\"url\": \"https://example.com/mcp\", \"transportType\": \"sse\"}}}"}}, nil, `mcp.json:1:57: mcpServers.r.transportType: unknown field
+hint: the transport is "type" here: "http", "sse" or "ws"`},
 		{"unknown top-level key", [][2]string{{"mcp.json", "{\"server\": {\"fs\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:2: server: unknown field
 hint: did you mean "servers"?`},
 		{"duplicate in one file", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}\n}}"}}, nil, `mcp.json:3:3: servers.a: duplicate server name "a" (first defined at 2:3)`},
@@ -85,7 +91,7 @@ hint: export pathSeparator, or give a default: ${env:pathSeparator:-value}`},
 mcp.json:1:65: servers.c.command: ${NOPE} is not set
 hint: export TOK, or give a default: ${TOK:-value}
 hint: export NOPE, or give a default: ${NOPE:-value}`},
-		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "remote", "sse", "ws", "websocket", got "grpc"`},
+		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "streamableHttp", "remote", "sse", "ws", "websocket", got "grpc"`},
 		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"
 hint: e.g. http://localhost:8080/mcp`},
 		{"URL without a scheme, an address first", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"127.0.0.1:39101/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "127.0.0.1:39101/mcp"

@@ -133,6 +133,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			if len(v.Suggest) > 0 {
 				hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
 			}
+			if v.Unknown && len(v.Path) == 3 && otherClientsNames[v.Path[2]] != "" {
+				hint = otherClientsNames[v.Path[2]]
+			}
 			msg := v.Message
 			switch {
 			case v.Keyword == "propertyNames":
@@ -596,7 +599,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if v, p, ok := r.get("type"); ok {
 		r.note("type", p)
 		// Other clients' names for the same transports.
-		s.Type = map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "remote": "http", "websocket": "ws"}[v.(string)]
+		s.Type = map[string]string{"local": "stdio", "streamable-http": "http", "streamable_http": "http", "streamableHttp": "http", "remote": "http", "websocket": "ws"}[v.(string)]
 		if s.Type == "" {
 			s.Type = v.(string)
 		}
@@ -800,6 +803,14 @@ var (
 // theirs to read, left alone, so that their file serves mcpctl as it is.
 var otherClientsFields = map[string]bool{"autoApprove": true, "alwaysAllow": true}
 
+// otherClientsNames are other clients' names for a field of mcpctl's,
+// with the hint their "unknown field" gets.
+var otherClientsNames = map[string]string{
+	"serverUrl":     `a remote server's address is "url" here (serverUrl is Windsurf's name)`,
+	"httpUrl":       `a remote server's address is "url" here (httpUrl is Gemini CLI's name for a streamable HTTP one)`,
+	"transportType": `the transport is "type" here: "http", "sse" or "ws"`,
+}
+
 // foreign refuses the fields of the other kind of server that the server
 // itself writes.
 func (r *fieldReader) foreign(fields []string, kind, hint string) {
@@ -822,6 +833,12 @@ func (r *fieldReader) checkTransport() {
 		case s.URL != "" || r.unexpanded["url"]:
 			s.Type, s.TypeImplied = "http", true
 		default:
+			// A server with another client's name for its url: that
+			// field's error says where the address goes. (Faulted
+			// fields are not in obj.)
+			if f := d.faulted[r.server[len(r.server)-1]]; f["serverUrl"] || f["httpUrl"] {
+				return
+			}
 			d.errorAt(append(append([]string(nil), r.server...), "command"), false, "required, but missing",
 				`give "command" for a local server, or "url" for a remote one`)
 			return
