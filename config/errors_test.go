@@ -47,8 +47,16 @@ hint: a remote server's address is "url" here (httpUrl is Gemini CLI's name for 
 hint: the transport is "type" here: "http", "sse" or "ws"`},
 		{"unknown top-level key", [][2]string{{"mcp.json", "{\"server\": {\"fs\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:2: server: unknown field
 hint: did you mean "servers"?`},
-		{"duplicate in one file", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}\n}}"}}, nil, `mcp.json:3:3: servers.a: duplicate server name "a" (first defined at 2:3)`},
-		{"duplicate across files", [][2]string{{"a.json", "{\"servers\": {\n  \"fs\": {\"command\": \"x\"}}}"}, {"b.toml", "[servers.other]\ncommand = \"y\"\n\n[servers.fs]\ncommand = \"z\"\n"}}, nil, `b.toml:4:10: servers.fs: duplicate server name "fs" (also defined at a.json:2:3)`},
+		{"duplicate in one file", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\"},\n  \"a\": {\"command\": \"y\"}\n}}"}}, nil, `mcp.json:3:3: servers.a: duplicate server name "a" (first defined at 2:3)
+hint: remove one, or give it another name`},
+		{"duplicate field", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\",\n  \"command\": \"y\"}}}"}}, nil, `mcp.json:2:3: servers.a.command: duplicate field "command" (first defined at 1:20)
+hint: remove one of the two`},
+		{"UTF-16 with its byte order mark", [][2]string{{"mcp.json", "\xff\xfe{\x00}\x00"}}, nil, `mcp.json:1:1: the file is UTF-16 text, not UTF-8
+hint: save it as UTF-8 (Windows PowerShell 5's > writes UTF-16)`},
+		{"UTF-16 without one", [][2]string{{"mcp.toml", "\x00[\x00s\x00]\x00"}}, nil, `mcp.toml:1:1: the file is UTF-16 text, not UTF-8
+hint: save it as UTF-8 (Windows PowerShell 5's > writes UTF-16)`},
+		{"duplicate across files", [][2]string{{"a.json", "{\"servers\": {\n  \"fs\": {\"command\": \"x\"}}}"}, {"b.toml", "[servers.other]\ncommand = \"y\"\n\n[servers.fs]\ncommand = \"z\"\n"}}, nil, `b.toml:4:10: servers.fs: duplicate server name "fs" (also defined at a.json:2:3)
+hint: remove one, or give it another name`},
 		{"missing command", [][2]string{{"mcp.json", "{\"servers\": {\n  \"fs\": {\"args\": [\"x\"]}}}"}}, nil, `mcp.json:2:9: servers.fs.command: required, but missing
 hint: give "command" for a local server, or "url" for a remote one`},
 		{"cycle", [][2]string{{"mcp.json", "{\"servers\": {\n  \"a\": {\"command\": \"x\", \"dependsOn\": [\"b\"]},\n  \"b\": {\"command\": \"x\", \"dependsOn\": [\"c\"]},\n  \"c\": {\"command\": \"x\", \"dependsOn\": [\"a\"]}}}"}}, nil, `mcp.json:2:39: servers.a.dependsOn[0]: dependency cycle: a → b → c → a

@@ -260,7 +260,7 @@ func (d *document) servers(defined map[string]string, vars Vars, checkFaulted bo
 		}
 		here := d.where([]string{key, name})
 		if there, dup := defined[name]; dup {
-			d.errorAt([]string{key, name}, true, fmt.Sprintf("duplicate server name %q (also defined at %s)", name, there), "")
+			d.errorAt([]string{key, name}, true, fmt.Sprintf("duplicate server name %q (also defined at %s)", name, there), "remove one, or give it another name")
 			continue
 		}
 		defined[name] = here

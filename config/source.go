@@ -96,6 +96,10 @@ func readDocument(file string, data []byte) (*document, error) {
 		// count it in columns either.
 		data = data[3:]
 	}
+	if utf16(data) {
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: "the file is UTF-16 text, not UTF-8",
+			Hint: "save it as UTF-8 (Windows PowerShell 5's > writes UTF-16)"}
+	}
 	if onlyComments(data, strings.EqualFold(filepath.Ext(file), ".toml")) {
 		hint := `a config names its servers: {"servers": {"NAME": {"command": "..."}}}`
 		if strings.EqualFold(filepath.Ext(file), ".toml") {
@@ -107,6 +111,16 @@ func readDocument(file string, data []byte) (*document, error) {
 		return readTOML(file, data)
 	}
 	return readJSON(file, data)
+}
+
+// utf16 reports whether data is UTF-16 text: its byte order mark, or,
+// without one, a zero byte beside each of its first two ASCII characters.
+func utf16(data []byte) bool {
+	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) {
+		return true
+	}
+	return len(data) >= 4 && (data[0] == 0 && data[1] != 0 && data[2] == 0 && data[3] != 0 ||
+		data[0] != 0 && data[1] == 0 && data[2] != 0 && data[3] == 0)
 }
 
 // onlyComments reports whether data holds nothing but blanks and the
@@ -254,8 +268,12 @@ func readJSON(file string, data []byte) (*document, error) {
 			what = "server name"
 		}
 		l2, c2 := d.place(dup.second)
+		hint := "remove one of the two"
+		if what == "server name" {
+			hint = "remove one, or give it another name"
+		}
 		d.errs = append(d.errs, &Error{File: file, Line: l2, Col: c2, Field: schemas.FieldPath(dup.path),
-			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, dup.path[len(dup.path)-1], line, col)})
+			Msg: fmt.Sprintf("duplicate %s %q (first defined at %d:%d)", what, dup.path[len(dup.path)-1], line, col), Hint: hint})
 	}
 	return d, nil
 }
