@@ -116,7 +116,9 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			return nil, nil, err
 		}
 		d.dir = f.dir
-		d.faulted = map[string]map[string]bool{}
+		if d.faulted == nil {
+			d.faulted = map[string]map[string]bool{}
+		}
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
 			// A file in Claude's shape may be an app's whole config

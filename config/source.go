@@ -306,6 +306,17 @@ func readTOML(file string, data []byte) (*document, error) {
 		line, col := d.place(d.ix.at(p, false))
 		d.errs = append(d.errs, &Error{File: file, Line: line, Col: col, Field: schemas.FieldPath(p),
 			Msg: "a TOML date or time, where text is expected", Hint: "quote it to make it text"})
+		// Its server is faulted, as the schema's faults are: a date
+		// for a command is not also a command not found.
+		if len(p) >= 3 && (p[0] == "servers" || p[0] == "mcpServers" || p[0] == "mcp_servers") {
+			if d.faulted == nil {
+				d.faulted = map[string]map[string]bool{}
+			}
+			if d.faulted[p[1]] == nil {
+				d.faulted[p[1]] = map[string]bool{}
+			}
+			d.faulted[p[1]][p[2]] = true
+		}
 	}
 	return d, nil
 }
