@@ -363,10 +363,12 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 }
 
 // countsAsFailure: a timeout, a remote server that cannot be reached, or
-// an answer that shows the server broken (a parse, invalid-request or
-// internal error, or one that is not JSON-RPC at all). Errors about the
-// request itself (unknown method, bad params, a resource not found) show a
-// working server.
+// an answer that shows the server broken (a parse or invalid-request
+// error, or one that is not JSON-RPC at all). Errors about the request
+// itself (unknown method, bad params, a resource not found) show a working
+// server, as does an internal error: the TypeScript SDK answers every
+// exception a handler throws so (an unknown resource URI, a prompt's bad
+// argument), and three typos would stop the server for every caller.
 func countsAsFailure(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -383,7 +385,7 @@ func countsAsFailure(err error) bool {
 			return true
 		}
 		switch werr.Code {
-		case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInternalError:
+		case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest:
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 func pidOf(t *testing.T, e *Engine, name string) int {
@@ -57,6 +58,34 @@ func TestDegradedEventsCountFailures(t *testing.T) {
 // Timeouts degrade a server; a success makes it ready again; the
 // failureThreshold-th timeout in a row makes it unavailable and stops it.
 // A caller's own timeout, shorter than the server's, does not count.
+// A server's internal errors (-32603: the TypeScript SDK's answer to any
+// exception a handler throws, a mistyped resource URI's) show a server that
+// answers: more of them in a row than failureThreshold leave it ready, its
+// process running.
+func TestInternalErrorsDoNotStopTheServer(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "throws", RPCError: &jsonrpc.Error{Code: -32603, Message: "Unknown resource: demo://x"}}, {Name: "echo"}}})
+	srv.FailureThreshold = 2
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, e, "srv")
+	for range 4 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.throws"}); KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "Unknown resource") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 || st.LastFailureAt != nil {
+		t.Fatalf("after 4 internal errors: %+v", st)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pidOf(t, e, "srv"); got != pid {
+		t.Errorf("the server was restarted: pid %d, then %d", pid, got)
+	}
+}
+
 func TestFailureThreshold(t *testing.T) {
 	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}, {Name: "echo"}}})
 	srv.FailureThreshold = 2
