@@ -11,6 +11,7 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,12 +248,17 @@ func (s *Server) Where(field string) string {
 // inputs) in text with "<redacted>". A value the config expanded is
 // redacted exactly where its secrets went; in other text each secret is
 // replaced wherever it appears, longest first, except values shorter than
-// four bytes, which are not credentials and would garble the text.
+// four bytes, which are not credentials and would garble the text. A
+// secret is also found as a JSON string writes it (a server logging JSON
+// escapes its " and \, and some encoders its /).
 func (s *Server) Redact(text string) string {
 	if shown, ok := s.shown[text]; ok {
 		return shown
 	}
 	secrets := slices.Clone(s.secrets)
+	for _, v := range s.secrets {
+		secrets = append(secrets, jsonForms(v)...)
+	}
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, v := range secrets {
 		if len(v) >= 4 {
@@ -260,6 +266,27 @@ func (s *Server) Redact(text string) string {
 		}
 	}
 	return text
+}
+
+// jsonForms are the other ways a JSON string may write v: escaped as
+// encoding/json and JavaScript write it, and with its slashes escaped too.
+func jsonForms(v string) []string {
+	if !strings.ContainsFunc(v, func(r rune) bool { return r == '"' || r == '\\' || r == '/' || r < 0x20 }) {
+		return nil
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	esc := strings.TrimSuffix(b.String(), "\n")
+	esc = esc[1 : len(esc)-1]
+	var out []string
+	for _, f := range []string{esc, strings.ReplaceAll(esc, "/", `\/`)} {
+		if f != v && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Server returns the named server, or nil.

@@ -251,6 +251,23 @@ func TestRedactExactly(t *testing.T) {
 	}
 }
 
+// A secret is redacted as a JSON string writes it too: a server logging
+// JSON escapes its quote and backslash (and some encoders its slash).
+func TestRedactJSONEscapedSecret(t *testing.T) {
+	secret := `sk-te"st/SECRET\123`
+	cfg, err := Parse("mcp.json", []byte(`{"servers": {"l": {"command": "tool", "env": {"API_KEY": "${API_KEY}"}}}}`), t.TempDir(),
+		env(map[string]string{"API_KEY": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged, _ := json.Marshal(map[string]string{"key": secret})
+	for _, text := range []string{secret, string(logged), `{"key":"sk-te\"st\/SECRET\\123"}`} {
+		if got := cfg.Server("l").Redact("stderr: " + text); strings.Contains(got, "SECRET") || !strings.Contains(got, "<redacted>") {
+			t.Errorf("Redact(%s) = %s", text, got)
+		}
+	}
+}
+
 // The files of the clients whose shapes mcpctl reads load as they are
 // written: VS Code's dev field of a server, and the other top-level keys
 // of Claude Desktop's claude_desktop_config.json (its app settings). A key
