@@ -58,6 +58,27 @@ func TestDegradedEventsCountFailures(t *testing.T) {
 // Timeouts degrade a server; a success makes it ready again; the
 // failureThreshold-th timeout in a row makes it unavailable and stops it.
 // A caller's own timeout, shorter than the server's, does not count.
+// A server just ready has its readyAt, uptimeSeconds and startupSeconds,
+// the seconds never 0: a field that came and went with the clock broke
+// strict parsers (QA: uptimeSeconds was left out in the first millisecond).
+func TestReadyServerHasItsUptime(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(e.Status()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	json.Unmarshal(data, &st)
+	for _, field := range []string{"readyAt", "uptimeSeconds", "startupSeconds"} {
+		if v, ok := st[field]; !ok || v == 0.0 {
+			t.Errorf("%s of a ready server: %v in %s", field, v, data)
+		}
+	}
+}
+
 // A server's internal errors (-32603: the TypeScript SDK's answer to any
 // exception a handler throws, a mistyped resource URI's) show a server that
 // answers: more of them in a row than failureThreshold leave it ready, its

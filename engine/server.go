@@ -865,8 +865,10 @@ func (s *server) status() ServerStatus {
 	if s.state == StateReady || s.state == StateDegraded {
 		t := s.readyAt
 		st.ReadyAt = &t
-		st.UptimeSeconds = roundMillis(time.Since(s.readyAt))
-		st.StartupSeconds = roundMillis(s.startup)
+		// At least a millisecond: a server just ready has its
+		// uptimeSeconds, never a field left out for being 0.
+		st.UptimeSeconds = max(roundMillis(time.Since(s.readyAt)), 0.001)
+		st.StartupSeconds = max(roundMillis(s.startup), 0.001)
 	}
 	if s.lastErr != nil && s.state != StateReady {
 		st.LastError = s.lastErr.Message

@@ -31,7 +31,9 @@ type ServerStatus struct {
 	Since time.Time `json:"since,omitzero"`
 	PID   int       `json:"pid,omitempty"`
 	// ReadyAt is when the server last became ready; UptimeSeconds counts
-	// from it. StartupSeconds is how long that start took.
+	// from it. StartupSeconds is how long that start took. All three are
+	// there when the server is ready or degraded (the seconds 0.001 at
+	// least), and only then.
 	ReadyAt         *time.Time `json:"readyAt,omitempty"`
 	UptimeSeconds   float64    `json:"uptimeSeconds,omitempty"`
 	StartupSeconds  float64    `json:"startupSeconds,omitempty"`
