@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -12,12 +13,17 @@ import (
 )
 
 // samplingHook answers sampling for one run (--sampling-command); nil
-// without one.
-func (env *Env) samplingHook(command string) engine.RequestHandler {
+// without one. It is killed after timeout, the call's --timeout when given
+// (a call of --timeout 3s must not wait on it for the hooks' 2 minutes),
+// else after the hooks' default.
+func (env *Env) samplingHook(command string, timeout time.Duration) engine.RequestHandler {
 	if command == "" {
 		return nil
 	}
-	h := &config.Hook{Command: command, Dir: env.WorkDir, Timeout: config.DefaultHookTimeout, Source: "--sampling-command"}
+	if timeout <= 0 {
+		timeout = config.DefaultHookTimeout
+	}
+	h := &config.Hook{Command: command, Dir: env.WorkDir, Timeout: timeout, Source: "--sampling-command"}
 	return engine.HookHandler(h, engine.MethodSampling)
 }
 

@@ -71,7 +71,8 @@ When the server asks something during the call (elicitation), a terminal
 gets the question: a form to fill in, or a URL to visit; otherwise the
 config's elicitation hook answers, or the question is declined. Sampling
 requests go to --sampling-command, else the config's sampling hook; the
-timeout stops while they are answered.
+timeout stops while they are answered, and --sampling-command is killed
+after --timeout (2m without one).
 
   mcpctl call everything.echo message=hi
   mcpctl call filesystem.read_text_file path=README.md -r --jq '.content[0].text'
@@ -108,7 +109,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		return usagef(fmt.Sprintf("--retry must be 0 or more, not %d", opts.retry))
 	}
 	req := &engine.CallRequest{Name: opts.name, Task: opts.task, Retry: opts.retry,
-		Sampling: env.samplingHook(opts.sampling), Elicitation: env.terminalElicitation()}
+		Sampling: env.samplingHook(opts.sampling, opts.timeout.d), Elicitation: env.terminalElicitation()}
 	req.TimeoutMs = opts.timeout.millis()
 	var done func()
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
