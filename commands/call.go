@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -45,7 +46,8 @@ Arguments:
                  stays a string (pin=000123 keeps its zeros), a number,
                  boolean, object or array property is parsed as one
   key:=json      raw JSON (n:=5, tags:='["a","b"]', s:='"text"')
-  key=@file      the file's content as the value; key:=@file reads JSON
+  key=@file      the file's content as the value; key:=@file reads JSON;
+                 key=@- reads stdin (as it is, a last newline kept)
   key=\@x        a value that starts with @
   --args JSON    a JSON object of arguments, or @FILE, or - for stdin;
                  key=value pairs are applied over it
@@ -115,6 +117,9 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
 	defer done()
 	quietWhileAsking(req, done)
+	if opts.args == "-" && slices.ContainsFunc(opts.pairs, func(p string) bool { return strings.HasSuffix(p, "=@-") }) {
+		return usagef("--args - and key=@- both read stdin, which is read once", "give one of them from a file: @FILE")
+	}
 	if req.Arguments, err = readArgsFlag(ctx, env, opts.args); err != nil {
 		return err
 	}
@@ -264,6 +269,15 @@ func jsonMistake(data []byte) (pos, why string) {
 // readFile reads the file at path (relative to the working directory)
 // until the run's context ends: @/dev/stdin or @<(...) may wait on a
 // writer that never closes.
+// readStdin reads all of stdin, until Ctrl-C.
+func (env *Env) readStdin() ([]byte, error) {
+	read := func() ([]byte, error) { return io.ReadAll(env.In) }
+	if env.ctx == nil {
+		return read()
+	}
+	return ctxio.Until(env.ctx, read)
+}
+
 func (env *Env) readFile(path string) ([]byte, error) {
 	if env.ctx == nil {
 		return os.ReadFile(env.abs(path))
@@ -272,10 +286,12 @@ func (env *Env) readFile(path string) ([]byte, error) {
 }
 
 // resolvePairFiles replaces key=@file and key:=@file with the file's
-// content, and key=\@x with the literal key=@x. Files are read here, by the
-// CLI, because paths are the user's, not the session's.
+// content (key=@- with stdin's), and key=\@x with the literal key=@x. Files
+// are read here, by the CLI, because paths are the user's, not the
+// session's.
 func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 	out := make([]string, len(pairs))
+	stdinBy := ""
 	for i, p := range pairs {
 		k, v, found := strings.Cut(p, "=")
 		switch {
@@ -284,7 +300,21 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 		case strings.HasPrefix(v, `\@`):
 			out[i] = k + "=" + v[1:]
 		case strings.HasPrefix(v, "@") && len(v) > 1:
-			data, err := env.readFile(v[1:])
+			var data []byte
+			var err error
+			if v == "@-" {
+				key := strings.TrimSuffix(k, ":")
+				switch {
+				case env.configFromStdin():
+					return nil, usagef(fmt.Sprintf("argument %s: stdin holds the config (-c /dev/stdin)", key), "give the value inline or from a file: key=@FILE")
+				case stdinBy != "":
+					return nil, usagef(fmt.Sprintf("argument %s: stdin is read once, and argument %s reads it", key, stdinBy), "give one of them from a file: key=@FILE")
+				}
+				stdinBy = key
+				data, err = env.readStdin()
+			} else {
+				data, err = env.readFile(v[1:])
+			}
 			if env.ctx != nil && env.ctx.Err() != nil {
 				return nil, env.ctx.Err() // Ctrl-C while a pipe was read
 			}
@@ -292,16 +322,20 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 				return nil, usagef(fmt.Sprintf("argument %s: %v", strings.TrimSuffix(k, ":"), unwrapPathError(err)),
 					`to pass a value that starts with @, write key=\@value`)
 			}
+			from, file := v[1:], v[1:] // where it came from; the file for a hint
+			if v == "@-" {
+				from, file = "stdin", "FILE"
+			}
 			if key, isJSON := strings.CutSuffix(k, ":"); isJSON {
 				if pos, why := jsonMistake(data); pos != "" {
-					return nil, usagef(fmt.Sprintf("argument %s: %s:%s: not valid JSON: %s", key, v[1:], pos, why),
+					return nil, usagef(fmt.Sprintf("argument %s: %s:%s: not valid JSON: %s", key, from, pos, why),
 						fmt.Sprintf("key:=@FILE takes a file of JSON; to pass its text as a string, write %s=@%s", key, v[1:]))
 				}
 			} else if !utf8.Valid(data) {
 				// A JSON string cannot hold its bytes: they would be sent
 				// as U+FFFD, silently.
-				return nil, usagef(fmt.Sprintf("argument %s: %s is not UTF-8 text", k, v[1:]),
-					fmt.Sprintf("send binary data as base64, e.g. %s=\"$(base64 -w0 %s)\", if the tool takes it so", k, v[1:]))
+				return nil, usagef(fmt.Sprintf("argument %s: %s is not UTF-8 text", k, from),
+					fmt.Sprintf("send binary data as base64, e.g. %s=\"$(base64 -w0 %s)\", if the tool takes it so", k, file))
 			}
 			out[i] = k + "=" + string(data)
 		default:

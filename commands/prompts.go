@@ -117,7 +117,7 @@ func newPromptCmd(env *Env) *cli.Command {
 		Description: `Gets a prompt and prints its messages: "role: text" on a terminal, the whole
 MCP result as JSON otherwise. Arguments are checked against the ones the
 prompt declares: an unknown one, or a missing required one, exits 2 naming
-it. key=@file reads the value from a file.
+it. key=@file reads the value from a file, key=@- from stdin.
 
 A session caches answers for cacheTTL (default 5m); a cached answer carries
 _meta["mcpctl/cache"] with its age. --no-cache asks the server again.
