@@ -54,7 +54,9 @@ Arguments:
 
 Arguments are checked against the tool's input schema before the server sees
 them; a violation exits 2 naming the property and the rule. A result the
-tool marks as an error (isError) is printed and exits 1.
+tool marks as an error (isError) is printed and exits 1. A result whose
+structuredContent breaks the tool's outputSchema (or is missing) is printed
+as sent, with a warning on stderr and in _meta["mcpctl/warnings"].
 
 Progress the server reports is a live line on stderr on a terminal, or JSON
 lines on stderr with --progress. Ctrl-C or --timeout tells the server to
@@ -135,6 +137,9 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range resultWarnings(res.Result) {
+		env.note("warning: %s", w)
+	}
 	err = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
 	var je *output.JQError
 	if res.IsError && (err == nil || errors.As(err, &je)) {
@@ -180,6 +185,21 @@ func quietWhileAsking(req *engine.CallRequest, clear func()) {
 		}()
 		return ask(ctx, server, params)
 	}
+}
+
+// resultWarnings are what mcpctl found wrong with a result it passed on
+// (_meta["mcpctl/warnings"]: a structuredContent that breaks the tool's
+// outputSchema).
+func resultWarnings(result json.RawMessage) []string {
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return nil
+	}
+	var warnings []string
+	json.Unmarshal(r.Meta[engine.WarningsMetaKey], &warnings)
+	return warnings
 }
 
 // firstText is the first text block of a tool result, on one line and

@@ -107,6 +107,12 @@ func (c *cache) drop(match func(*cacheEntry) bool) {
 
 // markCached adds _meta["mcpctl/cache"] to a result object.
 func markCached(v json.RawMessage, age, ttl time.Duration) json.RawMessage {
+	return addMeta(v, CacheMetaKey, map[string]any{"hit": true, "ageSeconds": roundMillis(age), "ttlSeconds": ttl.Seconds()})
+}
+
+// addMeta adds _meta[key] to a result object; v as it was when it is not
+// one.
+func addMeta(v json.RawMessage, key string, value any) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) != nil {
 		return v
@@ -116,7 +122,7 @@ func markCached(v json.RawMessage, age, ttl time.Duration) json.RawMessage {
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
-	meta[CacheMetaKey], _ = json.Marshal(map[string]any{"hit": true, "ageSeconds": roundMillis(age), "ttlSeconds": ttl.Seconds()})
+	meta[key], _ = marshalVerbatim(value)
 	// marshalVerbatim, not json.Marshal: the server's "<" and "&" stay
 	// as it wrote them, as in an answer that was not cached.
 	obj["_meta"], _ = marshalVerbatim(meta)

@@ -9,7 +9,9 @@ import (
 
 // CallTool calls server.tool. Arguments are built from req, validated
 // against the tool's input schema and only then sent. A tool that reports
-// failure (isError) is a result, not an error. A tool whose
+// failure (isError) is a result, not an error, as is one whose
+// structuredContent breaks its outputSchema: that result carries what is
+// wrong under _meta[WarningsMetaKey]. A tool whose
 // execution.taskSupport is "required" (or "optional", with req.Task) runs as
 // a task: created, polled, and its result fetched.
 func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, error) {
@@ -152,6 +154,7 @@ func (h *handle) holdDeadline() (resume func()) {
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
 	// Scanned, not decoded: a result can be megabytes of content.
 	var isError bool
+	var structured json.RawMessage
 	ms, err := members(raw)
 	malformed := func(what string) (*CallResult, error) {
 		return nil, errorf(KindProtocol, server, "%s answered with a result that breaks MCP: %s", tool.Name(), what).
@@ -170,6 +173,7 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 			if len(m.value) == 0 || m.value[0] != '{' && string(m.value) != "null" {
 				return malformed("its structuredContent is not an object")
 			}
+			structured = m.value
 		case "isError":
 			if v := string(m.value); v != "true" && v != "false" && v != "null" {
 				return malformed("its isError is not true or false")
@@ -179,6 +183,11 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 			if string(m.value) == `"input_required"` {
 				return nil, errorf(KindProtocol, server, "%s asked for input (resultType input_required), which mcpctl cannot provide yet", tool.Name())
 			}
+		}
+	}
+	if !isError {
+		if warnings := tool.outputWarnings(structured); warnings != nil {
+			raw = addMeta(raw, WarningsMetaKey, warnings)
 		}
 	}
 	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: isError}, nil

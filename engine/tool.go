@@ -44,6 +44,10 @@ type toolSchema struct {
 	// patternProperties, a combinator or a reference that may add some),
 	// so the validator lets any other through.
 	silentOnOthers bool
+
+	// The output schema, compiled on the first result to check.
+	outOnce sync.Once
+	out     *schemas.Schema
 }
 
 // Name is the address of the tool: server.tool.
