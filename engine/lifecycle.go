@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -368,7 +369,9 @@ func (h *handle) noteOutcome(ctx context.Context, err error) {
 // itself (unknown method, bad params, a resource not found) show a working
 // server, as does an internal error: the TypeScript SDK answers every
 // exception a handler throws so (an unknown resource URI, a prompt's bad
-// argument), and three typos would stop the server for every caller.
+// argument), and three typos would stop the server for every caller. An
+// answer too long to read, which mcpctl answers itself as an internal
+// error, counts: the server broke the bound, not the request.
 func countsAsFailure(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -387,6 +390,8 @@ func countsAsFailure(err error) bool {
 		switch werr.Code {
 		case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest:
 			return true
+		case jsonrpc.CodeInternalError:
+			return string(werr.Data) == strconv.Quote(droppedMarker)
 		}
 	}
 	return false
