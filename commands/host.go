@@ -130,6 +130,9 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	if err != nil {
 		return err
 	}
+	// serve follows the lists' changes: it does not wait for a server
+	// still starting, which may be itself (a config that serves itself).
+	client.NoWait = hopts.serving
 	err = fn(client)
 	if !errors.Is(err, engine.ErrNoSession) {
 		if len(env.headerFlags) > 0 {

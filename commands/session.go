@@ -113,6 +113,24 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		}
 		return next, err
 	})
+	// The up that waits shows each server's start as it happens; what the
+	// start reported is sent before the last message.
+	stopProgress := func() {}
+	if notifyFD > 0 {
+		sub := e.Events(engine.EventFilter{Types: []string{engine.EventState}})
+		forwarded := make(chan struct{})
+		go func() {
+			defer close(forwarded)
+			for ev := range sub.C {
+				notify(readyMsg{Progress: &upProgress{Server: ev.Server, State: ev.To, Error: ev.Error}})
+			}
+		}()
+		stopProgress = func() { sub.Close(); <-forwarded }
+	}
+	// Started before the socket is served: a request that comes while
+	// the servers start waits for them, never finds one stopped (or
+	// leaves it out of a listing) for having come first.
+	waitStart := e.StartAsync(ctx)
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	served := make(chan error, 1)
@@ -157,21 +175,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		}()
 	}
 
-	// The up that waits shows each server's start as it happens; what the
-	// start reported is sent before the last message.
-	stopProgress := func() {}
-	if notifyFD > 0 {
-		sub := e.Events(engine.EventFilter{Types: []string{engine.EventState}})
-		forwarded := make(chan struct{})
-		go func() {
-			defer close(forwarded)
-			for ev := range sub.C {
-				notify(readyMsg{Progress: &upProgress{Server: ev.Server, State: ev.To, Error: ev.Error}})
-			}
-		}()
-		stopProgress = func() { sub.Close(); <-forwarded }
-	}
-	startErr := e.Start(ctx)
+	startErr := waitStart()
 	stopProgress()
 	if err := startErr; err != nil {
 		var ee *engine.Error

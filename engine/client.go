@@ -36,6 +36,11 @@ type Client struct {
 	// when the session runs others.
 	ExpectConfig     []string
 	OnConfigMismatch func(sessionFiles []string)
+	// NoWait makes its lists (Tools, Prompts, Resources, Inspect) what
+	// the servers offer now, leaving out a server still starting instead
+	// of waiting for it ([NoWaitHeader]): for a caller that follows the
+	// lists' changes, as mcpctl serve does.
+	NoWait bool
 	// Unpooled makes each request on a connection of its own, dialled and
 	// read on the calling goroutine and closed with the answer's body. It
 	// suits a process that makes a request or two and exits, as the CLI
@@ -237,6 +242,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	}
 	if id := RequestID(ctx); id != "" {
 		req.Header.Set(RequestIDHeader, id)
+	}
+	if c.NoWait && method == http.MethodGet {
+		req.Header.Set(NoWaitHeader, "1")
 	}
 	req.Header.Set("Accept", accept)
 	if body != nil {

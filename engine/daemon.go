@@ -40,6 +40,12 @@ const (
 	ConfigRunsHeader   = "Mcpctl-Config-Runs"
 )
 
+// NoWaitHeader, on a list request, asks for what the servers offer now:
+// a server still starting is left out instead of waited for. A client
+// that follows the lists' changes (mcpctl serve) asks so: served by one
+// of the session's own servers, it would otherwise wait on its own start.
+const NoWaitHeader = "Mcpctl-No-Wait"
+
 // PartialHeader, on a list's answer, is the error (as JSON) of a list that
 // leaves out servers that could not start to be listed (see
 // [Engine.Tools]): the body holds the others' items.
@@ -165,6 +171,8 @@ func (d *Daemon) Stopping() bool { return d.engine.closed.Load() }
 func (d *Daemon) Handler() http.Handler {
 	e := d.engine
 	query := func(r *http.Request, k string) string { return r.URL.Query().Get(k) }
+	// A list waits for servers still starting, unless asked not to.
+	waits := func(r *http.Request) bool { return r.Header.Get(NoWaitHeader) == "" }
 	getPrompt := logged(d, "prompt", e.GetPrompt, func(r *PromptRequest, res *PromptResult) []any {
 		return []any{"prompt", r.Name, "cached", res != nil && res.Cached}
 	})
@@ -180,15 +188,15 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	routes := map[string]http.HandlerFunc{
 		"GET /v1/status":           d.serveStatus,
-		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.Tools(query(r, "filter")) }),
+		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.tools(query(r, "filter"), waits(r)) }),
 		"POST /v1/tools/call":      d.serveCall,
 		"POST /v1/answer":          d.serveAnswer,
-		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.Prompts(query(r, "filter")) }),
+		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.prompts(query(r, "filter"), waits(r)) }),
 		"POST /v1/prompts/get":     post(getPrompt),
-		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.Resources(query(r, "server")) }),
+		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.resources(query(r, "server"), waits(r)) }),
 		"POST /v1/resources/read":  post(readResource),
 		"POST /v1/complete":        post(complete),
-		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.Inspect(query(r, "server")) }),
+		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.inspect(query(r, "server"), waits(r)) }),
 		"GET /v1/listed":           get(func(*http.Request) ([]*Inspection, error) { return e.Listed() }),
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
 		"GET /v1/events":           d.serveEvents,

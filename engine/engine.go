@@ -263,11 +263,37 @@ func (e *Engine) lookup(name string) (*server, error) {
 // what it started is stopped again, which a server slow to stop can make
 // last up to its shutdownTimeout longer.
 func (e *Engine) Start(ctx context.Context, names ...string) error {
+	run, err := e.beginStart(names)
+	if err != nil {
+		return err
+	}
+	return run(ctx)
+}
+
+// StartAsync is [Engine.Start] in the background: it returns at once, with
+// wait, which returns what Start returned once it is over. A request made
+// meanwhile (a call, a listing) to a server the start brings up waits for
+// that server, as for one starting, instead of finding it stopped: a
+// session serves its socket while its servers start.
+func (e *Engine) StartAsync(ctx context.Context, names ...string) (wait func() error) {
+	run, err := e.beginStart(names)
+	if err != nil {
+		return func() error { return err }
+	}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	return sync.OnceValue(func() error { return <-done })
+}
+
+// beginStart does what Start does before anything runs (the checks, the
+// servers it brings up marked so that requests wait for them) and returns
+// the rest.
+func (e *Engine) beginStart(names []string) (run func(context.Context) error, err error) {
 	if !e.made {
-		return notMade()
+		return nil, notMade()
 	}
 	if e.noConfig.Load() {
-		return errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
+		return nil, errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
 			hint("load one with config.Load or config.Parse, and pass it to engine.New")
 	}
 	// Called, whether or not the start goes well: a listing after a
@@ -275,7 +301,7 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 	e.started.Store(true)
 	targets, err := e.targets(names)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if refused, err := precheck(targets, false); err != nil {
 		// A named server so refused is unavailable with why, no longer
@@ -286,7 +312,7 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 			}
 		}
 		failChecked(refused)
-		return err
+		return nil, err
 	}
 	if len(names) > 0 {
 		// Named: started by hand, whatever stopped them before.
@@ -295,12 +321,21 @@ func (e *Engine) Start(ctx context.Context, names ...string) error {
 		}
 	}
 	var fresh []*server // what this start brings up, and stops on failure
+	marks := map[*server]func(){}
 	for _, s := range targets {
 		if st := s.currentState(); st != StateReady && st != StateDegraded {
 			fresh = append(fresh, s)
+			marks[s] = s.markRestarting()
 		}
 	}
-	errs := e.startTogether(ctx, targets, true)
+	return func(ctx context.Context) error { return e.runStart(ctx, targets, fresh, marks) }, nil
+}
+
+// runStart is the rest of Start: it starts targets and, when one fails,
+// stops fresh (what it brought up) again. Each server's mark is undone
+// once its own start is over.
+func (e *Engine) runStart(ctx context.Context, targets, fresh []*server, marks map[*server]func()) error {
+	errs := e.startTogether(ctx, targets, true, marks)
 	if err := ctx.Err(); err != nil {
 		e.stopAll(fresh)
 		return startCut(err, fresh, errs)
@@ -353,8 +388,9 @@ func startCut(err error, fresh []*server, errs map[*server]error) error {
 // startTogether starts targets, independent ones in parallel and each
 // dependent once its dependencies are ready, and returns the error of each
 // that did not start. With cancelOnFailure, one failure cuts the other
-// starts short.
-func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnFailure bool) map[*server]error {
+// starts short. A server's mark, if marks has one, is undone when its own
+// start is over.
+func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnFailure bool, marks map[*server]func()) map[*server]error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(map[*server]chan struct{}, len(targets))
@@ -369,6 +405,9 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 		go func() {
 			defer wg.Done()
 			defer close(done[s])
+			if mark := marks[s]; mark != nil {
+				defer mark()
+			}
 			err := e.awaitDependencies(sctx, s, done, errs, &mu)
 			if err == nil {
 				err = s.start(sctx)

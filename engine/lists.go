@@ -594,7 +594,7 @@ func stale[T any](items []*T, isStale bool, mark func(*T)) []*T {
 // the named server, in config order. For "", unlisted says which servers
 // could not start to say what they offer, never listed (nil when none):
 // the caller returns what the others offer with it.
-func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool)) (unlisted *Error, err error) {
+func (e *Engine) each(name string, wait bool, fn func(s *server, sn *snapshot, stale bool)) (unlisted *Error, err error) {
 	if err := e.open(); err != nil {
 		return nil, err
 	}
@@ -606,6 +606,9 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 		if s.unknown() {
 			s.known()
 		}
+		if wait {
+			s.settle()
+		}
 		sn, isStale, err := s.offer()
 		if err != nil {
 			return nil, err
@@ -615,6 +618,11 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 	}
 	servers := e.all()
 	failed := knowAll(context.Background(), servers)
+	for _, s := range servers {
+		if wait {
+			s.settle()
+		}
+	}
 	waiting := 0
 	for _, s := range servers {
 		sn, isStale, err := s.offer()
@@ -634,6 +642,26 @@ func (e *Engine) each(name string, fn func(s *server, sn *snapshot, stale bool))
 			hint("call Engine.Start before listing what the servers offer")
 	}
 	return unlistedError(servers, failed), nil
+}
+
+// settle waits for a start under way of a server that has offered nothing
+// yet: one a Start, a restart or a reload is about to make (the server is
+// still stopped, say behind its dependencies), or its first start. A
+// listing then has its items, or its failure, instead of leaving it out in
+// silence. Each start is bounded by the server's startupTimeout.
+func (s *server) settle() {
+	s.mu.Lock()
+	var ch chan struct{}
+	switch {
+	case s.state == StateStopped && s.lc.byHandRestart != nil:
+		ch = s.lc.byHandRestart
+	case s.state == StateStarting && s.snap == nil && s.offered == nil:
+		ch = s.starting
+	}
+	s.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // failedUnlisted reports whether a server failed to start and was never
@@ -729,18 +757,24 @@ func partial[T any](out T, unlisted *Error) (T, error) {
 // are its last known ones, marked stale. When a server that was never
 // listed could not start (one that starts on use, one a reload added),
 // Tools returns the others' with an error ([KindUnavailable]) that names
-// it: a non-nil list with an error is a partial one. Before [Engine.Start]
-// it returns a usage error that says so, unless every server starts on
-// use. Prompts, Resources and Inspect do the same. The items are the
+// it: a non-nil list with an error is a partial one. A server whose start
+// is under way and that has listed nothing yet ([Engine.StartAsync], a
+// restart, a reload) is waited for. Before [Engine.Start] it returns a
+// usage error that says so, unless every server starts on use. Prompts,
+// Resources and Inspect do the same. The items are the
 // engine's own, shared with every caller and not copied: read them, do
 // not change them (nor the bytes Raw returns).
-func (e *Engine) Tools(filter string) ([]*Tool, error) {
+func (e *Engine) Tools(filter string) ([]*Tool, error) { return e.tools(filter, true) }
+
+// tools is Tools; with wait, a server whose start is under way is waited
+// for (see settle).
+func (e *Engine) tools(filter string, wait bool) ([]*Tool, error) {
 	srvName, toolName, oneTool, err := splitFilter(filter, "tool")
 	if err != nil {
 		return nil, err
 	}
 	out := []*Tool{}
-	unlisted, err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(srvName, wait, func(s *server, sn *snapshot, isStale bool) {
 		tools := sn.tools
 		if oneTool {
 			tools = nil
@@ -762,14 +796,18 @@ func (e *Engine) Tools(filter string) ([]*Tool, error) {
 }
 
 // Prompts lists prompts: filter is "", a server, or server.prompt.
-func (e *Engine) Prompts(filter string) ([]*Prompt, error) {
+func (e *Engine) Prompts(filter string) ([]*Prompt, error) { return e.prompts(filter, true) }
+
+// prompts is Prompts; with wait, a server whose start is under way is waited
+// for (see settle).
+func (e *Engine) prompts(filter string, wait bool) ([]*Prompt, error) {
 	srvName, promptName, onePrompt, err := splitFilter(filter, "prompt")
 	if err != nil {
 		return nil, err
 	}
 	out := []*Prompt{}
 	var failures []*Error
-	unlisted, err := e.each(srvName, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(srvName, wait, func(s *server, sn *snapshot, isStale bool) {
 		failures = append(failures, sn.failures(listPrompts)...)
 		prompts := sn.prompts
 		if onePrompt {
@@ -801,10 +839,14 @@ type Resources struct {
 }
 
 // Resources lists the resources and templates of every server, or of one.
-func (e *Engine) Resources(name string) (*Resources, error) {
+func (e *Engine) Resources(name string) (*Resources, error) { return e.resources(name, true) }
+
+// resources is Resources; with wait, a server whose start is under way is waited
+// for (see settle).
+func (e *Engine) resources(name string, wait bool) (*Resources, error) {
 	out := &Resources{Resources: []*Resource{}, Templates: []*Template{}}
 	var failures []*Error
-	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(name, wait, func(s *server, sn *snapshot, isStale bool) {
 		failures = append(failures, sn.failures(listResources)...)
 		out.Resources = append(out.Resources, stale(sn.resources, isStale, func(r *Resource) { r.Stale = true })...)
 		for _, t := range sn.templates {
@@ -841,10 +883,14 @@ type Inspection struct {
 // Inspect reports everything each server (or the named one) declared: its
 // info, the protocol version, its capabilities and instructions as sent,
 // and its lists.
-func (e *Engine) Inspect(name string) ([]*Inspection, error) {
+func (e *Engine) Inspect(name string) ([]*Inspection, error) { return e.inspect(name, true) }
+
+// inspect is Inspect; with wait, a server whose start is under way is waited
+// for (see settle).
+func (e *Engine) inspect(name string, wait bool) ([]*Inspection, error) {
 	out := []*Inspection{}
 	var failures []*Error
-	unlisted, err := e.each(name, func(s *server, sn *snapshot, isStale bool) {
+	unlisted, err := e.each(name, wait, func(s *server, sn *snapshot, isStale bool) {
 		failures = append(failures, sn.failures("")...)
 		out = append(out, s.inspection(sn, isStale))
 	})

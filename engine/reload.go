@@ -221,7 +221,7 @@ func (e *Engine) startEach(ctx context.Context, servers []*server, also map[*ser
 		}
 		targets = append(targets, s)
 	}
-	errs := e.startTogether(ctx, targets, false)
+	errs := e.startTogether(ctx, targets, false, nil)
 	for _, s := range targets {
 		if err := errs[s]; err != nil {
 			ee := serverError(s, err)
