@@ -254,6 +254,14 @@ func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, err
 	default:
 		data = []byte(v)
 	}
+	if !utf8.Valid(data) {
+		// Inline arguments are not repeated: they often carry tokens.
+		msg := "--args is not UTF-8 text"
+		if from != "" {
+			msg = fmt.Sprintf("--args %s: %s is not UTF-8 text", v, from)
+		}
+		return nil, usagef(msg, "send binary data as base64, if the tool takes it so")
+	}
 	if pos, why := jsonMistake(data); pos != "" {
 		if from == "" {
 			return nil, usagef(fmt.Sprintf("--args is not valid JSON (at %s: %s)", pos, why), `pass a JSON object, e.g. --args '{"path": "README.md"}'`)
@@ -314,6 +322,12 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 	stdinBy := ""
 	for i, p := range pairs {
 		k, v, found := strings.Cut(p, "=")
+		if !utf8.ValidString(p) {
+			// Sent on, its bytes would become U+FFFD in silence: a file
+			// name with them would name another file.
+			return nil, usagef(fmt.Sprintf("argument %s is not UTF-8 text", strings.ToValidUTF8(strings.TrimSuffix(k, ":"), "?")),
+				"send binary data as base64, if the tool takes it so")
+		}
 		switch {
 		case !found:
 			out[i] = p

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcpctl/mcpctl/schemas"
 )
@@ -354,6 +355,12 @@ func hasType(types []string, want ...string) bool {
 // the schema asks for one and the text parses as one.
 func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMessage, error) {
 	args := map[string]json.RawMessage{}
+	// Bytes that are not UTF-8 would go as U+FFFD, in silence: a file
+	// name with them names another file.
+	if !utf8.Valid(base) {
+		return nil, errorf(KindUsage, t.Server, "the arguments object is not UTF-8 text").
+			hint("send binary data as base64, if the tool takes it so")
+	}
 	// null is no arguments, as empty is: it is what a nil map marshals to.
 	if b := bytes.TrimSpace(base); len(b) > 0 && string(b) != "null" {
 		var twice string
@@ -380,6 +387,10 @@ func buildArguments(t *Tool, base json.RawMessage, pairs []string) (json.RawMess
 		}
 		if err := givenOnce(t.Server, seen, key); err != nil {
 			return nil, err.hint("for a list, write %s:='[…]'", key)
+		}
+		if !utf8.ValidString(val) {
+			return nil, errorf(KindUsage, t.Server, "argument %s is not UTF-8 text", key).
+				hint("send binary data as base64, e.g. %s=\"$(base64 -w0 FILE)\", if the tool takes it so", key)
 		}
 		if err := t.knownArgument(key); err != nil {
 			return nil, err
