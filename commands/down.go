@@ -40,6 +40,15 @@ func runDown(ctx context.Context, env *Env) error {
 		return err
 	}
 	client.OnConfigError = nil // the session's config is of no matter now
+	if len(client.ExpectConfig) > 0 {
+		// Named by --session or $MCPCTL_SESSION, with -c: stopped only if
+		// it runs those files.
+		var runs []string
+		client.OnConfigMismatch = func(files []string) { runs = files }
+		if st, err := client.Status(ctx); err == nil && runs != nil {
+			return env.otherSessionsConfig("down", "stop", "stop", st.Session.Name, runs, client.ExpectConfig)
+		}
+	}
 	st, err := client.Shutdown(ctx)
 	if errors.Is(err, engine.ErrNoSession) {
 		if !env.noteStale(sess, "there is nothing to stop") {

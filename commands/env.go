@@ -459,10 +459,7 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 	}}
 	if env.sessionName() != "" && len(env.configFlags) > 0 {
 		// Both named: the session's servers are used, whatever -c says.
-		named, leaveOut := "--session", "leave out --session"
-		if env.sessionFlag == "" {
-			named, leaveOut = "$MCPCTL_SESSION", "unset MCPCTL_SESSION"
-		}
+		named, leaveOut := env.sessionNamedBy()
 		if c.ExpectConfig, err = env.configPaths(); err == nil {
 			c.OnConfigMismatch = func(files []string) {
 				env.note("warning: session %s runs %s, not %s: --config is not used with %s", sess.Name, strings.Join(files, ", "), strings.Join(c.ExpectConfig, ", "), named)
@@ -471,6 +468,28 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		}
 	}
 	return c, sess, nil
+}
+
+// sessionNamedBy says what named the session (--session or
+// $MCPCTL_SESSION), and how to leave it out.
+func (env *Env) sessionNamedBy() (named, leaveOut string) {
+	if env.sessionFlag == "" {
+		return "$MCPCTL_SESSION", "unset MCPCTL_SESSION"
+	}
+	return "--session", "leave out --session"
+}
+
+// otherSessionsConfig refuses to start or stop, with -c given, a session
+// named by --session or $MCPCTL_SESSION that runs other files: a down in
+// one project's trap would stop another project's session, and an up
+// would say "already running" of servers that are not the config's. cmd
+// is up or down; doing, what it does ("start", "stop"); leaving -c out,
+// what it would do instead.
+func (env *Env) otherSessionsConfig(cmd, doing, withoutC, session string, runs, given []string) error {
+	named, leaveOut := env.sessionNamedBy()
+	return usagef(fmt.Sprintf("session %s (named by %s) runs %s, not %s: mcpctl %s refused", session, named, strings.Join(runs, ", "), strings.Join(given, ", "), cmd),
+		fmt.Sprintf("%s to %s the session of %s", leaveOut, doing, strings.Join(env.configFlags, ", ")),
+		fmt.Sprintf("or leave out -c to %s session %s", withoutC, session))
 }
 
 // sessionWait bounds how long a command waits for a session that holds its

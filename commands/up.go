@@ -254,6 +254,9 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 		case st.Session.Stopping && time.Now().Before(stopDeadline):
 			// A down is under way: wait for the session to be gone.
 		case st.Session.Ready || time.Now().After(deadline):
+			if len(env.configFlags) > 0 && len(st.Session.ConfigFiles) > 0 && !slices.Equal(slices.Sorted(slices.Values(st.Session.ConfigFiles)), slices.Sorted(slices.Values(cfg.Paths))) {
+				return env.otherSessionsConfig("up", "start", "use", st.Session.Name, st.Session.ConfigFiles, cfg.Paths)
+			}
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			noteTTL(env, st, opts.ttl)
 			if opts.logLevel != "" {
