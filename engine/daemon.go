@@ -215,10 +215,15 @@ func (d *Daemon) Handler() http.Handler {
 			id = newRequestID()
 		}
 		r = r.WithContext(WithRequestID(r.Context(), id))
+		// At the level of when it came: its line is written after its
+		// answer, by when a reload may have made the log more verbose.
+		logged := d.log.Enabled(r.Context(), slog.LevelDebug)
 		defer func() {
 			d.lastActive.Store(time.Now().UnixNano())
 			d.inflight.Add(-1)
-			d.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "ms", time.Since(t0).Milliseconds())
+			if logged {
+				d.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "ms", time.Since(t0).Milliseconds())
+			}
 		}()
 		tw := &answerWriter{ResponseWriter: w}
 		w = tw
