@@ -199,6 +199,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			cp.httpStatus, cp.httpBody = resp.StatusCode, string(head)
 			cp.mu.Unlock()
 		}
+		if req.Method == http.MethodPost && !t.legacySSE.Load() && breaksConnection(resp.StatusCode) {
+			return t.keepConnection(resp, sentID, "HTTP "+resp.Status), nil
+		}
 		return resp, nil
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
@@ -246,8 +249,77 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		}
 		t.received(body) // an answer that is not a message is the SDK's to refuse
 		resp.Body = io.NopCloser(bytes.NewReader(body))
+	case req.Method == http.MethodPost && sentID != nil && resp.StatusCode == http.StatusOK && !t.legacySSE.Load():
+		// An answer to a request that is neither JSON nor a stream (a
+		// proxy's HTML page): the request's error, not the connection's.
+		// (Over HTTP+SSE answers come on the stream: a POST's own answer
+		// is no message.)
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if cp != nil {
+			cp.mu.Lock()
+			cp.httpStatus, cp.httpBody = resp.StatusCode, fmt.Sprintf("a %s answer, not JSON or an event stream: %s", ct, head)
+			cp.mu.Unlock()
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(head))
+		return t.keepConnection(resp, sentID, fmt.Sprintf("a %s answer", ct)), nil
 	}
 	return resp, nil
+}
+
+// breaksConnection reports an HTTP error status on a POST that the SDK
+// takes for its connection broken, when no JSON-RPC error comes with it:
+// every request after it fails. Not 401 and 403 (authorization), 404 (the
+// session forgotten: renewed), nor 429, 502, 503 and 504, which the SDK
+// takes for a refusal of the request alone.
+func breaksConnection(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return status/100 == 4 || status/100 == 5
+}
+
+// keepConnection makes an answer the SDK would take for its connection
+// broken (an HTTP error without a JSON-RPC error, content that is neither
+// JSON nor a stream) the refusal of its request alone, as a JSON-RPC error
+// answer to it with the code the SDK gives a refusal: one bad answer, from
+// the server or a proxy before it, must not take every later request
+// down. The request's error says what the server answered (the capture's
+// httpStatus and httpBody). An answer to a notification is taken as
+// accepted. A body that is already a JSON-RPC answer is the SDK's.
+func (t *captureRoundTripper) keepConnection(resp *http.Response, sentID json.RawMessage, what string) *http.Response {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			return resp
+		}
+	}
+	if t.log != nil {
+		t.log.Info("the server answered a request with something that is not MCP; taken as that request's refusal", "answer", what)
+	}
+	out := &http.Response{Status: resp.Status, StatusCode: resp.StatusCode, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
+		Header: http.Header{}, Request: resp.Request}
+	if sentID == nil {
+		out.Status, out.StatusCode = "202 Accepted", http.StatusAccepted
+		out.Body = http.NoBody
+		return out
+	}
+	if out.StatusCode/100 == 2 {
+		// The SDK reads a JSON-RPC error only on an error status.
+		out.Status, out.StatusCode = "502 Bad Gateway", http.StatusBadGateway
+	}
+	data, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", sentID, jsonrpc.Error{Code: codeRejected, Message: what}})
+	out.Header.Set("Content-Type", "application/json")
+	out.Body = io.NopCloser(bytes.NewReader(data))
+	out.ContentLength = int64(len(data))
+	return out
 }
 
 // reopenStream returns what opens the event stream req opened again, on

@@ -1003,3 +1003,53 @@ func TestRemoteSSEStreamBreakIsNotReconnecting(t *testing.T) {
 		}
 	}
 }
+
+// One bad answer to a call (a 400 with text, a 500, a proxy's HTML page
+// with 200) is that call's error, with what the server said; the
+// connection goes on, and the next call is answered (QA: the SDK took each
+// for its connection broken, and the server stayed unavailable).
+func TestRemoteBadAnswerKeepsTheConnection(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var calls atomic.Int32
+	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+		switch calls.Add(1) {
+		case 1:
+			http.Error(w, "bad thing", http.StatusBadRequest)
+		case 2:
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html>sign in</html>")
+		case 3:
+			http.Error(w, "boom", http.StatusInternalServerError)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fine"}]}}`, id)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		kind Kind
+		msg  string
+	}{
+		{KindProtocol, "answered the call to r.echo with HTTP 400 Bad Request: bad thing"},
+		{KindProtocol, "answered the call to r.echo with HTTP 200 OK: a text/html answer, not JSON or an event stream: <html>sign in</html>"},
+		{KindUnavailable, "answered the call to r.echo with HTTP 500 Internal Server Error: boom"},
+	} {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+		if KindOf(err) != want.kind || !strings.Contains(fmt.Sprint(err), want.msg) {
+			t.Errorf("got %v (%s), want %s %q", err, KindOf(err), want.kind, want.msg)
+		}
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"})
+	if err != nil || !strings.Contains(string(res.Result), "fine") {
+		t.Fatalf("the call after them: %v %v", res, err)
+	}
+	if st := e.Status()[0]; st.State != StateReady {
+		t.Errorf("after a success: %s (%s)", st.State, st.LastError)
+	}
+}
