@@ -75,8 +75,93 @@ type captureRoundTripper struct {
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
 	standalone := req.Method == http.MethodGet && t.standaloneStream(req)
+	if standalone {
+		return t.deferStream(req)
+	}
+	return t.roundTripAbortable(req, false)
+}
+
+// streamHeaderWait is how long the event stream's GET may take to get its
+// answer's headers before the SDK is handed a stream that waits for them.
+var streamHeaderWait = time.Second
+
+// deferStream opens the event stream (the GET after initialize). The SDK
+// opens it inside Connect and waits for its headers there, on the
+// connection's context: a server, or a proxy before it, that holds them
+// until its first event held the start past its startupTimeout, --timeout
+// and Ctrl-C. After streamHeaderWait the SDK gets a stream whose body waits
+// for the server's answer: its events once it comes, nothing if it is no
+// stream (a server without one, as a 405), its error if it fails.
+func (t *captureRoundTripper) deferStream(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	d := &deferredStream{ready: make(chan struct{}), closed: make(chan struct{}), cancel: cancel}
+	go func() {
+		d.resp, d.err = t.roundTripAbortable(req.WithContext(ctx), true)
+		close(d.ready)
+	}()
+	timer := time.NewTimer(streamHeaderWait)
+	defer timer.Stop()
+	select {
+	case <-d.ready:
+		if d.err != nil || d.resp.Body == nil {
+			cancel()
+			return d.resp, d.err
+		}
+		d.resp.Body = &closeThen{ReadCloser: d.resp.Body, then: cancel}
+		return d.resp, nil
+	case <-timer.C:
+	}
+	return &http.Response{Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: d, Request: req}, nil
+}
+
+// A deferredStream is the body of an event stream whose headers had not
+// come: it reads the server's once they come.
+type deferredStream struct {
+	ready     chan struct{}
+	resp      *http.Response
+	err       error
+	closed    chan struct{}
+	closeOnce sync.Once
+	cancel    context.CancelFunc
+}
+
+func (d *deferredStream) Read(p []byte) (int, error) {
+	select {
+	case <-d.ready:
+	case <-d.closed:
+		return 0, io.EOF
+	}
+	if d.err != nil {
+		return 0, d.err
+	}
+	if d.resp.StatusCode/100 != 2 || !strings.HasPrefix(d.resp.Header.Get("Content-Type"), "text/event-stream") {
+		// No stream after all: nothing will come on it.
+		d.resp.Body.Close()
+		<-d.closed
+		return 0, io.EOF
+	}
+	return d.resp.Body.Read(p)
+}
+
+func (d *deferredStream) Close() error {
+	d.closeOnce.Do(func() {
+		close(d.closed)
+		d.cancel()
+		go func() {
+			<-d.ready
+			if d.resp != nil {
+				d.resp.Body.Close()
+			}
+		}()
+	})
+	return nil
+}
+
+// roundTripAbortable is roundTrip, ended by t.abort when it has one.
+func (t *captureRoundTripper) roundTripAbortable(req *http.Request, standalone bool) (*http.Response, error) {
+	ctx := req.Context()
 	if t.abort != nil {
 		if t.abort.Err() != nil {
 			return nil, errAborted

@@ -1053,3 +1053,32 @@ func TestRemoteBadAnswerKeepsTheConnection(t *testing.T) {
 		t.Errorf("after a success: %s (%s)", st.State, st.LastError)
 	}
 }
+
+// A server (or a proxy before it) that holds the event stream's headers
+// until its first event does not hold up the start: the SDK opens the
+// stream inside its Connect and waited there, past startupTimeout, for
+// headers that never came (QA: 20 s and more). The calls are answered.
+func TestRemoteEventStreamHeadersHeld(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			<-r.Context().Done() // no headers, ever
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	s := remoteServer("r", "http", ts.URL)
+	s.StartupTimeout = 5 * time.Second
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := e.Start(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(c, &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+}
