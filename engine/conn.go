@@ -73,9 +73,9 @@ type captureConn struct {
 	// notice for one, coming after, is not sent again. Only a stopping
 	// server's, so it stays small.
 	flushed map[jsonrpc.ID]bool
-	// telling counts the SDK's notices being written, which a flush waits
+	// tellingN counts the SDK's notices being written, which a flush waits
 	// for: stdin closed under one would cut it.
-	telling int
+	tellingN int
 }
 
 // owe notes that cp's requests still unanswered were given up on, for
@@ -116,7 +116,7 @@ func (c *captureConn) flushCancels(wait time.Duration) {
 	defer cancel()
 	for {
 		c.mu.Lock()
-		telling := c.telling
+		telling := c.tellingN
 		c.mu.Unlock()
 		if telling == 0 || ctx.Err() != nil {
 			break
@@ -309,28 +309,54 @@ func withTask(ctx context.Context, ttlMs int64) context.Context {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if id, ok := cancelledID(msg); ok {
-		// The SDK's notice: sent once. Claimed before it is written, so
-		// that a flush does not send it too: no longer owed, nor to be
-		// owed (it may come before owe), and the late answer is nobody's.
-		c.mu.Lock()
-		told := c.flushed[id]
-		delete(c.owed, id)
-		delete(c.pending, id)
-		if !told {
-			c.telling++
-		}
-		c.mu.Unlock()
-		if told {
-			return nil
-		}
-		defer func() {
-			c.mu.Lock()
-			c.telling--
-			c.mu.Unlock()
-		}()
+	send, done := c.telling(msg)
+	defer done()
+	if !send {
+		return nil
 	}
 	return c.Connection.Write(ctx, c.outgoing(ctx, msg))
+}
+
+// telling claims the SDK's notifications/cancelled before it is sent:
+// sent once, so that a flush does not send it too; no longer owed, nor to
+// be owed (it may come before owe); and the late answer is nobody's. send
+// is false when a flush told it already; done ends the telling. Any other
+// message is sent as it is.
+func (c *captureConn) telling(msg jsonrpc.Message) (send bool, done func()) {
+	id, ok := cancelledID(msg)
+	if !ok {
+		return true, func() {}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flushed[id] {
+		return false, func() {}
+	}
+	delete(c.owed, id)
+	delete(c.pending, id)
+	c.tellingN++
+	return true, func() {
+		c.mu.Lock()
+		c.tellingN--
+		c.mu.Unlock()
+	}
+}
+
+// awaitTold waits, at most wait, until the notifications/cancelled owed
+// have gone out, as the SDK sends them, from a goroutine of its own: a
+// remote server's, which mcpctl does not write itself. Called as the
+// server is stopped, before its connection closes.
+func (c *captureConn) awaitTold(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		left := len(c.owed) + c.tellingN
+		c.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // outgoing is what the connection does to a message before it is sent:

@@ -232,6 +232,10 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			if r, ok := msg.(*jsonrpc.Request); ok && r.ID.IsValid() {
 				sentID, _ = json.Marshal(r.ID.Raw())
 			}
+			// A notifications/cancelled is told until its POST is
+			// answered: a stop waits for that (awaitTold).
+			_, told := t.conn.telling(msg)
+			defer told()
 			// Encoded again only when outgoing added to it (a task, a log level).
 			if out := t.conn.outgoing(req.Context(), msg); out != msg {
 				if data, err := jsonrpc.EncodeMessage(out); err == nil {

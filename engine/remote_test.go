@@ -1082,3 +1082,47 @@ func TestRemoteEventStreamHeadersHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A call given up on (its timeout, Ctrl-C) just before the engine closes,
+// as a command without a session does, is told to the server before its
+// session is ended: the SDK sends the notice from a goroutine of its own,
+// which the close cut (QA: the DELETE came, the cancellation never).
+func TestRemoteCancelToldBeforeClose(t *testing.T) {
+	srv := fakemcp.NewServer(fakemcp.Spec{Name: "remote", Tools: []fakemcp.Tool{{Name: "slow", Sleep: "10s"}}})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		mu.Lock()
+		seen = append(seen, r.Method+" "+m.Method)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	for round := range 5 {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
+		if err := e.Start(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.slow", TimeoutMs: 100}); KindOf(err) != KindTimeout {
+			t.Fatalf("err = %v", err)
+		}
+		e.Close()
+		mu.Lock()
+		got := strings.Join(seen, ", ")
+		mu.Unlock()
+		cancelled, deleted := strings.Index(got, "POST notifications/cancelled"), strings.Index(got, "DELETE ")
+		if cancelled < 0 || deleted >= 0 && deleted < cancelled {
+			t.Fatalf("round %d: the server got %s", round, got)
+		}
+	}
+}

@@ -92,8 +92,10 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	var result json.RawMessage
 	var err error
 	raw, answered := cp.last(method)
-	if !answered && sendErr != nil && callCtx.Err() != nil && h.s.cfg().IsStdio() {
-		h.conn.owe(cp, callCtx.Err().Error()) // flushed as a stdio server stops
+	if !answered && sendErr != nil && callCtx.Err() != nil {
+		// Flushed as a stdio or WebSocket server stops; a streamable
+		// HTTP server's stop waits for the SDK's own.
+		h.conn.owe(cp, callCtx.Err().Error())
 	}
 	if answered && raw.err != nil && callCtx.Err() != nil {
 		// An error that came after the request was given up (timed out,

@@ -683,8 +683,13 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 	// A call given up on just before (Ctrl-C, a timeout of a command
 	// without a session) is told so first: the SDK tells it from a
 	// goroutine that may not have run yet.
-	if proc != nil {
+	switch {
+	case proc != nil || conn != nil && conn.Connection != nil:
 		conn.flushCancels(cancelFlushWait)
+	case conn != nil && cs != nil:
+		// Over HTTP the SDK's notice is its to send: it is given the
+		// time a remote close has.
+		conn.awaitTold(min(remoteCloseWait, s.shutdownTimeout()))
 	}
 	if proc == nil && cs != nil {
 		s.closeRemote(cs, conn)
