@@ -322,3 +322,30 @@ func TestInsufficientScopeChallenge(t *testing.T) {
 		}
 	}
 }
+
+// A server whose url names no type, and whose OAuth offers no registration
+// (404), is told as that, with the hint for a fixed token: it is not tried
+// over the SSE transport, whose 401 said "needs authorization" with a hint
+// to run auth login, which refused a server not known for streamable HTTP.
+func TestOAuthRegistrationRefusedNoSSEFallback(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	as := fakemcp.NewAuthServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), time.Hour)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/register" {
+			http.NotFound(w, r)
+			return
+		}
+		as.ServeHTTP(w, r)
+	}))
+	as.URL = ts.URL
+	t.Cleanup(ts.Close)
+	e := authEngine(t, ts.URL+"/mcp", t.TempDir(), browser)
+	e.cfg.Servers[0].Type, e.cfg.Servers[0].TypeImplied = "http", true
+	err := e.Start(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "failed to register client") || strings.Contains(err.Error(), "needs authorization: it answered 401") {
+		t.Fatalf("err = %v", err)
+	}
+	if h := strings.Join(asError(err).Hint, " "); !strings.Contains(h, "may not use OAuth") {
+		t.Errorf("hints: %s", h)
+	}
+}

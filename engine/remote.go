@@ -615,7 +615,11 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		return nil, ae // a 401 is about a token, not about the transport
 	}
 	overSSE := cfg.Type == "sse"
-	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil {
+	// A server whose OAuth flow got as far as registering mcpctl speaks
+	// streamable HTTP: its failure is the answer, which the SSE transport's
+	// 401 hid behind a hint that auth login then refused.
+	oauthTried := err != nil && strings.Contains(err.Error(), "failed to register client")
+	if err != nil && cfg.TypeImplied && rt.refused.Load() != 0 && ctx.Err() == nil && !oauthTried {
 		s.log.Info("the server refused streamable HTTP; trying the SSE transport", "status", rt.refused.Load())
 		httpErr := err
 		rt.refused.Store(0)
