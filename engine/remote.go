@@ -641,6 +641,16 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		// server not running.
 		return nil, unauthorized(cfg, rt.withheld.Load())
 	}
+	if cp, _ := ctx.Value(captureKey{}).(*capture); err != nil && !overSSE && cp != nil {
+		cp.mu.Lock()
+		a := &httpAnswer{status: cp.httpStatus, body: cp.httpBody, err: err}
+		cp.mu.Unlock()
+		if a.status/100 == 5 || a.status == http.StatusTooManyRequests || a.status == http.StatusBadRequest {
+			// The server answered its start with an HTTP error: said
+			// with its words, not as a server that may not run.
+			return nil, httpAnswerError(cfg, "initialize", a)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1126,3 +1126,23 @@ func TestRemoteCancelToldBeforeClose(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers its start with an HTTP error is told with the
+// status and what it said, not as one that may not run ("check that the
+// server runs at"), which hid its words (QA).
+func TestRemoteStartHTTPError(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom: internal failure\nstack...", http.StatusInternalServerError)
+	}))
+	t.Cleanup(ts.Close)
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	err := e.Start(ctx(t))
+	want := "server r (" + ts.URL + ") answered initialize with HTTP 500 Internal Server Error: boom: internal failure"
+	if err == nil || asError(err).Message != want || KindOf(err) != KindUnavailable {
+		t.Fatalf("got %v (%s), want %q", err, KindOf(err), want)
+	}
+	if h := strings.Join(asError(err).Hint, " "); strings.Contains(h, "check that the server runs") {
+		t.Errorf("hint: %s", h)
+	}
+}
