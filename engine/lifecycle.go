@@ -143,7 +143,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			}
 		case StateUnavailable:
 			ch := s.lc.restartDone
-			if ch == nil && (s.transientRetriesLocked() || s.configFailedLocked()) {
+			if ch == nil && (s.transientRetriesLocked() || s.configFailedLocked() || s.lazyStartFailedLocked()) {
 				// Started for each request: one that crashed, or whose
 				// start failed, is no reason to refuse the next. Nor is
 				// a start refused before anything ran (a cwd or command
@@ -409,6 +409,14 @@ func (s *server) configFailedLocked() bool {
 
 func (s *server) transientRetriesLocked() bool {
 	return s.cfg().Activation == "transient" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil
+}
+
+// lazyStartFailedLocked reports a lazy server whose start on use failed
+// before it ever ran (a remote one not there yet): it starts on use, so
+// the next request tries again, as for a transient one, instead of being
+// refused until a restart by hand.
+func (s *server) lazyStartFailedLocked() bool {
+	return s.cfg().Activation == "lazy" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil && s.snap == nil && s.offered == nil
 }
 
 // restartsByItself reports whether a server that failed is restarted by

@@ -1146,3 +1146,36 @@ func TestRemoteStartHTTPError(t *testing.T) {
 		t.Errorf("hint: %s", h)
 	}
 }
+
+// A lazy server whose start on use failed (a remote one not there yet) is
+// tried again by the next request, as a transient one is: it was refused
+// until a restart by hand, with a hint that did not say so (QA).
+func TestLazyRemoteTriedAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there yet
+	s := remoteServer("r", "http", "http://"+addr+"/mcp")
+	s.Activation = "lazy"
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); KindOf(err) != KindUnavailable {
+		t.Fatalf("a call with nothing there: %v", err)
+	}
+	srv := fakemcp.NewServer(remoteSpec)
+	ts := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	if ts.Listener, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { e.Close() }) // first: its event stream holds ts
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatalf("a call once it is there: %v", err)
+	}
+}
