@@ -595,7 +595,17 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		rt.reopenWait = s.e.streamReopenWait
 	}
 	rt.legacySSE.Store(cfg.Type == "sse")
-	hc := &http.Client{Transport: rt}
+	hc := &http.Client{Transport: rt, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		// A 301, 302 or 303 makes a POST a GET without its body, which
+		// the server then refused for want of a message ("Bad Request").
+		if last := via[len(via)-1]; last.Method == http.MethodPost && req.Method != http.MethodPost {
+			return fmt.Errorf("the server redirects its POSTs (%s) to %s, and a redirect of that kind makes a POST a GET: write that address as its url", req.Response.Status, cfg.Redact(req.URL.String()))
+		}
+		return nil
+	}}
 	t, err := remoteTransport(cfg.Type, cfg.URL, hc)
 	if err != nil {
 		return nil, err

@@ -1179,3 +1179,28 @@ func TestLazyRemoteTriedAgain(t *testing.T) {
 		t.Fatalf("a call once it is there: %v", err)
 	}
 }
+
+// A server that redirects its POSTs with 301 or 302 (which make a POST a
+// GET without its body) is told so, with where to: the error was the
+// server's "Bad Request" to the GET (QA). 307 and 308 are followed.
+func TestRemoteRedirectedPOST(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/moved", http.RedirectHandler("/mcp", http.StatusMovedPermanently))
+	mux.Handle("/kept", http.RedirectHandler("/mcp", http.StatusPermanentRedirect))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL+"/moved")}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	err := e.Start(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "the server redirects its POSTs (301 Moved Permanently) to "+ts.URL+"/mcp") {
+		t.Fatalf("err = %v", err)
+	}
+	e2 := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL+"/kept")}}, &Options{ShutdownTimeout: 2 * time.Second})
+	if err := e2.Start(ctx(t)); err != nil {
+		t.Fatalf("a 308: %v", err)
+	}
+	t.Cleanup(func() { e2.Close() }) // first: its event stream holds ts
+}
