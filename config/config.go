@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/mcpctl/mcpctl/internal/ctxio"
 )
@@ -268,22 +269,43 @@ func (s *Server) Redact(text string) string {
 	return text
 }
 
-// jsonForms are the other ways a JSON string may write v: escaped as
-// encoding/json and JavaScript write it, and with its slashes escaped too.
+// jsonForms are the other ways a JSON string may write v: as JavaScript
+// writes it, as Go's encoding/json does (HTML escaped: & as \u0026), as an
+// ASCII-only encoder does (Python's json.dumps: é as \u00e9), and each
+// with its slashes escaped too.
 func jsonForms(v string) []string {
-	if !strings.ContainsFunc(v, func(r rune) bool { return r == '"' || r == '\\' || r == '/' || r < 0x20 }) {
+	if !strings.ContainsFunc(v, func(r rune) bool {
+		return r == '"' || r == '\\' || r == '/' || r == '&' || r == '<' || r == '>' || r < 0x20 || r >= 0x7f
+	}) {
 		return nil
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	esc := strings.TrimSuffix(b.String(), "\n")
-	esc = esc[1 : len(esc)-1]
+	encode := func(html bool) string {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		enc.Encode(v)
+		esc := strings.TrimSuffix(b.String(), "\n")
+		return esc[1 : len(esc)-1]
+	}
+	plain, html := encode(false), encode(true)
+	var ascii strings.Builder
+	for _, r := range html {
+		switch {
+		case r < 0x7f:
+			ascii.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&ascii, "\\u%04x\\u%04x", r1, r2)
+		default:
+			fmt.Fprintf(&ascii, "\\u%04x", r)
+		}
+	}
 	var out []string
-	for _, f := range []string{esc, strings.ReplaceAll(esc, "/", `\/`)} {
-		if f != v && !slices.Contains(out, f) {
-			out = append(out, f)
+	for _, f := range []string{plain, html, ascii.String()} {
+		for _, g := range []string{f, strings.ReplaceAll(f, "/", `\/`)} {
+			if g != v && !slices.Contains(out, g) {
+				out = append(out, g)
+			}
 		}
 	}
 	return out

@@ -252,8 +252,26 @@ func TestRedactExactly(t *testing.T) {
 }
 
 // A secret is redacted as a JSON string writes it too: a server logging
-// JSON escapes its quote and backslash (and some encoders its slash).
+// JSON escapes its quote and backslash (and some encoders its slash); Go's
+// encoding/json its & < >, Python's every rune past ASCII.
 func TestRedactJSONEscapedSecret(t *testing.T) {
+	for secret, forms := range map[string][]string{
+		"tok&en=SECRETabc": {`tok\u0026en=SECRETabc`},
+		"pa<ss>SECRET":     {`pa\u003css\u003eSECRET`},
+		"SECRETé-pass𝄞":    {`SECRET\u00e9-pass\ud834\udd1e`},
+	} {
+		cfg, err := Parse("mcp.json", []byte(`{"servers": {"l": {"command": "tool", "env": {"API_KEY": "${API_KEY}"}}}}`), t.TempDir(),
+			env(map[string]string{"API_KEY": secret}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged, _ := json.Marshal(map[string]string{"key": secret})
+		for _, text := range append(forms, string(logged)) {
+			if got := cfg.Server("l").Redact("stderr: " + text); strings.Contains(got, "SECRET") {
+				t.Errorf("Redact(%s) = %s", text, got)
+			}
+		}
+	}
 	secret := `sk-te"st/SECRET\123`
 	cfg, err := Parse("mcp.json", []byte(`{"servers": {"l": {"command": "tool", "env": {"API_KEY": "${API_KEY}"}}}}`), t.TempDir(),
 		env(map[string]string{"API_KEY": secret}))
