@@ -43,6 +43,8 @@ hint: did you mean "args"?`},
 hint: a remote server's address is "url" here (serverUrl is Windsurf's name)`},
 		{"Gemini CLI's httpUrl", [][2]string{{"mcp.json", "{\"mcpServers\": {\"r\": {\"httpUrl\": \"https://example.com/mcp\"}}}"}}, nil, `mcp.json:1:23: mcpServers.r.httpUrl: unknown field
 hint: a remote server's address is "url" here (httpUrl is Gemini CLI's name for a streamable HTTP one)`},
+		{"Windsurf's serverUrl in Codex's config.toml", [][2]string{{"config.toml", "[mcp_servers.r]\nserverUrl = \"https://example.com/mcp\"\n"}}, nil, `config.toml:2:1: mcp_servers.r.serverUrl: unknown field
+hint: a remote server's address is "url" here (serverUrl is Windsurf's name)`},
 		{"Cline's transportType", [][2]string{{"mcp.json", "{\"mcpServers\": {\"r\": {\"url\": \"https://example.com/mcp\", \"transportType\": \"sse\"}}}"}}, nil, `mcp.json:1:57: mcpServers.r.transportType: unknown field
 hint: the transport is "type" here: "http", "sse" or "ws"`},
 		{"unknown top-level key", [][2]string{{"mcp.json", "{\"server\": {\"fs\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:2: server: unknown field

@@ -96,7 +96,7 @@ func readDocument(file string, data []byte) (*document, error) {
 		// count it in columns either.
 		data = data[3:]
 	}
-	if utf16(data) {
+	if isUTF16(data) {
 		return nil, &Error{File: file, Line: 1, Col: 1, Msg: "the file is UTF-16 text, not UTF-8",
 			Hint: "save it as UTF-8 (Windows PowerShell 5's > writes UTF-16)"}
 	}
@@ -113,9 +113,9 @@ func readDocument(file string, data []byte) (*document, error) {
 	return readJSON(file, data)
 }
 
-// utf16 reports whether data is UTF-16 text: its byte order mark, or,
+// isUTF16 reports whether data is UTF-16 text: its byte order mark, or,
 // without one, a zero byte beside each of its first two ASCII characters.
-func utf16(data []byte) bool {
+func isUTF16(data []byte) bool {
 	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) {
 		return true
 	}
@@ -520,6 +520,18 @@ func (d *document) fromCodex() {
 				hint := ""
 				if near := schemas.Closest(k, names); len(near) > 0 {
 					hint = fmt.Sprintf("did you mean %q?", near[0])
+				}
+				if h := otherClientsNames[k]; h != "" {
+					// Another client's name for url: said so, and the
+					// server is faulted, not also "command required".
+					hint = h
+					if d.faulted == nil {
+						d.faulted = map[string]map[string]bool{}
+					}
+					if d.faulted[name] == nil {
+						d.faulted[name] = map[string]bool{}
+					}
+					d.faulted[name][k] = true
 				}
 				line, col := d.place(d.ix.at([]string{"mcp_servers", name, k}, true))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
