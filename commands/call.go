@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -119,8 +118,8 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	req.OnProgress, done = env.progressReporter(opts.progress, opts.name)
 	defer done()
 	quietWhileAsking(req, done)
-	if opts.args == "-" && slices.ContainsFunc(opts.pairs, func(p string) bool { return strings.HasSuffix(p, "=@-") }) {
-		return usagef("--args - and key=@- both read stdin, which is read once", "give one of them from a file: @FILE")
+	if err := env.stdinReadOnce(opts.args, opts.pairs); err != nil {
+		return err
 	}
 	if req.Arguments, err = readArgsFlag(ctx, env, opts.args); err != nil {
 		return err
@@ -294,9 +293,6 @@ func jsonMistake(data []byte) (pos, why string) {
 	return fmt.Sprintf("%d:%d", line, col), why
 }
 
-// readFile reads the file at path (relative to the working directory)
-// until the run's context ends: @/dev/stdin or @<(...) may wait on a
-// writer that never closes.
 // readStdin reads all of stdin, until Ctrl-C.
 func (env *Env) readStdin() ([]byte, error) {
 	read := func() ([]byte, error) { return io.ReadAll(env.In) }
@@ -306,6 +302,9 @@ func (env *Env) readStdin() ([]byte, error) {
 	return ctxio.Until(env.ctx, read)
 }
 
+// readFile reads the file at path (relative to the working directory)
+// until the run's context ends: @/dev/stdin or @<(...) may wait on a
+// writer that never closes.
 func (env *Env) readFile(path string) ([]byte, error) {
 	if env.ctx == nil {
 		return os.ReadFile(env.abs(path))
@@ -319,12 +318,12 @@ func (env *Env) readFile(path string) ([]byte, error) {
 // session's.
 func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 	out := make([]string, len(pairs))
-	stdinBy := ""
 	for i, p := range pairs {
 		k, v, found := strings.Cut(p, "=")
-		if !utf8.ValidString(p) {
-			// Sent on, its bytes would become U+FFFD in silence: a file
-			// name with them would name another file.
+		// Sent on, bytes that are not UTF-8 would become U+FFFD in
+		// silence: a file name with them would name another file. (A
+		// file's name may have them: its content is checked once read.)
+		if !utf8.ValidString(k) || !strings.HasPrefix(v, "@") && !utf8.ValidString(v) {
 			return nil, usagef(fmt.Sprintf("argument %s is not UTF-8 text", strings.ToValidUTF8(strings.TrimSuffix(k, ":"), "?")),
 				"send binary data as base64, if the tool takes it so")
 		}
@@ -336,15 +335,7 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 		case strings.HasPrefix(v, "@") && len(v) > 1:
 			var data []byte
 			var err error
-			if v == "@-" {
-				key := strings.TrimSuffix(k, ":")
-				switch {
-				case env.configFromStdin():
-					return nil, usagef(fmt.Sprintf("argument %s: stdin holds the config (-c /dev/stdin)", key), "give the value inline or from a file: key=@FILE")
-				case stdinBy != "":
-					return nil, usagef(fmt.Sprintf("argument %s: stdin is read once, and argument %s reads it", key, stdinBy), "give one of them from a file: key=@FILE")
-				}
-				stdinBy = key
+			if v == "@-" { // env.stdinReadOnce made sure it is read once
 				data, err = env.readStdin()
 			} else {
 				data, err = env.readFile(v[1:])

@@ -271,13 +271,39 @@ func (env *Env) configPaths() ([]string, error) {
 // (-c /dev/stdin): stdin is then read for it, and holds nothing else.
 func (env *Env) configFromStdin() bool {
 	paths, _ := env.configPaths()
-	for _, p := range paths {
-		switch p {
-		case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
-			return true
-		}
+	return slices.ContainsFunc(paths, isStdinPath)
+}
+
+// isStdinPath reports a path that names stdin.
+func isStdinPath(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+		return true
 	}
 	return false
+}
+
+// stdinReadOnce refuses two readers of stdin (--args -, key=@-, or either
+// as @/dev/stdin), and one when the config is on stdin: the second read
+// got nothing, which was sent as "" in silence.
+func (env *Env) stdinReadOnce(args string, pairs []string) error {
+	readsStdin := func(v string) bool { return v == "@-" || strings.HasPrefix(v, "@") && isStdinPath(v[1:]) }
+	var by []string
+	if args == "-" || readsStdin(args) {
+		by = append(by, "--args")
+	}
+	for _, p := range pairs {
+		if k, v, found := strings.Cut(p, "="); found && readsStdin(v) {
+			by = append(by, "argument "+strings.TrimSuffix(k, ":"))
+		}
+	}
+	switch {
+	case len(by) > 0 && env.configFromStdin():
+		return usagef(by[0]+" reads stdin, which holds the config (-c /dev/stdin)", "give it inline or from a file: @FILE")
+	case len(by) > 1:
+		return usagef(fmt.Sprintf("%s and %s both read stdin, which is read once", by[0], by[1]), "give one of them from a file: @FILE")
+	}
+	return nil
 }
 
 // configShown names the config files for messages.

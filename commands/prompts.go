@@ -147,6 +147,9 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 		return err
 	}
 	timeout := opts.timeout.millis()
+	if err := env.stdinReadOnce("", opts.pairs); err != nil {
+		return err
+	}
 	pairs, err := resolvePairFiles(env, opts.pairs)
 	if err != nil {
 		return err
