@@ -110,8 +110,8 @@ func markCached(v json.RawMessage, age, ttl time.Duration) json.RawMessage {
 	return addMeta(v, CacheMetaKey, map[string]any{"hit": true, "ageSeconds": roundMillis(age), "ttlSeconds": ttl.Seconds()})
 }
 
-// addMeta adds _meta[key] to a result object; v as it was when it is not
-// one.
+// addMeta adds _meta[key] to a result object, or takes it out when value
+// is nil; v as it was when it is not one.
 func addMeta(v json.RawMessage, key string, value any) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) != nil {
@@ -122,10 +122,17 @@ func addMeta(v json.RawMessage, key string, value any) json.RawMessage {
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
-	meta[key], _ = marshalVerbatim(value)
+	if value == nil {
+		delete(meta, key)
+	} else {
+		meta[key], _ = marshalVerbatim(value)
+	}
 	// marshalVerbatim, not json.Marshal: the server's "<" and "&" stay
 	// as it wrote them, as in an answer that was not cached.
 	obj["_meta"], _ = marshalVerbatim(meta)
+	if len(meta) == 0 {
+		delete(obj, "_meta")
+	}
 	out, err := marshalVerbatim(obj)
 	if err != nil {
 		return v

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -185,10 +186,17 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 			}
 		}
 	}
+	var warnings []string
 	if !isError {
-		if warnings := tool.outputWarnings(structured); warnings != nil {
-			raw = addMeta(raw, WarningsMetaKey, warnings)
-		}
+		warnings = tool.outputWarnings(structured)
+	}
+	switch {
+	case warnings != nil:
+		raw = addMeta(raw, WarningsMetaKey, warnings)
+	case bytes.Contains(raw, []byte(`"`+WarningsMetaKey+`"`)):
+		// mcpctl's words, not the server's: one that sent the key itself
+		// would have the CLI print "mcpctl: warning: " with its text.
+		raw = addMeta(raw, WarningsMetaKey, nil)
 	}
 	return &CallResult{Server: server, Tool: tool.Tool, Result: raw, IsError: isError}, nil
 }
