@@ -45,8 +45,12 @@ func runDown(ctx context.Context, env *Env) error {
 		// it runs those files.
 		var runs []string
 		client.OnConfigMismatch = func(files []string) { runs = files }
-		if st, err := client.Status(ctx); err == nil && runs != nil {
+		st, err := client.Status(ctx)
+		switch {
+		case err == nil && runs != nil:
 			return env.otherSessionsConfig("down", "stop", "stop", st.Session.Name, runs, client.ExpectConfig)
+		case err != nil && !errors.Is(err, engine.ErrNoSession):
+			return err // not stopped unchecked
 		}
 	}
 	st, err := client.Shutdown(ctx)
