@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,7 +77,9 @@ type captureRoundTripper struct {
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	standalone := req.Method == http.MethodGet && t.standaloneStream(req)
-	if standalone {
+	if standalone && !t.legacySSE.Load() {
+		// Not HTTP+SSE's: its Connect reads the stream for the endpoint
+		// event, and must hear its refusal.
 		return t.deferStream(req)
 	}
 	return t.roundTripAbortable(req, false)
@@ -95,7 +98,7 @@ var streamHeaderWait = time.Second
 // stream (a server without one, as a 405), its error if it fails.
 func (t *captureRoundTripper) deferStream(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
-	d := &deferredStream{ready: make(chan struct{}), closed: make(chan struct{}), cancel: cancel}
+	d := &deferredStream{ready: make(chan struct{}), closed: make(chan struct{}), cancel: cancel, ctx: req.Context()}
 	go func() {
 		d.resp, d.err = t.roundTripAbortable(req.WithContext(ctx), true)
 		close(d.ready)
@@ -119,6 +122,7 @@ func (t *captureRoundTripper) deferStream(req *http.Request) (*http.Response, er
 // A deferredStream is the body of an event stream whose headers had not
 // come: it reads the server's once they come.
 type deferredStream struct {
+	ctx       context.Context // the connection's: its end ends the reads
 	ready     chan struct{}
 	resp      *http.Response
 	err       error
@@ -132,17 +136,31 @@ func (d *deferredStream) Read(p []byte) (int, error) {
 	case <-d.ready:
 	case <-d.closed:
 		return 0, io.EOF
+	case <-d.ctx.Done():
+		return 0, d.ctx.Err()
 	}
 	if d.err != nil {
 		return 0, d.err
 	}
-	if d.resp.StatusCode/100 != 2 || !strings.HasPrefix(d.resp.Header.Get("Content-Type"), "text/event-stream") {
-		// No stream after all: nothing will come on it.
+	if d.resp.StatusCode/100 != 2 || !isMediaType(d.resp.Header.Get("Content-Type"), "text/event-stream") {
+		// No stream after all: nothing will come on it, until the
+		// connection ends (an end now would be reconnected to).
 		d.resp.Body.Close()
-		<-d.closed
-		return 0, io.EOF
+		select {
+		case <-d.closed:
+			return 0, io.EOF
+		case <-d.ctx.Done():
+			return 0, d.ctx.Err()
+		}
 	}
 	return d.resp.Body.Read(p)
+}
+
+// isMediaType reports whether a Content-Type is of the media type want,
+// whatever its case and parameters.
+func isMediaType(contentType, want string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == want
 }
 
 func (d *deferredStream) Close() error {
@@ -294,7 +312,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		return resp, nil
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
-	case strings.HasPrefix(ct, "text/event-stream"):
+	case isMediaType(ct, "text/event-stream"):
 		tee := &sseTee{ReadCloser: resp.Body, onData: t.streamed, legacy: t.legacySSE.Load()}
 		if !tee.legacy {
 			// Replays come on GETs: the events of the other streams
@@ -321,7 +339,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			}
 		}
 		resp.Body = tee
-	case strings.HasPrefix(ct, "application/json"):
+	case isMediaType(ct, "application/json"):
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
 		resp.Body.Close()
 		if err != nil {
@@ -358,12 +376,13 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 // breaksConnection reports an HTTP error status on a POST that the SDK
 // takes for its connection broken, when no JSON-RPC error comes with it:
 // every request after it fails. Not 401 and 403 (authorization), 404 (the
-// session forgotten: renewed), nor 429, 502, 503 and 504, which the SDK
-// takes for a refusal of the request alone.
+// session forgotten: renewed), nor 429, 500, 502, 503 and 504, which the
+// SDK (v1.8.0's isTransientHTTPStatus) takes for a refusal of the request
+// alone.
 func breaksConnection(status int) bool {
 	switch status {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests,
-		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return false
 	}
 	return status/100 == 4 || status/100 == 5
@@ -386,19 +405,26 @@ func (t *captureRoundTripper) keepConnection(resp *http.Response, sentID json.Ra
 			return resp
 		}
 	}
-	if t.log != nil {
-		t.log.Info("the server answered a request with something that is not MCP; taken as that request's refusal", "answer", what)
-	}
 	out := &http.Response{Status: resp.Status, StatusCode: resp.StatusCode, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
 		Header: http.Header{}, Request: resp.Request}
 	if sentID == nil {
+		// A notification, or mcpctl's answer to a question of the
+		// server's (sampling, elicitation): refused, it is lost, and
+		// the server waits for it until its own timeout.
+		if t.log != nil {
+			t.log.Warn("the server refused a message mcpctl posted (a notification or an answer to its question)", "answer", what)
+		}
 		out.Status, out.StatusCode = "202 Accepted", http.StatusAccepted
 		out.Body = http.NoBody
 		return out
 	}
+	if t.log != nil {
+		t.log.Info("the server answered a request with something that is not MCP; taken as that request's refusal", "answer", what)
+	}
 	if out.StatusCode/100 == 2 {
-		// The SDK reads a JSON-RPC error only on an error status.
-		out.Status, out.StatusCode = "502 Bad Gateway", http.StatusBadGateway
+		// The SDK reads a JSON-RPC error only on a status it does not
+		// take for transient: 400.
+		out.Status, out.StatusCode = "400 Bad Request", http.StatusBadRequest
 	}
 	data, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`

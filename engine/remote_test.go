@@ -1204,3 +1204,51 @@ func TestRemoteRedirectedPOST(t *testing.T) {
 	}
 	t.Cleanup(func() { e2.Close() }) // first: its event stream holds ts
 }
+
+// An HTTP+SSE server whose stream's headers come late, and say 401, fails
+// its start with that: its Connect reads the stream for the endpoint
+// event, which a stream handed over before its headers kept waiting for
+// forever, past startupTimeout and Close (review).
+func TestRemoteSSESlowRefusal(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(ts.Close)
+	s := remoteServer("r", "sse", ts.URL)
+	s.StartupTimeout = 5 * time.Second
+	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second})
+	c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := e.Start(c)
+	if err == nil || KindOf(err) != KindAuth {
+		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+	closed := make(chan struct{})
+	go func() { e.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
+	}
+}
+
+// An answer whose Content-Type is written in capitals is JSON all the same
+// (media types are not case-sensitive), as the SDK takes it (review).
+func TestRemoteContentTypeCase(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+		w.Header().Set("Content-Type", "Application/JSON; charset=UTF-8")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fine"}]}}`, id)
+	}))
+	t.Cleanup(ts.Close)
+	e2 := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e2.Close() })
+	if err := e2.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e2.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil || !strings.Contains(string(res.Result), "fine") {
+		t.Fatalf("%v %v", res, err)
+	}
+}
