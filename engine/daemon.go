@@ -215,8 +215,9 @@ func (d *Daemon) Handler() http.Handler {
 			id = newRequestID()
 		}
 		r = r.WithContext(WithRequestID(r.Context(), id))
-		// At the level of when it came: its line is written after its
-		// answer, by when a reload may have made the log more verbose.
+		// Not written if it came while the log was less verbose: its
+		// line is written after its answer, by when a reload may have
+		// made the log more verbose.
 		logged := d.log.Enabled(r.Context(), slog.LevelDebug)
 		defer func() {
 			d.lastActive.Store(time.Now().UnixNano())

@@ -142,6 +142,15 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				return nil, err
 			}
 		case StateUnavailable:
+			if ch := s.lc.byHandRestart; ch != nil {
+				// A start under way will bring it back (up, a restart,
+				// a reload): its old failure is not the answer.
+				s.mu.Unlock()
+				if err := waitFor(ctx, ch); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			ch := s.lc.restartDone
 			if ch == nil && (s.transientRetriesLocked() || s.configFailedLocked() || s.lazyStartFailedLocked()) {
 				// Started for each request: one that crashed, or whose

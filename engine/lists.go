@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/schemas"
@@ -646,21 +647,24 @@ func (e *Engine) each(name string, wait bool, fn func(s *server, sn *snapshot, s
 
 // settle waits for a start under way of a server that has offered nothing
 // yet: one a Start, a restart or a reload is about to make (the server is
-// still stopped, say behind its dependencies), or its first start. A
-// listing then has its items, or its failure, instead of leaving it out in
-// silence. Each start is bounded by the server's startupTimeout.
+// stopped or unavailable, say behind its dependencies), or its first
+// start. A listing then has its items, or its failure, instead of leaving
+// it out in silence. The wait is bounded by what the start may take (its
+// tries, each within startupTimeout, and a stop before them): a listing
+// has no context to end it.
 func (s *server) settle() {
 	s.mu.Lock()
 	var ch chan struct{}
 	switch {
-	case s.state == StateStopped && s.lc.byHandRestart != nil:
+	case (s.state == StateStopped || s.state == StateUnavailable) && s.lc.byHandRestart != nil && s.snap == nil && s.offered == nil:
 		ch = s.lc.byHandRestart
 	case s.state == StateStarting && s.snap == nil && s.offered == nil:
 		ch = s.starting
 	}
+	bound := time.Duration(retryTries)*(s.startupTimeout()+backoff(retryTries)) + s.shutdownTimeout()
 	s.mu.Unlock()
 	if ch != nil {
-		<-ch
+		waitDone(ch, bound)
 	}
 }
 

@@ -92,9 +92,11 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	var result json.RawMessage
 	var err error
 	raw, answered := cp.last(method)
-	if !answered && sendErr != nil && callCtx.Err() != nil {
+	if !answered && sendErr != nil && callCtx.Err() != nil && (h.conn.Connection != nil || errors.Is(sendErr, context.Canceled) || errors.Is(sendErr, context.DeadlineExceeded)) {
 		// Flushed as a stdio or WebSocket server stops; a streamable
-		// HTTP server's stop waits for the SDK's own.
+		// HTTP server's stop waits for the SDK's own, which it sends
+		// only when the call ended for its context (not for a
+		// connection already failed: the stop would wait for nothing).
 		h.conn.owe(cp, callCtx.Err().Error())
 	}
 	if answered && raw.err != nil && callCtx.Err() != nil {
