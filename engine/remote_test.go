@@ -905,9 +905,16 @@ func TestRemoteCallRefused401(t *testing.T) {
 // answer to, the rest its own.
 func remoteAnsweringCalls(t *testing.T, answer func(http.ResponseWriter), opts ...*Options) (*Engine, *httptest.Server) {
 	t.Helper()
+	return remoteAnswering(t, func(w http.ResponseWriter, _ json.RawMessage) { answer(w) }, opts...)
+}
+
+// remoteAnswering is remoteAnsweringCalls with each call's JSON-RPC id
+// given to answer.
+func remoteAnswering(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage), opts ...*Options) (*Engine, *httptest.Server) {
+	t.Helper()
 	srv := fakemcp.NewServer(remoteSpec)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, _ json.RawMessage) { answer(w) }))
+	ts := httptest.NewServer(answeringCalls(h, answer))
 	t.Cleanup(ts.Close)
 	o := &Options{ShutdownTimeout: 2 * time.Second}
 	if len(opts) > 0 {
@@ -1009,10 +1016,8 @@ func TestRemoteSSEStreamBreakIsNotReconnecting(t *testing.T) {
 // connection goes on, and the next call is answered (QA: the SDK took each
 // for its connection broken, and the server stayed unavailable).
 func TestRemoteBadAnswerKeepsTheConnection(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var calls atomic.Int32
-	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+	e, _ := remoteAnswering(t, func(w http.ResponseWriter, id json.RawMessage) {
 		switch calls.Add(1) {
 		case 1:
 			http.Error(w, "bad thing", http.StatusBadRequest)
@@ -1025,13 +1030,7 @@ func TestRemoteBadAnswerKeepsTheConnection(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fine"}]}}`, id)
 		}
-	}))
-	t.Cleanup(ts.Close)
-	e := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
-	t.Cleanup(func() { e.Close() })
-	if err := e.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, want := range []struct {
 		kind Kind
 		msg  string
@@ -1236,19 +1235,11 @@ func TestRemoteSSESlowRefusal(t *testing.T) {
 // An answer whose Content-Type is written in capitals is JSON all the same
 // (media types are not case-sensitive), as the SDK takes it (review).
 func TestRemoteContentTypeCase(t *testing.T) {
-	srv := fakemcp.NewServer(remoteSpec)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(answeringCalls(h, func(w http.ResponseWriter, id json.RawMessage) {
+	e, _ := remoteAnswering(t, func(w http.ResponseWriter, id json.RawMessage) {
 		w.Header().Set("Content-Type", "Application/JSON; charset=UTF-8")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"fine"}]}}`, id)
-	}))
-	t.Cleanup(ts.Close)
-	e2 := New(&config.Config{File: "mcp.json", Servers: []*config.Server{remoteServer("r", "http", ts.URL)}}, &Options{ShutdownTimeout: 2 * time.Second})
-	t.Cleanup(func() { e2.Close() })
-	if err := e2.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := e2.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil || !strings.Contains(string(res.Result), "fine") {
+	})
+	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil || !strings.Contains(string(res.Result), "fine") {
 		t.Fatalf("%v %v", res, err)
 	}
 }
