@@ -420,12 +420,14 @@ func (s *server) transientRetriesLocked() bool {
 	return s.cfg().Activation == "transient" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil
 }
 
-// lazyStartFailedLocked reports a lazy server whose start on use failed
-// before it ever ran (a remote one not there yet): it starts on use, so
-// the next request tries again, as for a transient one, instead of being
-// refused until a restart by hand.
+// lazyStartFailedLocked reports a lazy server whose last start on use
+// failed (a remote one not there yet, or gone while it idled): it starts
+// on use, so the next request tries again, as for a transient one, instead
+// of being refused until a restart by hand. One that crashed while it ran
+// is its restart policy's.
 func (s *server) lazyStartFailedLocked() bool {
-	return s.cfg().Activation == "lazy" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil && s.snap == nil && s.offered == nil
+	return s.cfg().Activation == "lazy" && !s.lc.held && !s.lc.gaveUp && s.lc.restartDone == nil &&
+		!s.startFailedAt.IsZero() && !s.since.After(s.startFailedAt)
 }
 
 // restartsByItself reports whether a server that failed is restarted by

@@ -1177,6 +1177,40 @@ func TestLazyRemoteTriedAgain(t *testing.T) {
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
 		t.Fatalf("a call once it is there: %v", err)
 	}
+	// Run, stopped for being idle, and gone meanwhile: the next use fails
+	// to start it, and the use after it is back starts it again.
+	e.Close()
+	ts.Close()
+	s.IdleTimeout = 100 * time.Millisecond
+	e = New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second})
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ts = httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	if ts.Listener, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "r", StateStopped) // idled out
+	ts.Close()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); KindOf(err) != KindUnavailable {
+		t.Fatalf("a call with it gone: %v", err)
+	}
+	ts = httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	if ts.Listener, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+		t.Fatalf("a call once it is back: %v", err)
+	}
 }
 
 // A server that redirects its POSTs with 301 or 302 (which make a POST a
