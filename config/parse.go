@@ -116,9 +116,6 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			return nil, nil, err
 		}
 		d.dir = f.dir
-		if d.faulted == nil {
-			d.faulted = map[string]map[string]bool{}
-		}
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
 			// A file in Claude's shape may be an app's whole config
@@ -175,10 +172,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 				if len(v.Path) >= 3 {
 					field = v.Path[2]
 				}
-				if d.faulted[v.Path[1]] == nil {
-					d.faulted[v.Path[1]] = map[string]bool{}
-				}
-				d.faulted[v.Path[1]][field] = true
+				d.fault(v.Path[1], field)
 			case len(v.Path) >= 1 && v.Path[0] != "inputs":
 				d.unusable = true
 			}

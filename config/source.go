@@ -43,6 +43,18 @@ type document struct {
 	pos *positions // made on first use
 }
 
+// fault marks field of server as faulted ("" for the server as a whole):
+// the server is not decoded, nor checked where the field decides.
+func (d *document) fault(server, field string) {
+	if d.faulted == nil {
+		d.faulted = map[string]map[string]bool{}
+	}
+	if d.faulted[server] == nil {
+		d.faulted[server] = map[string]bool{}
+	}
+	d.faulted[server][field] = true
+}
+
 // at places a path of root in the file.
 func (d *document) at(path []string, key bool) (line, col int) {
 	return d.place(d.ix.at(d.writtenPath(path), key))
@@ -309,13 +321,7 @@ func readTOML(file string, data []byte) (*document, error) {
 		// Its server is faulted, as the schema's faults are: a date
 		// for a command is not also a command not found.
 		if len(p) >= 3 && (p[0] == "servers" || p[0] == "mcpServers" || p[0] == "mcp_servers") {
-			if d.faulted == nil {
-				d.faulted = map[string]map[string]bool{}
-			}
-			if d.faulted[p[1]] == nil {
-				d.faulted[p[1]] = map[string]bool{}
-			}
-			d.faulted[p[1]][p[2]] = true
+			d.fault(p[1], p[2])
 		}
 	}
 	return d, nil
@@ -525,13 +531,7 @@ func (d *document) fromCodex() {
 					// Another client's name for url: said so, and the
 					// server is faulted, not also "command required".
 					hint = h
-					if d.faulted == nil {
-						d.faulted = map[string]map[string]bool{}
-					}
-					if d.faulted[name] == nil {
-						d.faulted[name] = map[string]bool{}
-					}
-					d.faulted[name][k] = true
+					d.fault(name, k)
 				}
 				line, col := d.place(d.ix.at([]string{"mcp_servers", name, k}, true))
 				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: "mcp_servers." + name + "." + k, Msg: "unknown field", Hint: hint})
