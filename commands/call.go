@@ -219,15 +219,14 @@ func firstText(result json.RawMessage) string {
 	return ""
 }
 
-// readArgsFlag reads --args: inline JSON, @FILE, or - for stdin.
+// readArgsFlag reads --args: inline JSON, @FILE, or - for stdin (which
+// env.stdinReadOnce has checked is free).
 func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, error) {
 	var data []byte
 	from := "" // where the JSON came from, for its errors
 	switch {
 	case v == "":
 		return nil, nil
-	case v == "-" && env.configFromStdin():
-		return nil, usagef("--args -: stdin holds the config (-c /dev/stdin)", "give the arguments inline or from a file: --args @FILE")
 	case v == "-":
 		b, err := ctxio.Until(ctx, func() ([]byte, error) { return io.ReadAll(env.In) })
 		if ctx.Err() != nil {
