@@ -155,7 +155,7 @@ func (h *handle) holdDeadline() (resume func()) {
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {
 	// Scanned, not decoded: a result can be megabytes of content.
 	var isError bool
-	var structured json.RawMessage
+	var structured, meta json.RawMessage
 	ms, err := members(raw)
 	malformed := func(what string) (*CallResult, error) {
 		return nil, errorf(KindProtocol, server, "%s answered with a result that breaks MCP: %s", tool.Name(), what).
@@ -175,6 +175,8 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 				return malformed("its structuredContent is not an object")
 			}
 			structured = m.value
+		case "_meta":
+			meta = m.value
 		case "isError":
 			if v := string(m.value); v != "true" && v != "false" && v != "null" {
 				return malformed("its isError is not true or false")
@@ -193,7 +195,7 @@ func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, er
 	switch {
 	case warnings != nil:
 		raw = addMeta(raw, WarningsMetaKey, warnings)
-	case bytes.Contains(raw, []byte(`"`+WarningsMetaKey+`"`)):
+	case bytes.Contains(meta, []byte(`"`+WarningsMetaKey+`"`)):
 		// mcpctl's words, not the server's: one that sent the key itself
 		// would have the CLI print "mcpctl: warning: " with its text.
 		raw = addMeta(raw, WarningsMetaKey, nil)
