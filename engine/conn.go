@@ -114,15 +114,7 @@ func (c *captureConn) flushCancels(wait time.Duration) {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for {
-		c.mu.Lock()
-		telling := c.tellingN
-		c.mu.Unlock()
-		if telling == 0 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	c.waitFor(ctx, func() bool { return c.tellingN == 0 })
 	for id, reason := range owed {
 		params, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": reason})
 		msg := &jsonrpc.Request{Method: "notifications/cancelled", Params: params}
@@ -347,12 +339,19 @@ func (c *captureConn) telling(msg jsonrpc.Message) (send bool, done func()) {
 // remote server's, which mcpctl does not write itself. Called as the
 // server is stopped, before its connection closes.
 func (c *captureConn) awaitTold(wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	c.waitFor(ctx, func() bool { return len(c.owed) == 0 && c.tellingN == 0 })
+}
+
+// waitFor waits, until ctx ends, for done (read under c.mu) to hold: the
+// SDK's notices are written from its goroutines, which say nothing when.
+func (c *captureConn) waitFor(ctx context.Context, done func() bool) {
+	for ctx.Err() == nil {
 		c.mu.Lock()
-		left := len(c.owed) + c.tellingN
+		ok := done()
 		c.mu.Unlock()
-		if left == 0 {
+		if ok {
 			return
 		}
 		time.Sleep(time.Millisecond)
