@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,6 +407,36 @@ func TestStartupTimeoutNoisyStdout(t *testing.T) {
 	data, _ := os.ReadFile(starts)
 	if n := strings.Count(string(data), "start"); n != 1 {
 		t.Errorf("started %d times, want 1", n)
+	}
+}
+
+// A call that times out while its server wrote lines to stdout that are
+// not JSON-RPC says so, with those lines (not the banner before it): the
+// answer may be among them, and then no --timeout is long enough.
+func TestCallTimeoutStrayStdout(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{
+		Stdout: []string{"banner"},
+		Tools: []fakemcp.Tool{
+			{Name: "print", Raw: []string{"Result: 42", "done"}, Hang: true},
+			{Name: "quiet", Hang: true},
+		}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.print", TimeoutMs: 300})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Kind != KindTimeout || !strings.Contains(ee.Message, "did not answer within 300ms (the server was told to cancel); meanwhile server srv wrote 2 lines to stdout that were not JSON-RPC") {
+		t.Fatalf("err = %v", err)
+	}
+	if !slices.Equal(ee.Stdout, []string{"Result: 42", "done"}) {
+		t.Errorf("stdout = %q, want the two lines of the call", ee.Stdout)
+	}
+	if len(ee.Hint) == 0 || !strings.Contains(ee.Hint[0], "writes only JSON-RPC messages to stdout") {
+		t.Errorf("hints = %q", ee.Hint)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 300})
+	if !errors.As(err, &ee) || ee.Kind != KindTimeout || strings.Contains(err.Error(), "JSON-RPC") || ee.Stdout != nil {
+		t.Errorf("a quiet call's timeout: %v (stdout %q)", err, ee.Stdout)
 	}
 }
 

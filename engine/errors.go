@@ -55,8 +55,9 @@ type Error struct {
 	// Stderr holds the last lines a server wrote to stderr, when they
 	// explain a failure.
 	Stderr []string `json:"stderr,omitempty"`
-	// Stdout holds the last lines a server that failed to start wrote to
-	// stdout that were not JSON-RPC (a usage message, say).
+	// Stdout holds the last lines a server wrote to stdout that were not
+	// JSON-RPC (a usage message, say) when it failed to start, or while a
+	// request that timed out ran (its answer may be among them).
 	Stdout []string `json:"stdout,omitempty"`
 
 	// Answer is the JSON-RPC error a server answered the request with, as

@@ -41,7 +41,8 @@ type process struct {
 	stdout                               *os.File // our end of the server's stdout
 	tail                                 *lineTail
 	// stdoutTail keeps the last lines of stdout that were not JSON-RPC
-	// (redacted): a server that fails to start may have said why there.
+	// (redacted): a server that fails to start may have said why there,
+	// and one that prints its answer has put it there.
 	stdoutTail *lineTail
 
 	// stopped: mcpctl decided to stop it (markStopped), so how it ended

@@ -88,6 +88,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
 	defer h.conn.release(cp)
+	skipped := h.proc.skippedLines()
 	typed, sendErr := send(cctx)
 	var result json.RawMessage
 	var err error
@@ -127,6 +128,9 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		}
 		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
+		if n := h.proc.skippedLines() - skipped; n > 0 {
+			err = strayStdout(err, h.s.cfg(), h.proc, n)
+		}
 	}
 	recorded := err
 	if KindOf(err) == KindTimeout && callerShort {
@@ -139,6 +143,26 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		h.noteOutcome(ctx, err)
 	}
 	return result, err
+}
+
+// strayStdout adds to a request's timeout that its server wrote n lines
+// to stdout that were not JSON-RPC while the request ran: its answer may
+// be among them (a print, a log written to stdout), and then no time is
+// long enough.
+func strayStdout(err error, cfg *config.Server, proc *process, n int64) error {
+	var e *Error
+	if KindOf(err) != KindTimeout || !errors.As(err, &e) {
+		return err
+	}
+	e = e.clone()
+	lines := "1 line to stdout that was"
+	if n > 1 {
+		lines = fmt.Sprintf("%d lines to stdout that were", n)
+	}
+	e.Message += fmt.Sprintf("; meanwhile server %s wrote %s not JSON-RPC", cfg.Name, lines)
+	e.Stdout = proc.stdoutTail.last(int(min(n, 10)))
+	e.Hint = append([]string{fmt.Sprintf("an MCP server writes only JSON-RPC messages to stdout: if its answer is among these lines, it printed or logged to stdout instead; check server %s's logging settings (%s)", cfg.Name, cfg.Source)}, e.Hint...)
+	return e
 }
 
 // stoppedByUs is the hint of a request whose server mcpctl stopped under it.

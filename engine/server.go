@@ -310,8 +310,6 @@ func (s *server) connect(ctx context.Context) error {
 	life, endLife := context.WithCancel(context.Background())
 	var proc *process
 	var sc *stdioConn
-	var started atomic.Bool // the start is over: stdout's tail is no longer kept
-	defer started.Store(true)
 	if cfg.IsStdio() {
 		logPath := ""
 		if s.e.opts.LogDir != "" {
@@ -332,10 +330,10 @@ func (s *server) connect(ctx context.Context) error {
 		s.mu.Unlock()
 		logSkipped := s.skippedLineLogger()
 		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
-			if !started.Load() {
-				// Kept for a failed start's error only, which alone reads it.
-				proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line, []byte("?")))))
-			}
+			// Kept for the errors of a failed start and of a request
+			// that timed out while they came. Redacted on more than
+			// the tail shows, so that a secret across its cut is hidden.
+			proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line[:min(len(line), 4096)], []byte("?")))))
 			logSkipped(line, why)
 		})
 		proc.lines = stdout
