@@ -179,6 +179,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	stopProgress()
 	if err := startErr; err != nil {
 		var ee *engine.Error
+		stopped := ctx.Err() != nil || d.Stopping() // not failed: cut short
 		switch cause := context.Cause(ctx); {
 		case ctx.Err() != nil && cause != nil:
 			// A signal to the session (kill, a supervisor's stop): up is
@@ -194,12 +195,18 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		stopServing()
 		<-served
 		logger.Error("session ended before it was ready", "error", ee.Error())
+		if stopped {
+			clearFailedStart(sess)
+		} else if err := saveFailedStart(sess, cfg.Paths, ee, e.Status()); err != nil {
+			logger.Warn("cannot keep why the start failed for mcpctl status", "error", err.Error())
+		}
 		if d.Stopping() && ctx.Err() == nil {
 			return ee // up --foreground says it as up does
 		}
 		return err
 	}
 	d.SetReady()
+	clearFailedStart(sess)
 	close(ready)
 	info.Ready = true
 	st := &engine.Status{Session: &info, Servers: e.Status()}

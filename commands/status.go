@@ -29,9 +29,10 @@ failureThreshold (a timeout, a broken answer; not a crash);
 "stoppedByHand" marks a server stopped with "mcpctl stop" (", by hand" in
 the table), which stays stopped until "mcpctl start" or "mcpctl restart".
 With no session running the servers are listed as stopped ("session" is null
-in JSON) and the exit code is 0. When the config was edited into something
-that cannot be loaded, the session keeps the config it had and "configError"
-says what is wrong.
+in JSON) and the exit code is 0; after an up that failed, each with the
+error it failed with (lastError), and a note on stderr, until a start
+works. When the config was edited into something that cannot be loaded, the
+session keeps the config it had and "configError" says what is wrong.
 
   mcpctl status
   mcpctl status --jq '.servers[] | select(.state != "ready") | .name'`,
@@ -78,7 +79,21 @@ func runStatus(ctx context.Context, env *Env) error {
 			}
 			st.Servers = append(st.Servers, ss)
 		}
-		if env.StderrTTY {
+		failed := lastFailedStart(sess, cfg.Paths)
+		if failed != nil {
+			for i, ss := range st.Servers {
+				for _, was := range failed.Servers {
+					if was.Name == ss.Name && was.LastError != "" {
+						st.Servers[i].LastError, st.Servers[i].Since = was.LastError, failed.EndedAt
+					}
+				}
+			}
+		}
+		switch {
+		case failed != nil:
+			env.note("no session is running: the last one failed to start %s ago: %s", time.Since(failed.EndedAt).Round(time.Second), failed.Error.Message)
+			env.noteHint("hint: see its log with: mcpctl logs; start one again with: mcpctl up")
+		case env.StderrTTY:
 			env.noteHint("no session is running; start one with: mcpctl up")
 		}
 	} else if err != nil {
