@@ -70,20 +70,44 @@ func (h localHost) ReadResource(ctx context.Context, req *engine.ResourceRequest
 	return res, h.hints(err)
 }
 
-func (h localHost) Tools(_ context.Context, filter string) ([]*engine.Tool, error) {
-	return h.Engine.Tools(filter)
+// The engine's lists take no context: a list a server is slow to give
+// (lazily, on its first use) must still end with the command's (Ctrl-C,
+// SIGTERM), whose end then stops the servers.
+
+func (h localHost) Tools(ctx context.Context, filter string) ([]*engine.Tool, error) {
+	return untilDone(ctx, func() ([]*engine.Tool, error) { return h.Engine.Tools(filter) })
 }
 
-func (h localHost) Prompts(_ context.Context, filter string) ([]*engine.Prompt, error) {
-	return h.Engine.Prompts(filter)
+func (h localHost) Prompts(ctx context.Context, filter string) ([]*engine.Prompt, error) {
+	return untilDone(ctx, func() ([]*engine.Prompt, error) { return h.Engine.Prompts(filter) })
 }
 
-func (h localHost) Resources(_ context.Context, server string) (*engine.Resources, error) {
-	return h.Engine.Resources(server)
+func (h localHost) Resources(ctx context.Context, server string) (*engine.Resources, error) {
+	return untilDone(ctx, func() (*engine.Resources, error) { return h.Engine.Resources(server) })
 }
 
-func (h localHost) Inspect(_ context.Context, server string) ([]*engine.Inspection, error) {
-	return h.Engine.Inspect(server)
+func (h localHost) Inspect(ctx context.Context, server string) ([]*engine.Inspection, error) {
+	return untilDone(ctx, func() ([]*engine.Inspection, error) { return h.Engine.Inspect(server) })
+}
+
+// untilDone is fn's result, or ctx's error when ctx ends first.
+func untilDone[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // withHost runs fn against the session when one answers. Otherwise it loads

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,54 @@ func TestListFailureAskedAgain(t *testing.T) {
 		if _, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "s.p"}); err != nil {
 			t.Errorf("lazy %v: get after the list came: %v", lazy, err)
 		}
+	}
+}
+
+// A list whose pages never end (a cursor given again) fails at once with
+// why, where the SDK's iterator asked for the same page for good (a minute
+// at full CPU, then nothing listed and no error). A prompts list is that
+// list's failure, the rest serving; a tools list fails the start.
+func TestListPagesNeverEnd(t *testing.T) {
+	loop := json.RawMessage(`{"result": {"prompts": [{"name": "p"}], "nextCursor": "same"}}`)
+	s := fakeServer(t, "s", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}, Prompts: []fakemcp.Prompt{{Name: "p", Text: "x"}},
+		Answers: map[string]json.RawMessage{"prompts/list": loop}})
+	e := newEngine(t, s)
+	t0 := time.Now()
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	prompts, err := e.Prompts("")
+	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), `server s's prompts/list never ends: page 2 gave the cursor page 1 gave ("same")`) || len(prompts) != 0 {
+		t.Errorf("prompts %v, %v", prompts, err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "s.echo"}); err != nil {
+		t.Errorf("call: %v", err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+
+	tools := json.RawMessage(`{"result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "nextCursor": "again"}}`)
+	e = newEngine(t, fakeServer(t, "t", fakemcp.Spec{Answers: map[string]json.RawMessage{"tools/list": tools}}))
+	err = e.Start(ctx(t))
+	if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), `server t's tools/list never ends: page 2 gave the cursor page 1 gave ("again")`) {
+		t.Errorf("start: %v", err)
+	}
+}
+
+// Cursors that are new each time end at maxPages pages.
+func TestListPagesBounded(t *testing.T) {
+	asked := 0
+	list := func(_ context.Context, c string) (int, error) { asked++; return asked, nil }
+	var n int
+	var err error
+	for _, err = range paged(t.Context(), &config.Server{Name: "s"}, "tools/list", list, func(i int) ([]int, string) { return []int{i}, fmt.Sprint("c", i) }) {
+		if err != nil {
+			break
+		}
+		n++
+	}
+	if n != maxPages || asked != maxPages || err == nil || err.Error() != "server s's tools/list did not end within 1000 pages" {
+		t.Errorf("%d items, %d pages asked, err %v", n, asked, err)
 	}
 }

@@ -56,6 +56,33 @@ func (sn *snapshot) failures(list string) []*Error {
 	return out
 }
 
+// unlistedFailed is sn with each list it has yet to list failed with err,
+// and still to list: a lazy listing that timed out or lost its server says
+// so, where it listed nothing.
+func (sn *snapshot) unlistedFailed(ctx context.Context, name string, timeout time.Duration, err error) *snapshot {
+	c := *sn
+	c.failed = maps.Clone(sn.failed)
+	if c.failed == nil {
+		c.failed = map[string]*Error{}
+	}
+	for _, l := range sn.unlisted {
+		method := l + "/list"
+		var e *Error
+		switch {
+		case ctx.Err() == context.DeadlineExceeded:
+			e = errorf(KindTimeout, name, "server %s did not answer %s within %s", name, method, timeout).
+				hint("it may be busy or stuck; its log may say more: mcpctl logs %s", name)
+		case errors.As(err, &e):
+			e = e.clone()
+		default:
+			e = errorf(KindUnavailable, name, "server %s could not list its %s: %v", name, l, err).
+				hint("its log may say more: mcpctl logs %s", name)
+		}
+		c.failed[method] = e.wrap(err)
+	}
+	return &c
+}
+
 // listOf names the list a list method gives.
 func listOf(method string) string {
 	if method == "prompts/list" {
@@ -69,16 +96,24 @@ func listOf(method string) string {
 // serve); a broken connection or a caller gone fails the whole listing.
 func (s *server) listFailed(ctx context.Context, sn *snapshot, method string, err error) bool {
 	var werr *jsonrpc.Error
-	if ctx.Err() != nil || !errors.As(err, &werr) {
+	var perr *pagingError
+	name := s.cfg().Name
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.As(err, &perr):
+		sn.failed[method] = errorf(KindProtocol, name, "%s", perr.msg).
+			hint("its pagination is broken (tell its authors); its tools and its other lists still serve")
+	case errors.As(err, &werr):
+		what := strings.TrimSuffix(strings.ReplaceAll(method, "/", " "), " list")
+		if what == "resources templates" {
+			what = "resource templates"
+		}
+		sn.failed[method] = errorf(KindProtocol, name, "server %s could not list its %s: it answered %s with error %d: %s", name, what, method, werr.Code, s.cfg().Redact(werr.Message)).
+			hint("its tools and its other lists still serve; its log may say more: mcpctl logs %s", name).wrap(err)
+	default:
 		return false
 	}
-	name := s.cfg().Name
-	what := strings.TrimSuffix(strings.ReplaceAll(method, "/", " "), " list")
-	if what == "resources templates" {
-		what = "resource templates"
-	}
-	sn.failed[method] = errorf(KindProtocol, name, "server %s could not list its %s: it answered %s with error %d: %s", name, what, method, werr.Code, s.cfg().Redact(werr.Message)).
-		hint("its tools and its other lists still serve; its log may say more: mcpctl logs %s", name).wrap(err)
 	s.log.Warn("listing failed", "method", method, "error", sn.failed[method].Message)
 	return true
 }
@@ -198,9 +233,11 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 	defer conn.release(cp)
 	if want(listTools) && caps.Tools != nil {
 		var keys []string
-		for t, err := range cs.Tools(cctx, nil) {
+		for t, err := range paged(cctx, s.cfg(), "tools/list", func(ctx context.Context, c string) (*mcp.ListToolsResult, error) {
+			return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+		}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor }) {
 			if err != nil {
-				return nil, err
+				return nil, &listError{"tools/list", err}
 			}
 			keys = append(keys, t.Name)
 		}
@@ -245,10 +282,12 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 			}
 			return nil, false, nil
 		}
-		return nil, false, lerr
+		return nil, false, &listError{method, lerr}
 	}
 	if want(listPrompts) && caps.Prompts != nil {
-		keys, ok, err := each("prompts/list", keysOf(cs.Prompts(cctx, nil), func(p *mcp.Prompt) string { return p.Name }))
+		keys, ok, err := each("prompts/list", keysOf(paged(cctx, s.cfg(), "prompts/list", func(ctx context.Context, c string) (*mcp.ListPromptsResult, error) {
+			return cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
+		}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }), func(p *mcp.Prompt) string { return p.Name }))
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +304,9 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		}
 	}
 	if want(listResources) && caps.Resources != nil {
-		keys, ok, err := each("resources/list", keysOf(cs.Resources(cctx, nil), func(r *mcp.Resource) string { return r.URI }))
+		keys, ok, err := each("resources/list", keysOf(paged(cctx, s.cfg(), "resources/list", func(ctx context.Context, c string) (*mcp.ListResourcesResult, error) {
+			return cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
+		}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }), func(r *mcp.Resource) string { return r.URI }))
 		if err != nil {
 			return nil, err
 		}
@@ -279,7 +320,11 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 				}
 			}
 		}
-		keys, ok, err = each("resources/templates/list", keysOf(cs.ResourceTemplates(cctx, nil), func(t *mcp.ResourceTemplate) string { return t.URITemplate }))
+		keys, ok, err = each("resources/templates/list", keysOf(paged(cctx, s.cfg(), "resources/templates/list", func(ctx context.Context, c string) (*mcp.ListResourceTemplatesResult, error) {
+			return cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
+		}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+			return r.ResourceTemplates, r.NextCursor
+		}), func(t *mcp.ResourceTemplate) string { return t.URITemplate }))
 		if err != nil {
 			return nil, err
 		}
@@ -295,6 +340,61 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 		}
 	}
 	return &sn, nil
+}
+
+// A listError is a list that failed a whole listing (a start): the
+// method tells what the server did not answer.
+type listError struct {
+	method string
+	err    error
+}
+
+func (e *listError) Error() string { return e.err.Error() }
+func (e *listError) Unwrap() error { return e.err }
+
+// maxPages bounds the pages of one list: a server whose cursors never end
+// (a new one each time) must not hold a start or a listing for good.
+const maxPages = 1000
+
+// A pagingError is a list whose pages never end: a server gave a cursor
+// it had given before, or more than maxPages pages.
+type pagingError struct{ msg string }
+
+func (e *pagingError) Error() string { return e.msg }
+
+// paged is every item of a list, page after page, as the SDK's iterators
+// give them, but stopped with a pagingError where those loop for good.
+func paged[R any, T any](ctx context.Context, cfg *config.Server, method string, list func(context.Context, string) (R, error), page func(R) ([]T, string)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		seen := map[string]int{}
+		cursor := ""
+		for n := 1; ; n++ {
+			res, err := list(ctx, cursor)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			items, next := page(res)
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			if first, ok := seen[next]; ok {
+				yield(zero, &pagingError{fmt.Sprintf("server %s's %s never ends: page %d gave the cursor page %d gave (%q)", cfg.Name, method, n, first, truncate(cfg.Redact(next), 40))})
+				return
+			}
+			if n == maxPages {
+				yield(zero, &pagingError{fmt.Sprintf("server %s's %s did not end within %d pages", cfg.Name, method, maxPages)})
+				return
+			}
+			seen[next], cursor = n, next
+		}
+	}
 }
 
 // keysOf is a list's items as their keys, and its error.
@@ -461,7 +561,8 @@ func (s *server) fill() *snapshot {
 	next, err := s.list(ctx, cs, conn, sn, sn.unlisted...)
 	if err != nil {
 		s.log.Warn("listing failed", "lists", sn.unlisted, "error", err)
-		return sn
+		// Said, not listed as empty; asked again at the next listing.
+		next = sn.unlistedFailed(ctx, s.cfg().Name, s.requestTimeout(0), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -490,7 +490,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	}
 	var e *Error
 	var already *Error
+	var paging *pagingError
 	switch {
+	case errors.As(err, &paging):
+		e = errorf(KindProtocol, name, "%s", paging.msg)
+		e.hint("its pagination is broken: tell its authors")
 	case err != nil && strings.Contains(err.Error(), "unsupported protocol version"):
 		// The SDK hung up on it: the process's exit that follows is ours.
 		e = errorf(KindProtocol, name, "server %s answered initialize with a protocol version mcpctl does not speak (%s); it speaks %s",
@@ -539,6 +543,10 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 		e.hint("raise %s of server %s (%s) if it is just slow", s.cfg().FieldName("startupTimeout"), name, s.cfg().Source)
 	default:
 		e = errorf(KindUnavailable, name, "server %s: MCP handshake failed: %s", name, s.said(err))
+	}
+	if le := (*listError)(nil); e.startTimedOut && errors.As(err, &le) {
+		// It answered initialize: not slow to start, stuck on a list.
+		e.Message += fmt.Sprintf("; it answered initialize, but not %s", le.method)
 	}
 	e.Stderr = proc.stderrTail(10)
 	if proc != nil {

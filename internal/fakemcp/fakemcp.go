@@ -117,7 +117,7 @@ type Spec struct {
 	EventLog string `json:"eventLog,omitempty"`
 	// CallLog, when set, gets one JSON line per thing the server saw: each
 	// tools/call, a cancelled call, a (un)subscription, a task cancel, a
-	// notifications/cancelled.
+	// notifications/cancelled, a request MethodDelay holds.
 	CallLog string `json:"callLog,omitempty"`
 	// PageSize makes list results come in pages of this size.
 	PageSize int `json:"pageSize,omitempty"`
@@ -444,6 +444,7 @@ func (f *fake) newServer() *mcp.Server {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if d, err := time.ParseDuration(spec.MethodDelay[method]); err == nil {
+					f.logCall(map[string]any{"delayed": method})
 					select {
 					case <-ctx.Done():
 						return nil, ctx.Err()
