@@ -3,25 +3,42 @@
 # /etc/bash_completion.d/ or ~/.local/share/bash-completion/completions/mcpctl.
 
 _mcpctl_completion() {
-  local line cur words=() i
-  # Rejoin what COMP_WORDBREAKS split off (a URI's "file:" and "//...").
+  local line words=() i c
   line=${COMP_LINE:0:COMP_POINT}
   read -r -a words <<< "$line"
-  cur=""
-  if [[ $line != *[[:space:]] && ${#words[@]} -gt 0 ]]; then
-    cur=${words[${#words[@]}-1]}
-    unset "words[${#words[@]}-1]"
-  fi
-  [[ $cur == -* ]] && words+=("$cur")
+  # The word under the cursor: as typed (word), as the shell will read it
+  # (cur), and the quote open where it ends (q) or a "\" ending it (esc).
+  local word="" cur="" q="" esc=""
+  for ((i = 0; i < ${#line}; i++)); do
+    c=${line:i:1}
+    word+=$c
+    if [[ $q == "'" ]]; then
+      if [[ $c == "'" ]]; then q=""; else cur+=$c; fi
+    elif [[ $c == '\' ]]; then
+      if ((i + 1 == ${#line})); then
+        if [[ -z $q ]]; then esc=1; else cur+=$c; fi
+        continue
+      fi
+      c=${line:i+1:1}
+      word+=$c
+      ((i++))
+      # In "...", a "\" escapes only $, " and \ (and a backquote).
+      [[ -n $q && $c != [\$$'\x60'\"\\] ]] && cur+='\'
+      cur+=$c
+    elif [[ $q == '"' ]]; then
+      if [[ $c == '"' ]]; then q=""; else cur+=$c; fi
+    elif [[ $c == [\'\"] ]]; then
+      q=$c
+    elif [[ $c == [[:space:]] ]]; then
+      word="" cur=""
+    else
+      cur+=$c
+    fi
+  done
   COMPREPLY=()
-  local out name
+  local out name names=()
   # mcpctl reads the line as the shell will pass it (quotes, ~, $VAR).
   out=$(MCPCTL_COMPLETE_LINE=$line "${words[0]}" --generate-shell-completion 2>/dev/null </dev/null) || return 0
-  # The part of cur bash treats as already typed (before its last break).
-  local pre=""
-  if [[ $cur == *[:=]* && $COMP_WORDBREAKS == *:* ]]; then
-    pre=${cur%"${cur##*[:=]}"}
-  fi
   while IFS= read -r line; do
     [[ -z $line ]] && continue
     # "name:description", a colon in the name written "\:".
@@ -30,14 +47,42 @@ _mcpctl_completion() {
     name=${name//$'\x1f'/:}
     # A key= already typed whole is left to bash: a file name may follow.
     [[ $name == *= && $name == "$cur" ]] && continue
-    if [[ $name == "$cur"* ]]; then
-      COMPREPLY+=("${name#"$pre"}")
-    fi
+    [[ $name == "$cur"* ]] && names+=("$name")
   done <<< "$out"
+  # A reply replaces the part of the word bash completes ($2: after its
+  # last break, a ":" of COMP_WORDBREAKS say, or its open quote): that
+  # part as typed, then the rest of the name quoted as the word is there.
+  local text=$2 rest
+  [[ $word == *"$text" ]] || text=$word
+  for name in "${names[@]}"; do
+    rest=${name:${#cur}}
+    if [[ -n $esc && -n $rest ]]; then
+      text+=${rest:0:1}
+      rest=${rest:1}
+    fi
+    if [[ -z $rest ]]; then
+      :
+    elif [[ $q == "'" ]]; then
+      rest=${rest//\'/\'\\\'\'}
+    elif [[ $q == '"' ]]; then
+      rest=${rest//\\/\\\\}
+      rest=${rest//\$/\\\$}
+      rest=${rest//$'\x60'/\\$'\x60'}
+      rest=${rest//\"/\\\"}
+      rest=${rest//!/\"\\!\"}
+    else
+      printf -v rest %q "$rest"
+    fi
+    # bash closes the open quote after a single reply unless the reply
+    # ends with that quote ("\"" or "'\''" do): then close it here.
+    [[ -n $q && $text$rest == *"$q" ]] && rest+=$q
+    COMPREPLY+=("$text$rest")
+    [[ -n $esc ]] && text=${text%?}
+  done
   # A tool's argument ("key=") takes its value with no space between, and
   # a server's name its tool's ("server.").
-  local all_keys=${#COMPREPLY[@]}
-  for name in "${COMPREPLY[@]}"; do
+  local all_keys=${#names[@]}
+  for name in "${names[@]}"; do
     [[ $name == *[=.] ]] || all_keys=0
   done
   if [[ $all_keys -gt 0 ]]; then
