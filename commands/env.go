@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -365,9 +366,17 @@ func (env *Env) loadConfigWith(ask bool, placeholder string) (*config.Config, er
 	if err != nil {
 		return nil, err
 	}
+	if err := env.addHeaders(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// addHeaders adds the --header flags to each remote server of cfg.
+func (env *Env) addHeaders(cfg *config.Config) error {
 	headers, err := env.headers()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, h := range headers {
 		for _, s := range cfg.Servers {
@@ -376,7 +385,23 @@ func (env *Env) loadConfigWith(ask bool, placeholder string) (*config.Config, er
 			}
 		}
 	}
-	return cfg, nil
+	return nil
+}
+
+// readHeaders takes the --header flags of the up that started this session
+// from the pipe at fd (see spawnSession).
+func (env *Env) readHeaders(fd int) error {
+	syscall.CloseOnExec(fd) // not for its servers
+	f := os.NewFile(uintptr(fd), "headers")
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err == nil {
+		err = json.Unmarshal(data, &env.headerFlags)
+	}
+	if err != nil {
+		return &engine.Error{Kind: engine.KindInternal, Message: fmt.Sprintf("cannot read the --header flags from the up that started this session: %v", err)}
+	}
+	return nil
 }
 
 // headers are the --header flags as name and value, checked.

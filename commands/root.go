@@ -79,7 +79,7 @@ before it exits; "mcpctl up" only makes it fast.
 ` + envHelp(),
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE`; repeat to merge files (default: $MCPCTL_CONFIG, else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml, ./.codex/config.toml)", Destination: &env.configFlags},
-			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME=VALUE` to every remote server this command starts itself (not a running session's); repeat for more", Destination: &env.headerFlags},
+			&cli.StringSliceFlag{Name: "header", Usage: "send `NAME=VALUE` to every remote server this command starts itself, or the session up starts (not a running session's); repeat for more", Destination: &env.headerFlags},
 			&cli.StringFlag{Name: "session", Usage: "use the session called `NAME` instead of the one of the config file ($MCPCTL_SESSION)", Destination: &env.sessionFlag},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON even on a terminal", Destination: &env.format.JSON},
 			&cli.StringFlag{Name: "jq", Usage: "filter the JSON result with the jq `EXPR`", Destination: &env.format.JQ},

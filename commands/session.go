@@ -109,6 +109,9 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 			return fmt.Sprintf("the session keeps the environment it started with: give a default (%s), or start it again with %s set: mcpctl down && %s=... mcpctl up", withDefault, name, name)
 		}})
 		if err == nil {
+			err = env.addHeaders(next)
+		}
+		if err == nil {
 			err = obs.follow(next)
 		}
 		return next, err

@@ -27,6 +27,7 @@ type upOptions struct {
 	foreground bool
 	notifyFD   int
 	lockFD     int // the session's lock, claimed by the up that started this one
+	headersFD  int // the --header flags of the up that started this one, as JSON
 	ttl        time.Duration
 	logLevel   string
 }
@@ -69,6 +70,7 @@ as it runs: a long call, or an open "watch".
 			&cli.StringFlag{Name: "log-level", Usage: "the session log's `LEVEL`: debug, info, warn or error (default: the config's logLevel, else info)", Destination: &opts.logLevel},
 			&cli.IntFlag{Name: "notify-fd", Hidden: true, Destination: &opts.notifyFD},
 			&cli.IntFlag{Name: "lock-fd", Hidden: true, Destination: &opts.lockFD},
+			&cli.IntFlag{Name: "headers-fd", Hidden: true, Destination: &opts.headersFD},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -102,6 +104,11 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		// A session up started: its stderr is its log, which holds JSON
 		// lines only.
 		env.ErrOut = &logLines{log: slog.New(slog.NewJSONHandler(env.ErrOut, nil))}
+	}
+	if opts.headersFD > 0 {
+		if err := env.readHeaders(opts.headersFD); err != nil {
+			return err
+		}
 	}
 	p, err := env.Printer()
 	if err != nil {
@@ -259,6 +266,9 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			}
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			noteTTL(env, st, opts.ttl)
+			if len(env.headerFlags) > 0 {
+				env.noteHint("warning: --header was not sent: the running session's servers keep the headers they started with; to change them: mcpctl down && mcpctl --header ... up")
+			}
 			if opts.logLevel != "" {
 				env.noteHint("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
 			}
@@ -352,6 +362,25 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	for _, p := range cfg.Paths {
 		args = append(args, "--config", p)
 	}
+	// --header values reach the session through a pipe: not its
+	// arguments (ps shows them) nor its environment (its servers'). It
+	// applies them to every load of the config, reloads too.
+	var headers *os.File
+	if len(env.headerFlags) > 0 {
+		hr, hw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer hr.Close()
+		data, _ := json.Marshal(env.headerFlags)
+		_, err = hw.Write(data) // far below a pipe's buffer
+		hw.Close()
+		if err != nil {
+			return nil, err
+		}
+		headers = hr
+		args = append(args, "--headers-fd=5")
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = env.WorkDir
 	// Inputs asked for here reach the session, which cannot ask, through
@@ -359,6 +388,9 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	cmd.Env = append(os.Environ(), cfg.InputEnviron()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w, lock}
+	if headers != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, headers)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()
