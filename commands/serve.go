@@ -74,8 +74,9 @@ own protocol error answer with a JSON-RPC error. Hints that advise a command
 line are left out.
 
 Over HTTP a bearer token is required: $MCPCTL_SERVE_TOKEN, or the first line
-of --token-file. Only on a loopback address (127.0.0.1, ::1, localhost) may
---no-auth serve without one. The address is printed on stderr. A client's
+of --token-file, of 16 characters or more off loopback. Only on a loopback
+address (127.0.0.1, ::1, localhost) may --no-auth serve without one. The
+address is printed on stderr. A client's
 MCP session ends with its DELETE (its calls in flight are cancelled). A
 call whose HTTP request drops is cancelled at once: its answer could not
 be sent, as serve keeps no stream to resume. A client whose connections
@@ -233,10 +234,10 @@ func serveToken(env *Env, opts serveOptions) (string, error) {
 		if token == "" {
 			return "", usagef(fmt.Sprintf("--token-file %s holds no token", opts.tokenFile), "write one, e.g.: openssl rand -hex 32 > "+opts.tokenFile)
 		}
-		return token, nil
+		return token, shortToken(env, token, "the token in "+opts.tokenFile, opts.http, loopback)
 	}
 	if token = strings.TrimSpace(env.getenv(serveTokenEnv)); token != "" {
-		return token, nil
+		return token, shortToken(env, token, "$"+serveTokenEnv, opts.http, loopback)
 	}
 	hints := []string{
 		fmt.Sprintf("set one with $%s or --token-file FILE (e.g. openssl rand -hex 32 > token); clients send it as Authorization: Bearer TOKEN", serveTokenEnv),
@@ -245,6 +246,24 @@ func serveToken(env *Env, opts serveOptions) (string, error) {
 		hints = append(hints, "or, on this loopback address, serve without one: --no-auth")
 	}
 	return "", usagef(fmt.Sprintf("serving MCP over HTTP on %s needs a bearer token", opts.http), hints...)
+}
+
+// minTokenLen is the shortest bearer token serve takes on an address
+// other machines reach: a short one is guessed.
+const minTokenLen = 16
+
+// shortToken refuses a token shorter than minTokenLen on an address other
+// machines reach, and warns of one on loopback.
+func shortToken(env *Env, token, what, addr string, loopback bool) error {
+	if len(token) >= minTokenLen {
+		return nil
+	}
+	if !loopback {
+		return usagef(fmt.Sprintf("%s is %d %s: serving on %s needs a token of at least %d, which cannot be guessed", what, len(token), plural(len(token), "character", "characters"), addr, minTokenLen),
+			"make one with: openssl rand -hex 32")
+	}
+	env.note("warning: %s is %d %s, which can be guessed; make one with: openssl rand -hex 32", what, len(token), plural(len(token), "character", "characters"))
+	return nil
 }
 
 func unwrapNetError(err error) error {
