@@ -36,14 +36,42 @@ type localHost struct {
 	early *engine.Subscription
 	// serving: the host of serve, whose client cannot run a command again.
 	serving bool
+	// starting, with early, is the start under way as the watch runs: it
+	// gives its error, if any, once it is over.
+	starting <-chan error
 }
 
 func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(engine.Event) error) error {
-	if h.early != nil {
+	if h.early == nil {
+		return h.Engine.Watch(ctx, req, fn)
+	}
+	if h.starting == nil {
 		return h.Engine.WatchFrom(ctx, h.early, req, fn)
 	}
-	return h.Engine.Watch(ctx, req, fn)
+	// The events come as the servers start (one slow to start must not
+	// hold back another's); a start that fails ends the watch with why.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err := <-h.starting:
+			if err != nil {
+				cancel(startFailed{err})
+			}
+		case <-wctx.Done():
+		}
+	}()
+	err := h.Engine.WatchFrom(wctx, h.early, req, fn)
+	if sf, ok := context.Cause(wctx).(startFailed); ok && ctx.Err() == nil {
+		return oneShotHints(sf.err)
+	}
+	return err
 }
+
+// startFailed is the cause of a watch ended by its servers' start.
+type startFailed struct{ err error }
+
+func (s startFailed) Error() string { return s.err.Error() }
 
 // The requests of a command without a session say to run it again where
 // the engine says to restart a server (see oneShotHints); serve's, what its
@@ -214,6 +242,12 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	start := e.Start
 	if hopts.partial && len(names) == 0 {
 		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
+	}
+	if hopts.early != nil && hopts.startWithin == 0 {
+		starting := make(chan error, 1)
+		go func() { starting <- start(ctx, names...) }()
+		h.starting = starting
+		return oneShotHints(fn(h))
 	}
 	if err := start(ctx, names...); err != nil {
 		var e *engine.Error
