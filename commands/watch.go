@@ -82,6 +82,11 @@ unavailable, with the error), and the others are watched, unless none starts
 			if cmd.Args().Len() > 0 {
 				return usagef("watch takes no arguments", "choose servers with --server")
 			}
+			// 0 given is not "no limit": a script's --timeout ${T}s with
+			// T=0 must not watch for good.
+			if cmd.IsSet("count") && opts.count <= 0 || cmd.IsSet("timeout") && opts.timeout <= 0 {
+				return usagef("--count and --timeout must be positive", "leave them out to watch with no limit")
+			}
 			return runWatch(ctx, env, opts)
 		},
 	}
