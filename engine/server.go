@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -467,6 +468,10 @@ func (s *server) connect(ctx context.Context) error {
 	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
 	s.lc.streamLost = false
 	s.life, s.endLife = life, endLife
+	prev := s.snap
+	if prev == nil {
+		prev = s.offered
+	}
 	s.snap = snap
 	s.initRaw = init.result
 	if ir := cs.InitializeResult(); ir != nil {
@@ -476,8 +481,27 @@ func (s *server) connect(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	s.publishChanges(prev, snap)
 	go s.watch(proc, cs)
 	return nil
+}
+
+// publishChanges tells the lists a start changed from what the server
+// offered before it (a restart, a reload's new filters), as a server's
+// list_changed is told: a watcher following them must not go stale.
+func (s *server) publishChanges(prev, sn *snapshot) {
+	if prev == nil || sn == nil {
+		return // a first start changes nothing anyone saw
+	}
+	for _, list := range []string{listTools, listPrompts, listResources} {
+		if slices.Contains(prev.unlisted, list) || slices.Contains(sn.unlisted, list) {
+			continue // not listed on one side: nothing to compare
+		}
+		if added, removed := diff(prev.names(list), sn.names(list)); len(added)+len(removed) > 0 {
+			s.log.Info("list changed across a start", "list", list, "added", len(added), "removed", len(removed))
+			s.e.bus.publish(Event{Type: EventListChanged, Server: s.cfg().Name, List: list, Added: added, Removed: removed})
+		}
+	}
 }
 
 // startFailure explains why a start failed: the process exited, the

@@ -314,6 +314,36 @@ func TestListChangedRefreshes(t *testing.T) {
 	}
 }
 
+// A start that changes what the server lists (a restart of one that had
+// grown its tools, a crash) tells list_changed, as the server's own
+// notice does: a watcher following the lists went stale.
+func TestListChangedAcrossRestart(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "grow", AddTools: []string{"new1"}}, {Name: "echo"}}})
+	sub := e.Events(EventFilter{Types: []string{EventListChanged}})
+	defer sub.Close()
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.grow"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, sub); strings.Join(ev.Added, ",") != "srv.new1" {
+		t.Fatalf("added: %+v", ev)
+	}
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, sub); ev.List != "tools" || strings.Join(ev.Removed, ",") != "srv.new1" || len(ev.Added) != 0 {
+		t.Errorf("after a restart: %+v", ev)
+	}
+	// A restart that changes nothing tells nothing.
+	if err := e.Restart(ctx(t), "srv"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-sub.C:
+		t.Errorf("a restart that changed nothing told %+v", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 func TestResourceSubscription(t *testing.T) {
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("protocol "+version, func(t *testing.T) {
