@@ -138,7 +138,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			msg := v.Message
 			switch {
 			case v.Keyword == "propertyNames":
-				msg = "invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)"
+				msg = serverNameRule
 				if hint == "" {
 					hint = `e.g. "github" or "my-server"`
 				}

@@ -161,7 +161,10 @@ type Engine struct {
 
 // New returns an engine for cfg; no server starts until [Engine.Start].
 // With a nil cfg it has no servers, and Start fails until [Engine.Reload]
-// gives it a config.
+// gives it a config. So with a cfg [config.Config.Validate] refuses (one
+// built in Go with a dependency cycle, a server name given twice, a nil
+// server...): then Start, and a request naming a server, fail with why,
+// of kind config, which [Engine.ConfigError] returns too.
 func New(cfg *config.Config, opts *Options) *Engine {
 	var o Options
 	if opts != nil {
@@ -190,6 +193,13 @@ func New(cfg *config.Config, opts *Options) *Engine {
 	if noConfig {
 		cfg = &config.Config{}
 	}
+	// A config built in Go is checked as a file is; one that fails
+	// gives the engine no servers, as a nil one does.
+	var invalid *Error
+	if err := cfg.Validate(); err != nil {
+		invalid = invalidConfig(err)
+		noConfig = true
+	}
 	e := &Engine{
 		cfg:        cfg,
 		made:       true,
@@ -203,12 +213,27 @@ func New(cfg *config.Config, opts *Options) *Engine {
 		requestSet: requestSet, shutdownSet: shutdownSet,
 	}
 	e.noConfig.Store(noConfig)
+	if invalid != nil {
+		e.configErr = invalid
+		return e
+	}
 	for _, sc := range cfg.Servers {
 		s := newServer(e, sc)
 		e.servers[sc.Name] = s
 		e.order = append(e.order, s)
 	}
 	return e
+}
+
+// invalidConfig is the engine's error for a config that does not pass
+// [config.Config.Validate]: of kind config, its hints kept, err its cause.
+func invalidConfig(err error) *Error {
+	ee := errorf(KindConfig, "", "%s", err.Error()).wrap(err)
+	var h interface{ Hints() []string }
+	if errors.As(err, &h) {
+		ee.Hint = h.Hints()
+	}
+	return ee
 }
 
 // Config returns the config the engine runs: the one it was made from, or
@@ -248,6 +273,9 @@ func (e *Engine) lookup(name string) (*server, error) {
 	}
 	if e.cfg == nil {
 		return nil, notMade() // a zero Engine
+	}
+	if e.noConfig.Load() && e.configErr != nil {
+		return nil, e.configErr.clone() // a config New or a reload could not use
 	}
 	return nil, UnknownServer(name, e.cfg.Names())
 }
@@ -293,6 +321,9 @@ func (e *Engine) beginStart(names []string) (run func(context.Context) error, er
 		return nil, notMade()
 	}
 	if e.noConfig.Load() {
+		if ce := e.ConfigError(); ce != nil {
+			return nil, ce.clone() // New's config, or a reload's, did not validate
+		}
 		return nil, errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
 			hint("load one with config.Load or config.Parse, and pass it to engine.New")
 	}

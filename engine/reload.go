@@ -47,6 +47,11 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		return nil, errorf(KindUsage, "", "Reload was called with a nil *config.Config").
 			hint("load one with config.Load or config.Parse")
 	}
+	if err := cfg.Validate(); err != nil {
+		// Built in Go, and not as a file may be: refused as a file that
+		// does not load is, the running config staying.
+		return nil, e.ReloadFailed(err)
+	}
 	asked := time.Now()
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
@@ -264,8 +269,9 @@ func (e *Engine) ReloadFailed(err error) *Error {
 	return ee
 }
 
-// ConfigError is why the last reload could not load the config, or nil
-// when it could (or none was tried).
+// ConfigError is why the last reload could not load the config, or why
+// New could not use the one it was given, or nil when it could (or none
+// was tried).
 func (e *Engine) ConfigError() *Error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
