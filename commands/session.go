@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,7 +103,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		}
 		return env.LookupEnv(name)
 	}
-	d.SetConfigLoader(func() (*config.Config, error) {
+	load := func() (*config.Config, error) {
 		next, err := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, NoAskHint: func(name string) string {
 			return fmt.Sprintf("the session cannot ask: give it with %s=... mcpctl reload", name)
 		}, UnsetHint: func(name, withDefault string) string {
@@ -115,7 +116,28 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 			err = obs.follow(next)
 		}
 		return next, err
+	}
+	// The files a config that could not be loaded names (an envFile not
+	// there yet) are watched too: their fix is a change to reload for.
+	var failedFiles atomic.Pointer[[]string]
+	d.SetConfigLoader(func() (*config.Config, error) {
+		next, err := load()
+		failedFiles.Store(nil)
+		if err != nil {
+			if named, uerr := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, Unresolved: true}); uerr == nil {
+				files := named.WatchFiles()
+				failedFiles.Store(&files)
+			}
+		}
+		return next, err
 	})
+	watchFiles := func() []string {
+		files := e.Config().WatchFiles()
+		if failed := failedFiles.Load(); failed != nil {
+			files = append(files, *failed...)
+		}
+		return files
+	}
 	// The up that waits shows each server's start as it happens; what the
 	// start reported is sent before the last message.
 	stopProgress := func() {}
@@ -153,7 +175,7 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 			logger.Warn("reload failed", "error", err.Error())
 		}
 	}
-	if err := config.Watch(serveCtx, func() []string { return e.Config().WatchFiles() }, reloadDebounce, func() { reload("a config file changed") }); err != nil {
+	if err := config.Watch(serveCtx, watchFiles, reloadDebounce, func() { reload("a config file changed") }); err != nil {
 		logger.Warn("cannot watch the config files; reload with: mcpctl reload", "error", err.Error())
 	}
 	stdin, _ := env.In.(*os.File)

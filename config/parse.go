@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"net/url"
@@ -609,7 +610,9 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		r.note("envFile", p)
 		s.EnvFile = r.path(r.str("envFile", p, v))
 		vals, err := readEnvFile(s.EnvFile)
-		if err != nil {
+		if err != nil && !(r.vars.unresolved && errors.Is(err, fs.ErrNotExist)) {
+			// Unresolved, one not there yet is left out, as an unset
+			// variable is: the file is named, and can be watched for.
 			d.errorAt(p, false, s.Redact(err.Error()), "")
 		}
 		for _, kv := range vals {
@@ -997,7 +1000,7 @@ func readEnvFile(path string) ([][2]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if pe, ok := err.(*os.PathError); ok {
-			return nil, fmt.Errorf("cannot read %s: %v", pe.Path, pe.Err)
+			return nil, fmt.Errorf("cannot read %s: %w", pe.Path, pe.Err)
 		}
 		return nil, err
 	}

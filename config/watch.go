@@ -21,6 +21,11 @@ func (c *Config) WatchFiles() []string {
 	return files
 }
 
+// refollowEvery is how often Watch asks for the files again between
+// changes: a reload not of its making (mcpctl reload, SIGHUP) may name
+// files it does not follow yet.
+const refollowEvery = 2 * time.Second
+
 // Watch starts watching the files and returns: from then until ctx ends,
 // onChange is called once the files have been quiet for debounce after one
 // of them was written, created, replaced or removed. The error is one of
@@ -28,7 +33,10 @@ func (c *Config) WatchFiles() []string {
 // editors that save by writing a new file and renaming it over the old one
 // replace the inode a file watch would follow. onChange runs on a
 // goroutine of Watch's, one call at a time. files is asked again after
-// each onChange: a reload may name an envFile the config did not.
+// each onChange, on a change in a watched directory to a file it did not
+// name, and every few seconds: a reload may name an envFile the config did
+// not. A file it names anew counts as changed (it may have been written
+// while nobody watched).
 func Watch(ctx context.Context, files func() []string, debounce time.Duration, onChange func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -36,16 +44,18 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 	}
 	names := map[string]bool{}
 	dirs := map[string]bool{}
-	// follow watches the files' directories; one that cannot be watched
+	// follow watches the files' directories, and reports whether it named
+	// a file it did not before; one directory that cannot be watched
 	// (gone, or the inotify limit reached) leaves its files unwatched, and
 	// the others go on. A directory removed is watched again when a file
 	// names it again.
-	follow := func() error {
-		clear(names)
+	follow := func() (added bool, err error) {
+		next := map[string]bool{}
 		var errs []error
 		for _, f := range files() {
 			f = filepath.Clean(f)
-			names[f] = true
+			next[f] = true
+			added = added || !names[f]
 			if d := filepath.Dir(f); !dirs[d] {
 				if err := w.Add(d); err != nil {
 					errs = append(errs, err)
@@ -54,9 +64,10 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				dirs[d] = true
 			}
 		}
-		return errors.Join(errs...)
+		names = next
+		return added, errors.Join(errs...)
 	}
-	if err := follow(); err != nil {
+	if _, err := follow(); err != nil {
 		w.Close()
 		return err
 	}
@@ -64,6 +75,8 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 		defer w.Close()
 		timer := time.NewTimer(debounce)
 		timer.Stop()
+		refollow := time.NewTicker(refollowEvery)
+		defer refollow.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -74,6 +87,11 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 					return
 				}
 				name := filepath.Clean(ev.Name)
+				if !names[name] && dirs[filepath.Dir(name)] {
+					if added, _ := follow(); added {
+						timer.Reset(debounce)
+					}
+				}
 				if names[name] && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
 					timer.Reset(debounce)
 				}
@@ -88,6 +106,10 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 					return
 				}
 				timer.Reset(debounce)
+			case <-refollow.C:
+				if added, _ := follow(); added {
+					timer.Reset(debounce)
+				}
 			case <-timer.C:
 				onChange()
 				follow()
