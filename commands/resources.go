@@ -130,7 +130,10 @@ func runResource(ctx context.Context, env *Env, opts resourceOptions) error {
 	timeout := opts.timeout.millis()
 	req := &engine.ResourceRequest{URI: opts.uri, Server: opts.server, NoCache: opts.noCache, TimeoutMs: timeout}
 	var res *engine.ResourceResult
-	err = env.withHostTimed(ctx, serverOf(opts.server), opts.timeout.d, func(h host) error {
+	// Found from the lists when no server is named: one server that
+	// cannot start must not keep the read from the one that offers it.
+	hopts := hostOptions{startWithin: opts.timeout.d, partial: true}
+	err = env.withHostOpts(ctx, serverOf(opts.server), hopts, func(h host) error {
 		res, err = h.ReadResource(ctx, req)
 		return err
 	})
@@ -365,7 +368,7 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 		}
 	}
 	var res *engine.CompleteResult
-	err = env.withHostTimed(ctx, need, opts.timeout.d, func(h host) error {
+	err = env.withHostOpts(ctx, need, hostOptions{startWithin: opts.timeout.d, partial: true}, func(h host) error {
 		res, err = h.Complete(ctx, req)
 		return err
 	})

@@ -677,7 +677,7 @@ func TestRouteNamesServerThatCouldNotStart(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != KindUsage {
 		t.Fatalf("err = %v, want a usage error", err)
 	}
-	if !strings.Contains(strings.Join(ee.Hint, "\n"), "server broken starts on use and could not start to say what it offers: server broken exited with code 3") {
+	if !strings.Contains(strings.Join(ee.Hint, "\n"), "server broken could not start to say what it offers: server broken exited with code 3") {
 		t.Errorf("hints %q do not say why server broken offers nothing", ee.Hint)
 	}
 	if _, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///x"}); err != nil {

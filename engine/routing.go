@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -110,7 +111,11 @@ type offerList struct {
 func (l offerList) notFound(err *Error) *Error {
 	failed := slices.SortedFunc(maps.Keys(l.failed), func(a, b *server) int { return strings.Compare(a.cfg().Name, b.cfg().Name) })
 	for _, s := range failed {
-		err.hint("server %s starts on use and could not start to say what it offers: %v", s.cfg().Name, l.failed[s])
+		why := l.failed[s].Error()
+		if e := (*Error)(nil); errors.As(l.failed[s], &e) {
+			why = e.Message // its stderr lines are for its own error
+		}
+		err.hint("server %s could not start to say what it offers: %s", s.cfg().Name, why)
 	}
 	return err
 }
@@ -135,6 +140,12 @@ func (e *Engine) offers(ctx context.Context) offerList {
 		}
 		if sn != nil {
 			out.offers = append(out.offers, offered{s, sn})
+		} else if _, ok := out.failed[s]; !ok && s.failedUnlisted() {
+			// Its start failed before it listed anything (one-shot, the
+			// others started): what it offers is not known.
+			s.mu.Lock()
+			out.failed[s] = s.unavailableLocked()
+			s.mu.Unlock()
 		}
 	}
 	return out
