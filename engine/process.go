@@ -230,6 +230,18 @@ func (p *process) awaitExit(brief time.Duration) {
 	waitDone(p.done, brief)
 }
 
+// awaitStdout waits, up to brief, for the reader of an exited process's
+// stdout to reach its end: the lines it wrote last (a usage message) are
+// then in stdoutTail for its error, where they could still be in the pipe.
+func (p *process) awaitStdout(brief time.Duration) {
+	if p == nil || p.lines == nil || !p.exited() {
+		return
+	}
+	for deadline := time.Now().Add(brief); !p.lines.eof.Load() && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // exitedBefore reports whether the process had exited by t.
 func (p *process) exitedBefore(t time.Time) bool {
 	return p.exited() && p.exitedAt.Before(t)
@@ -611,6 +623,9 @@ type jsonLines struct {
 	skipped atomic.Int64
 	// eof is set once the server closed its stdout: it is exiting.
 	eof atomic.Bool
+	// exited, when set, is closed once the server's process has exited:
+	// Close then reads to the end first (see Close).
+	exited <-chan struct{}
 }
 
 // droppedMarker is the data of the error mcpctl answers in place of a
@@ -765,7 +780,20 @@ func validID(v json.RawMessage) bool {
 	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') && err == nil
 }
 
-func (j *jsonLines) Close() error { return j.c.Close() }
+// Close closes the read end. When the process has exited, what it wrote
+// last is read first, for a moment: its last words (a usage message) go
+// to its error, where the SDK's closing the connection as the start fails
+// could cut them off unread.
+func (j *jsonLines) Close() error {
+	select {
+	case <-j.exited:
+		for deadline := time.Now().Add(100 * time.Millisecond); !j.eof.Load() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	default:
+	}
+	return j.c.Close()
+}
 
 // skippedLines is how many lines of its stdout were not JSON-RPC.
 func (p *process) skippedLines() int64 {

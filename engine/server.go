@@ -337,6 +337,7 @@ func (s *server) connect(ctx context.Context) error {
 			proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line[:min(len(line), 4096)], []byte("?")))))
 			logSkipped(line, why)
 		})
+		stdout.exited = proc.done
 		proc.lines = stdout
 		sc = newStdioConn(stdout, proc.stdin)
 		sc.probeOff = s.probeLate.Load() || cfg.ProtocolVersion != "" // a pinned version is the user's word
@@ -440,6 +441,7 @@ func (s *server) connect(ctx context.Context) error {
 		endLife()
 		// Let an exiting process finish, so the error can say how it ended.
 		proc.awaitExit(500 * time.Millisecond)
+		proc.awaitStdout(250 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err, timedOut, proc == nil && !conn.httpAnswered.Load())
 		proc.stop(0, s.shutdownTimeout())
 		if sc != nil && sc.probe.answeredLate() {
