@@ -414,13 +414,19 @@ func keysOf[T any](items iter.Seq2[T, error], key func(T) string) iter.Seq2[stri
 
 // rawList returns the raw objects for keys, in order. They come from the
 // pages just captured, or, when the SDK answered from its cache (2026-07-28
-// servers), from the pages seen last time.
+// servers), from the pages seen last time. A key the server listed twice
+// or more is given once, as it listed it first (what a call or get by that
+// name reaches), and a key that is empty (an item without its name or URI)
+// is dropped: either is logged, once for the list.
 func (s *server) rawList(cp *capture, method, list, key string, keys []string) []json.RawMessage {
 	seen := s.rawItems[method]
 	if seen == nil {
 		seen = map[string]json.RawMessage{}
 		s.rawItems[method] = seen
 	}
+	// The first object of each key in these pages, which replaces what
+	// earlier pages had for it.
+	fresh := map[string]json.RawMessage{}
 	for _, page := range cp.all(method) {
 		var p map[string]json.RawMessage
 		var items []json.RawMessage
@@ -428,18 +434,47 @@ func (s *server) rawList(cp *capture, method, list, key string, keys []string) [
 			continue
 		}
 		for _, raw := range items {
-			if k := stringField(raw, key); k != "" {
-				seen[k] = append(json.RawMessage(nil), raw...)
+			if k := stringField(raw, key); k != "" && fresh[k] == nil {
+				fresh[k] = append(json.RawMessage(nil), raw...)
 			}
 		}
 	}
+	maps.Copy(seen, fresh)
 	out := make([]json.RawMessage, 0, len(keys))
+	given := make(map[string]int, len(keys)) // times listed
+	var twice []string
+	nameless := 0
 	for _, k := range keys {
-		if raw := seen[k]; raw != nil {
-			out = append(out, raw)
+		if k == "" {
+			nameless++
+			continue
+		}
+		switch given[k]++; given[k] {
+		case 1:
+			if raw := seen[k]; raw != nil {
+				out = append(out, raw)
+			}
+		case 2:
+			twice = append(twice, k)
 		}
 	}
+	s.listedBadly(method, key, twice, nameless)
 	return out
+}
+
+// listedBadly logs what rawList left out of a list: the keys it listed
+// more than once (the first kept), and the count of items without a key.
+func (s *server) listedBadly(method, key string, twice []string, nameless int) {
+	if len(twice) > 0 {
+		redacted := make([]string, len(twice))
+		for i, k := range twice {
+			redacted[i] = s.cfg().Redact(k)
+		}
+		s.log.Warn("listed more than once, the first kept", "list", method, key+"s", redacted)
+	}
+	if nameless > 0 {
+		s.log.Warn("listed without a key, dropped", "list", method, "key", key, "count", nameless)
+	}
 }
 
 // A refreshKey names a list of one connection to a server (a restarted
