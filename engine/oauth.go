@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -179,7 +181,8 @@ func (s *tokenStore) save(t *SavedToken) error {
 var refreshTimeout = 30 * time.Second
 
 // A storedSource hands out the saved token, refreshing it (and saving the
-// new one) when it has expired.
+// new one) when it has expired, or when the server refused it before its
+// expiry ([storedSource.refreshRefused]).
 type storedSource struct {
 	store  *tokenStore
 	server string
@@ -188,6 +191,10 @@ type storedSource struct {
 	// refused is why the refresh token was dropped, told again to those
 	// who ask after (the SDK asks again on its way out).
 	refused error
+	// renewed is the access token got after the server refused one (by
+	// a refresh, or from the file another process refreshed): the server
+	// refusing it too is not refreshed again.
+	renewed atomic.Pointer[string]
 }
 
 func (ss *storedSource) Token() (*oauth2.Token, error) {
@@ -199,6 +206,66 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 	if ss.refused != nil {
 		return nil, ss.refused
 	}
+	tok, err := ss.update("")
+	if err != nil {
+		e := authNeeded(ss.server, err.Error())
+		if err == errRefused {
+			ss.refused = e
+		}
+		return nil, e
+	}
+	return tok, nil
+}
+
+// refreshRefused gets a new token after the server refused access token
+// refused (its 401) before its expiry: it restarted and forgot the tokens
+// it gave, or revoked it. The refresh grant is tried once, as an expired
+// token's is, and the new token saved; then the request goes again with
+// it. A token got that way and refused too is not refreshed again.
+func (ss *storedSource) refreshRefused(refused string) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	const why = "it refused the saved token"
+	switch {
+	case ss.refused != nil:
+		return ss.refused
+	case refused == "":
+		return authNeeded(ss.server, why) // sent without one
+	case ss.last != nil && ss.last.AccessToken != refused && ss.last.Valid():
+		return nil // already replaced (another request's 401): the retry sends the new one
+	case ss.isRenewed(refused):
+		return ss.refusedAgain()
+	}
+	tok, err := ss.update(refused)
+	if err != nil {
+		e := authNeeded(ss.server, why+", and "+err.Error())
+		if err == errRefused {
+			ss.refused = e
+		}
+		return e
+	}
+	ss.renewed.Store(&tok.AccessToken)
+	return nil
+}
+
+// isRenewed reports whether access is the token got after the server
+// refused the saved one.
+func (ss *storedSource) isRenewed(access string) bool {
+	r := ss.renewed.Load()
+	return r != nil && access != "" && *r == access
+}
+
+// refusedAgain is the error of a server that refused the token got after
+// it refused the saved one: no more refreshes, a login.
+func (ss *storedSource) refusedAgain() *Error {
+	return authNeeded(ss.server, "it refused the saved token, and the refreshed one too")
+}
+
+// update, with ss.mu held, reads the saved token and, if it expired or is
+// the access token the server refused (refused, when not ""), refreshes it
+// and saves the new one, all under the store's lock. The token it returns
+// is the one to send from now on.
+func (ss *storedSource) update(refused string) (*oauth2.Token, error) {
 	var tok *oauth2.Token
 	err := ss.store.locked(func() error {
 		saved, err := ss.store.load()
@@ -208,11 +275,14 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		if saved == nil {
 			return errors.New("no token saved")
 		}
-		if saved.Token.Valid() {
+		if saved.Token.Valid() && (refused == "" || saved.Token.AccessToken != refused) {
 			tok = saved.Token // another process refreshed it
 			return nil
 		}
 		if saved.Token.RefreshToken == "" {
+			if refused != "" && saved.Token.Valid() {
+				return errors.New("there is no refresh token")
+			}
 			return errors.New("the token expired and there is no refresh token")
 		}
 		// Bounded: the SDK asks for the token holding its connection's
@@ -220,12 +290,23 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
 		defer cancel()
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, ss.store.client)
-		fresh, err := saved.config().TokenSource(ctx, saved.Token).Token()
+		old := *saved.Token
+		if refused != "" {
+			// Refused before its expiry: oauth2 refreshes only a token
+			// that expired.
+			old.AccessToken, old.Expiry = "", time.Time{}
+		}
+		fresh, err := saved.config().TokenSource(ctx, &old).Token()
 		if refusedGrant(err) {
 			// The refresh token is dead (revoked, expired or used up):
 			// it is dropped, so that auth status no longer counts the
 			// server authorized and no later command tries it again.
 			saved.Token.RefreshToken = ""
+			if refused != "" {
+				// And the access token the server refused is
+				// dead too: expired, for auth status to say so.
+				saved.Token.Expiry = time.Now()
+			}
 			if err := ss.store.save(saved); err != nil {
 				return err
 			}
@@ -239,11 +320,7 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 		return ss.store.save(saved)
 	})
 	if err != nil {
-		e := authNeeded(ss.server, err.Error())
-		if err == errRefused {
-			ss.refused = e
-		}
-		return nil, e
+		return nil, err
 	}
 	ss.last = tok
 	return tok, nil
@@ -273,15 +350,38 @@ func refusedGrant(err error) bool {
 
 // A gate is the OAuth handler of an engine that cannot ask the user: it
 // offers the saved token, and when the server refuses it (or there is
-// none), it fails at once, before any discovery or registration.
+// none), it fails at once, before any discovery or registration. Only a
+// 401 to a saved token that has a refresh token gets a new one first
+// (once), for the SDK to send the request again with.
 type gate struct {
 	server string
-	source oauth2.TokenSource // nil: no token saved
-	header string             // where the config sets the Authorization header it sends, if it does
-	damage error              // why the token file could not be read, if it could not
+	source *storedSource // nil: no token saved
+	header string        // where the config sets the Authorization header it sends, if it does
+	damage error         // why the token file could not be read, if it could not
 }
 
-func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) { return g.source, nil }
+func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	if g.source == nil {
+		return nil, nil // not a nil *storedSource in an interface
+	}
+	return g.source, nil
+}
+
+// refusedAgain is the error of a 401 to req when req sent the token the
+// gate got after the server refused the saved one, nil otherwise. The SDK
+// sends a request once more after Authorize, and tells its second 401 as
+// "Unauthorized" alone (and takes the connection for broken): the
+// transport answers that 401 with this error instead.
+func (g *gate) refusedAgain(req *http.Request) *Error {
+	if g == nil || g.source == nil {
+		return nil
+	}
+	sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if !g.source.isRenewed(sent) {
+		return nil
+	}
+	return g.source.refusedAgain()
+}
 
 // insufficientScope finds the challenge of RFC 6750 §3.1 that asks for a
 // broader token (error="insufficient_scope"), not the words anywhere (an
@@ -290,7 +390,13 @@ var insufficientScope = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)(^|[\s,])error\s*=\s*"?insufficient_scope"?($|[\s,])`)
 })
 
-func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+func (g *gate) Authorize(_ context.Context, req *http.Request, resp *http.Response) error {
+	if resp != nil && resp.Body != nil {
+		// Ours to close (auth.OAuthHandler): drained a little, so that
+		// its connection can serve the request sent again.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+	}
 	if resp != nil && resp.StatusCode == http.StatusForbidden && !insufficientScope().MatchString(resp.Header.Get("WWW-Authenticate")) {
 		// Not a login to run: the server does not let this client in
 		// (the SDK hands a 403 over as it does a 401).
@@ -308,7 +414,14 @@ func (g *gate) Authorize(_ context.Context, _ *http.Request, resp *http.Response
 		return authNeeded(g.server, "it answered 401 and no token is saved").
 			hint(`or, if it takes a fixed token rather than OAuth, send it: "headers": {"Authorization": "Bearer ${TOKEN}"}`)
 	}
-	return authNeeded(g.server, "it refused the saved token")
+	if resp == nil || resp.StatusCode != http.StatusUnauthorized || req == nil {
+		return authNeeded(g.server, "it refused the saved token")
+	}
+	// A 401 to a saved token before its expiry: the server restarted and
+	// forgot the tokens it gave, or revoked this one. Its refresh token
+	// may still be good.
+	sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	return g.source.refreshRefused(sent)
 }
 
 // oauthHandler is the SDK's authorization code handler (PKCE, metadata

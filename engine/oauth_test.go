@@ -349,3 +349,121 @@ func TestOAuthRegistrationRefusedNoSSEFallback(t *testing.T) {
 		t.Errorf("hints: %s", h)
 	}
 }
+
+// loggedIn is a server behind the test authorization server and a token
+// saved for it by a login through the browser.
+func loggedIn(t *testing.T) (a *authServer, dir, url string) {
+	t.Helper()
+	a = newAuthServer(t, time.Hour)
+	dir, url = t.TempDir(), a.Server.URL+"/mcp"
+	e := authEngine(t, url, dir, browser)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	e.Close()
+	return a, dir, url
+}
+
+// A server that answers 401 to the saved token before its expiry (it
+// restarted and forgot the tokens it gave, or revoked it) while the
+// refresh token is still good: the refresh grant is asked once, the new
+// token saved, and the request sent again with it, for a start as for a
+// later request.
+func TestOAuthRefusedTokenIsRefreshed(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		a, dir, url := loggedIn(t)
+		before, _ := LoadToken(dir, url)
+		e := authEngine(t, url, dir, nil)
+		if later {
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.ForgetAccessTokens()
+		if !later {
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatalf("start with a token the server forgot: %v", err)
+			}
+		}
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); err != nil {
+			t.Fatalf("later %v: %v", later, err)
+		}
+		e.Close()
+		if n := a.RefreshGrants(); n != 1 {
+			t.Errorf("later %v: %d refresh grants, want 1", later, n)
+		}
+		if n, _ := a.counts(); n != 1 {
+			t.Errorf("later %v: authorized %d times, want once (the login)", later, n)
+		}
+		after, err := LoadToken(dir, url)
+		if err != nil || after == nil || after.Token.AccessToken == before.Token.AccessToken ||
+			after.Token.RefreshToken == before.Token.RefreshToken || !after.Token.Valid() || after.ClientID != before.ClientID {
+			t.Fatalf("later %v: token file before %+v, after %+v (%v)", later, before.Token, after, err)
+		}
+		// The token saved is the one the server now takes: a new run
+		// uses it without another refresh.
+		e2 := authEngine(t, url, dir, nil)
+		if err := e2.Start(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		e2.Close()
+		if n := a.RefreshGrants(); n != 1 {
+			t.Errorf("later %v: %d refresh grants after a run with the saved token, want 1", later, n)
+		}
+	}
+}
+
+// The same 401 when the refresh is refused too (invalid_grant), or when
+// the refreshed token is refused as well: the error of today (kind auth,
+// the login to run), after exactly one refresh grant, no token in it.
+func TestOAuthRefusedTokenRefreshFails(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		later bool
+		spoil func(*authServer)
+		says  string
+	}{
+		{"refresh refused", false, func(a *authServer) { a.ForgetAccessTokens(); a.RevokeRefreshTokens() },
+			"server secure needs authorization: it refused the saved token, and its authorization server refused the saved refresh token (invalid_grant)"},
+		{"refresh refused later", true, func(a *authServer) { a.ForgetAccessTokens(); a.RevokeRefreshTokens() },
+			"server secure needs authorization: it refused the saved token, and its authorization server refused the saved refresh token (invalid_grant)"},
+		{"new token refused", false, func(a *authServer) { a.RefuseTokens(true) },
+			"server secure needs authorization: it refused the saved token, and the refreshed one too"},
+		{"new token refused later", true, func(a *authServer) { a.RefuseTokens(true) },
+			"server secure needs authorization: it refused the saved token, and the refreshed one too"},
+	} {
+		a, dir, url := loggedIn(t)
+		e := authEngine(t, url, dir, nil)
+		var err error
+		if c.later {
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			c.spoil(a)
+			_, err = e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"})
+		} else {
+			c.spoil(a)
+			err = e.Start(ctx(t))
+		}
+		if KindOf(err) != KindAuth || !strings.Contains(err.Error(), c.says) ||
+			!strings.Contains(strings.Join(asError(err).Hint, "\n"), "mcpctl auth login secure") {
+			t.Errorf("%s: %v (kind %s)", c.name, err, KindOf(err))
+		}
+		if err != nil && (strings.Contains(err.Error(), "access-") || strings.Contains(err.Error(), "refresh-")) {
+			t.Errorf("%s: a token in the error: %v", c.name, err)
+		}
+		// A second request does not refresh again.
+		e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"})
+		e.Close()
+		if n := a.RefreshGrants(); n != 1 {
+			t.Errorf("%s: %d refresh grants, want 1", c.name, n)
+		}
+		if n, _ := a.counts(); n != 1 {
+			t.Errorf("%s: authorized %d times, want once (the login)", c.name, n)
+		}
+		saved, _ := LoadToken(dir, url)
+		if refused := strings.HasPrefix(c.name, "refresh refused"); saved == nil || (saved.Token.RefreshToken == "") != refused {
+			t.Errorf("%s: token file after: %+v", c.name, saved)
+		}
+	}
+}

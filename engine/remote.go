@@ -73,6 +73,9 @@ type captureRoundTripper struct {
 	// lines.
 	warnedBadEvent atomic.Bool
 	redact         func(string) string
+	// gate is the OAuth handler of an engine that cannot ask the user,
+	// if it has one.
+	gate *gate
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -285,6 +288,16 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	}
 	if resp.StatusCode/100 == 4 {
 		t.refused.Store(int32(resp.StatusCode))
+	}
+	if resp.StatusCode == http.StatusUnauthorized && req.Method == http.MethodPost {
+		if ae := t.gate.refusedAgain(req); ae != nil {
+			// The request sent again with the token refreshed after a
+			// 401, refused too: an authorization error, not a broken
+			// connection.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+			resp.Body.Close()
+			return nil, ae
+		}
 	}
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		if cp, ok := req.Context().Value(captureKey{}).(*capture); ok {
@@ -644,6 +657,7 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 		// The loopback redirect listener lives as long as the connection.
 		context.AfterFunc(ctx, cleanup)
 		st.OAuthHandler = h
+		rt.gate, _ = h.(*gate)
 	}
 	cs, err := client.Connect(ctx, t, opts)
 	var ae *Error

@@ -27,6 +27,8 @@ type AuthServer struct {
 	n          int
 	authorized int // times /authorize was visited
 	refreshed  int
+	grants     int  // refresh grants asked for, taken or not
+	refuse     bool // every access token is refused
 }
 
 // NewAuthServer protects mcpHandler (served at /mcp) with tokens that
@@ -83,6 +85,7 @@ func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 			}
 			delete(a.challenges, r.Form.Get("code"))
 		case "refresh_token":
+			a.grants++
 			if !a.refreshes[r.Form.Get("refresh_token")] {
 				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 				return
@@ -103,8 +106,9 @@ func NewAuthServer(mcpHandler http.Handler, ttl time.Duration) *AuthServer {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		a.mu.Lock()
 		exp, ok := a.tokens[tok]
+		refuse := a.refuse
 		a.mu.Unlock()
-		if !ok || time.Now().After(exp) {
+		if !ok || refuse || time.Now().After(exp) {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+a.URL+`/.well-known/oauth-protected-resource/mcp"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -122,4 +126,36 @@ func (a *AuthServer) Counts() (authorized, refreshed int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.authorized, a.refreshed
+}
+
+// RefreshGrants says how many refresh grants the token endpoint was asked
+// for, the refused ones too.
+func (a *AuthServer) RefreshGrants() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.grants
+}
+
+// ForgetAccessTokens forgets the access tokens given so far, as a server
+// that restarted (or revoked them) does; its refresh tokens stay good.
+func (a *AuthServer) ForgetAccessTokens() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.tokens)
+}
+
+// RevokeRefreshTokens makes the refresh tokens given so far refused
+// (invalid_grant).
+func (a *AuthServer) RevokeRefreshTokens() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.refreshes)
+}
+
+// RefuseTokens makes /mcp refuse (401) every access token, even one just
+// given, while on is true.
+func (a *AuthServer) RefuseTokens(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refuse = on
 }
