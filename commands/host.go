@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/internal/ctxio"
 )
 
 // A host is where the servers live: the running session ([engine.Client]),
@@ -103,39 +104,19 @@ func (h localHost) ReadResource(ctx context.Context, req *engine.ResourceRequest
 // SIGTERM), whose end then stops the servers.
 
 func (h localHost) Tools(ctx context.Context, filter string) ([]*engine.Tool, error) {
-	return untilDone(ctx, func() ([]*engine.Tool, error) { return h.Engine.Tools(filter) })
+	return ctxio.Until(ctx, func() ([]*engine.Tool, error) { return h.Engine.Tools(filter) })
 }
 
 func (h localHost) Prompts(ctx context.Context, filter string) ([]*engine.Prompt, error) {
-	return untilDone(ctx, func() ([]*engine.Prompt, error) { return h.Engine.Prompts(filter) })
+	return ctxio.Until(ctx, func() ([]*engine.Prompt, error) { return h.Engine.Prompts(filter) })
 }
 
 func (h localHost) Resources(ctx context.Context, server string) (*engine.Resources, error) {
-	return untilDone(ctx, func() (*engine.Resources, error) { return h.Engine.Resources(server) })
+	return ctxio.Until(ctx, func() (*engine.Resources, error) { return h.Engine.Resources(server) })
 }
 
 func (h localHost) Inspect(ctx context.Context, server string) ([]*engine.Inspection, error) {
-	return untilDone(ctx, func() ([]*engine.Inspection, error) { return h.Engine.Inspect(server) })
-}
-
-// untilDone is fn's result, or ctx's error when ctx ends first.
-func untilDone[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
+	return ctxio.Until(ctx, func() ([]*engine.Inspection, error) { return h.Engine.Inspect(server) })
 }
 
 // withHost runs fn against the session when one answers. Otherwise it loads
