@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/mcpctl/mcpctl/output"
 	"github.com/urfave/cli/v3"
 )
 
@@ -55,7 +56,8 @@ process again before anything else uses it, and a subscription keeps the
 server running, as a request does. A server not running when the watch
 begins (lazy, stopped), or that a reload adds (or removes and adds back), is
 set to the --log-level when it starts, and subscribed again. A server
---server names that a reload removes is said on stderr; the watch goes on.
+--server names that a reload removes is said on stderr; the watch goes on,
+as it does past an event a --jq filter fails on (said on stderr).
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
@@ -142,6 +144,12 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 				}
 			}
 			wrote, err := p.Line(ev)
+			if je := (*output.JQError)(nil); errors.As(err, &je) {
+				// As jq does with a stream: this event's failure is
+				// said, and the watch goes on with the next.
+				env.note("warning: %s, on a %s event; the watch goes on", je.Msg, ev.Type)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
