@@ -649,7 +649,9 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 	if err != nil {
 		return nil, err
 	}
+	oauthHandled := false // an OAuth handler says what a 401 means
 	if st, ok := t.(*mcp.StreamableClientTransport); ok && s.e.opts.Auth != nil && s.e.opts.Auth.Dir != "" {
+		oauthHandled = true
 		h, cleanup, err := s.oauthHandler(&http.Client{Transport: base})
 		if err != nil {
 			return nil, err
@@ -685,10 +687,10 @@ func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, c
 			err, overSSE = httpErr, false
 		}
 	}
-	if err != nil && overSSE && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
-		// The SSE transport has no OAuth handler to say it: the SDK's
-		// error is "failed to connect: Unauthorized", which read as a
-		// server not running.
+	if err != nil && (overSSE || !oauthHandled) && rt.refused.Load() == http.StatusUnauthorized && ctx.Err() == nil {
+		// No OAuth handler to say it (the SSE transport, a WebSocket, an
+		// engine without Options.Auth): the SDK's error is "failed to
+		// connect: Unauthorized", which read as a server not running.
 		return nil, unauthorized(cfg, rt.withheld.Load())
 	}
 	if cp, _ := ctx.Value(captureKey{}).(*capture); err != nil && !overSSE && cp != nil {

@@ -827,6 +827,23 @@ func TestRemoteSSEUnauthorized(t *testing.T) {
 	}
 }
 
+// Streamable HTTP (and WebSocket) without Options.Auth: a 401 is an
+// authorization error too, not "cannot connect: Unauthorized", which read
+// as a server not running.
+func TestRemoteUnauthorizedWithoutAuth(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(ts.Close)
+	cfg := remoteServer("r", "http", ts.URL)
+	cfg.Headers = nil
+	err := newEngine(t, cfg).Start(ctx(t))
+	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r needs authorization: it answered 401") {
+		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+}
+
 // A server whose type is implied by its url and that refuses streamable
 // HTTP is tried over SSE; when SSE is not there either (404, 405), the
 // error is streamable HTTP's: a 403 was told as "Method Not Allowed", the
