@@ -57,6 +57,32 @@ func TestDependencyStartOrder(t *testing.T) {
 	before(t, evs, "db start", "other serving")
 }
 
+// Start again after a dependency was stopped by hand: what runs keeps
+// running and nothing needs starting, so it is no failure (it failed:
+// "server a depends on b, which is not running", and stopped nothing).
+func TestStartAgainAfterDependencyStopped(t *testing.T) {
+	b := fakeServer(t, "b", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	a := fakeServer(t, "a", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	a.DependsOn = []string{"b"}
+	e := newEngine(t, a, b)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t)); err != nil {
+		t.Errorf("start again: %v", err)
+	}
+	states := map[string]State{}
+	for _, st := range e.Status() {
+		states[st.Name] = st.State
+	}
+	if states["a"] != StateReady || states["b"] != StateStopped {
+		t.Errorf("states %v, want a ready, b stopped (by hand)", states)
+	}
+}
+
 func TestStartNamedBringsDependencies(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "events")
 	db := fakeServer(t, "db", fakemcp.Spec{Name: "db", EventLog: log})

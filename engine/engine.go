@@ -436,8 +436,15 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 		go func() {
 			defer wg.Done()
 			defer close(done[s])
-			if mark := marks[s]; mark != nil {
+			mark := marks[s]
+			if mark != nil {
 				defer mark()
+			}
+			if st := s.currentState(); marks != nil && mark == nil && (st == StateReady || st == StateDegraded) {
+				// Running when Start was called, and still: nothing to
+				// start, nor dependencies to wait for (one stopped by
+				// hand since stays so, and is no failure of this Start).
+				return
 			}
 			err := e.awaitDependencies(sctx, s, done, errs, &mu)
 			if err == nil {
