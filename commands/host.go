@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -57,7 +56,9 @@ func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(
 		select {
 		case err := <-h.starting:
 			if err != nil {
-				cancel(startFailed{err})
+				// After a moment: the events the failed start
+				// published (its state, its stderr) are shown first.
+				time.AfterFunc(100*time.Millisecond, func() { cancel(startFailed{err}) })
 			}
 		case <-wctx.Done():
 		}
@@ -225,8 +226,16 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
 	}
 	if hopts.early != nil && hopts.startWithin == 0 {
+		// Begun before the watch, its servers marked as starting: a
+		// subscription it makes waits for them (it found them stopped).
+		var wait func() error
+		if hopts.partial && len(names) == 0 {
+			wait = startEachAsync(ctx, e, cfg)
+		} else {
+			wait = e.StartAsync(ctx, names...)
+		}
 		starting := make(chan error, 1)
-		go func() { starting <- start(ctx, names...) }()
+		go func() { starting <- wait() }()
 		h.starting = starting
 		return oneShotHints(fn(h))
 	}
@@ -260,18 +269,33 @@ func (env *Env) withHostLists(ctx context.Context, need func(*config.Config) ([]
 // startEach starts every server that starts with the engine, each on its
 // own and in parallel (see hostOptions.partial).
 func startEach(ctx context.Context, e *engine.Engine, cfg *config.Config) error {
+	return startEachAsync(ctx, e, cfg)()
+}
+
+// startEachAsync is startEach begun: each start is under way (its servers
+// marked starting, so that a request waits for them) when it returns, and
+// wait gives startEach's error.
+func startEachAsync(ctx context.Context, e *engine.Engine, cfg *config.Config) (wait func() error) {
 	var names []string
 	for _, s := range cfg.Servers {
 		if !s.Disabled && (s.Activation == "" || s.Activation == "eager") {
 			names = append(names, s.Name)
 		}
 	}
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	waits := make([]func() error, len(names))
 	for i, name := range names {
-		wg.Go(func() { errs[i] = e.Start(ctx, name) })
+		waits[i] = e.StartAsync(ctx, name)
 	}
-	wg.Wait()
+	return func() error { return finishEach(ctx, e, names, waits) }
+}
+
+// finishEach waits for the starts startEachAsync began, and makes their
+// errors startEach's.
+func finishEach(ctx context.Context, e *engine.Engine, names []string, waits []func() error) error {
+	errs := make([]error, len(names))
+	for i, wait := range waits {
+		errs[i] = wait()
+	}
 	// A start that fails stops what it brought up, a dependency too, which
 	// another start, done meanwhile, needs: such a one starts again.
 	for _, st := range e.Status() {
