@@ -216,15 +216,17 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		case !errors.As(err, &ee):
 			ee = &engine.Error{Kind: engine.KindUnavailable, Message: err.Error()}
 		}
-		notify(readyMsg{Error: ee})
-		stopServing()
-		<-served
-		logger.Error("session ended before it was ready", "error", ee.Error())
+		// Kept before up is told: its next command (up || status) must
+		// find it.
 		if stopped {
 			clearFailedStart(sess)
 		} else if err := saveFailedStart(sess, cfg.Paths, ee, e.Status()); err != nil {
 			logger.Warn("cannot keep why the start failed for mcpctl status", "error", err.Error())
 		}
+		notify(readyMsg{Error: ee})
+		stopServing()
+		<-served
+		logger.Error("session ended before it was ready", "error", ee.Error())
 		if d.Stopping() && ctx.Err() == nil {
 			return ee // up --foreground says it as up does
 		}

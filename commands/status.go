@@ -30,7 +30,7 @@ failureThreshold (a timeout, a broken answer; not a crash);
 the table), which stays stopped until "mcpctl start" or "mcpctl restart".
 With no session running the servers are listed as stopped ("session" is null
 in JSON) and the exit code is 0; after an up that failed, each with the
-error it failed with (lastError), and a note on stderr, until a start
+error it failed with (lastError), and on a terminal a note, until a start
 works. When the config was edited into something that cannot be loaded, the
 session keeps the config it had and "configError" says what is wrong.
 
@@ -90,10 +90,12 @@ func runStatus(ctx context.Context, env *Env) error {
 			}
 		}
 		switch {
+		case !env.StderrTTY:
+			// JSON has each server's lastError.
 		case failed != nil:
 			env.note("no session is running: the last one failed to start %s ago: %s", time.Since(failed.EndedAt).Round(time.Second), failed.Error.Message)
 			env.noteHint("hint: see its log with: mcpctl logs; start one again with: mcpctl up")
-		case env.StderrTTY:
+		default:
 			env.noteHint("no session is running; start one with: mcpctl up")
 		}
 	} else if err != nil {
