@@ -674,8 +674,8 @@ func TestRouteNamesServerThatCouldNotStart(t *testing.T) {
 	}
 	_, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///y"})
 	var ee *Error
-	if !errors.As(err, &ee) || ee.Kind != KindUsage {
-		t.Fatalf("err = %v, want a usage error", err)
+	if !errors.As(err, &ee) || ee.Kind != KindUnavailable {
+		t.Fatalf("err = %v, want unavailable: a server that could not start may offer it", err)
 	}
 	if !strings.Contains(strings.Join(ee.Hint, "\n"), "server broken could not start to say what it offers: server broken exited with code 3") {
 		t.Errorf("hints %q do not say why server broken offers nothing", ee.Hint)

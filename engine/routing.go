@@ -110,6 +110,11 @@ type offerList struct {
 // for each server that could not start to say what it offers.
 func (l offerList) notFound(err *Error) *Error {
 	failed := slices.SortedFunc(maps.Keys(l.failed), func(a, b *server) int { return strings.Compare(a.cfg().Name, b.cfg().Name) })
+	if len(failed) > 0 {
+		// Not known, rather than not there: a server that could not
+		// start may offer it (a script may try again, exit 3).
+		err.Kind = KindUnavailable
+	}
 	for _, s := range failed {
 		why := l.failed[s].Error()
 		if e := (*Error)(nil); errors.As(l.failed[s], &e) {
