@@ -41,8 +41,8 @@ type process struct {
 	stdout                               *os.File // our end of the server's stdout
 	tail                                 *lineTail
 	// stdoutTail keeps the last lines of stdout that were not JSON-RPC
-	// (redacted): a server that fails to start may have said why there,
-	// and one that prints its answer has put it there.
+	// (redacted as they are read): a server that fails to start may have
+	// said why there, and one that prints its answer has put it there.
 	stdoutTail *lineTail
 
 	// stopped: mcpctl decided to stop it (markStopped), so how it ended
@@ -135,7 +135,7 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 		stdin:      inW,
 		stdout:     outR,
 		tail:       newLineTail(20),
-		stdoutTail: newLineTail(10),
+		stdoutTail: newRedactedTail(10, s.Redact),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		onProcess:  onProcess,
@@ -237,7 +237,7 @@ func (p *process) awaitStdout(brief time.Duration) {
 	if p == nil || p.lines == nil || !p.exited() {
 		return
 	}
-	for deadline := time.Now().Add(brief); !p.lines.eof.Load() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(brief); !p.lines.over() && time.Now().Before(deadline); {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
@@ -576,19 +576,45 @@ func serverEnv(s *config.Server, env []string) []string {
 	return out
 }
 
+// tailShown is how much of a line a lineTail shows; tailKept is how much
+// of one a redacted tail keeps, more than it shows, so that a secret
+// across the cut is still found and hidden before the line is cut.
+const (
+	tailShown = 500
+	tailKept  = 4096
+)
+
 // A lineTail keeps the last n lines written to it.
 type lineTail struct {
 	mu    sync.Mutex
 	n     int
 	lines []string
+	// A redacted tail (newRedactedTail) keeps, in raw, up to tailKept
+	// bytes of each line as it came, and redacts them only when they
+	// are read: it is written to on a hot path (every stdout line that
+	// is not JSON-RPC, for the server's life) and read only for errors.
+	redact func(string) string
+	raw    [][]byte // the oldest first; their buffers are reused
 }
 
 func newLineTail(n int) *lineTail { return &lineTail{n: n} }
 
-func (t *lineTail) add(line string) {
-	if len(line) > 500 {
-		line = line[:500] + "…"
+// newRedactedTail returns a tail of n lines, added with addRaw, that
+// passes them through redact as they are read.
+func newRedactedTail(n int, redact func(string) string) *lineTail {
+	return &lineTail{n: n, redact: redact}
+}
+
+// cutShown cuts a line to what a tail shows.
+func cutShown(line string) string {
+	if len(line) > tailShown {
+		line = line[:tailShown] + "…"
 	}
+	return line
+}
+
+func (t *lineTail) add(line string) {
+	line = cutShown(line)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
@@ -597,13 +623,40 @@ func (t *lineTail) add(line string) {
 	}
 }
 
-func (t *lineTail) last(n int) []string {
+// addRaw adds a line to a redacted tail: a copy of its first tailKept
+// bytes, as they are, into the buffer of the line it pushes out.
+func (t *lineTail) addRaw(line []byte) {
+	line = line[:min(len(line), tailKept)]
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n > len(t.lines) {
-		n = len(t.lines)
+	if len(t.raw) < t.n {
+		t.raw = append(t.raw, append([]byte(nil), line...))
+		return
 	}
-	return append([]string(nil), t.lines[len(t.lines)-n:]...)
+	oldest := t.raw[0]
+	copy(t.raw, t.raw[1:])
+	t.raw[len(t.raw)-1] = append(oldest[:0], line...)
+}
+
+func (t *lineTail) last(n int) []string {
+	t.mu.Lock()
+	if t.redact == nil {
+		defer t.mu.Unlock()
+		n = min(n, len(t.lines))
+		return append([]string(nil), t.lines[len(t.lines)-n:]...)
+	}
+	n = max(min(n, len(t.raw)), 0)
+	out := make([]string, n)
+	for i, raw := range t.raw[len(t.raw)-n:] {
+		out[i] = string(bytes.ToValidUTF8(raw, []byte("?")))
+	}
+	t.mu.Unlock()
+	// Redacted before it is cut, so that a secret across the cut is
+	// hidden too.
+	for i, line := range out {
+		out[i] = cutShown(t.redact(line))
+	}
+	return out
 }
 
 // maxMessage bounds one JSON-RPC message from a server. A longer line is
@@ -623,6 +676,10 @@ type jsonLines struct {
 	skipped atomic.Int64
 	// eof is set once the server closed its stdout: it is exiting.
 	eof atomic.Bool
+	// ended is set once reading met any error (the end, or a read end
+	// already closed, as when the SDK's Connect fails): nothing more
+	// is read, so nothing more goes to skip.
+	ended atomic.Bool
 	// exited, when set, is closed once the server's process has exited:
 	// Close then reads to the end first (see Close).
 	exited <-chan struct{}
@@ -675,6 +732,9 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 		}
 		if err == io.EOF {
 			j.eof.Store(true)
+		}
+		if err != nil {
+			j.ended.Store(true)
 		}
 		// At the end, a last line without a newline still counts; the next
 		// call meets the end again.
@@ -787,12 +847,18 @@ func validID(v json.RawMessage) bool {
 func (j *jsonLines) Close() error {
 	select {
 	case <-j.exited:
-		for deadline := time.Now().Add(100 * time.Millisecond); !j.eof.Load() && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(100 * time.Millisecond); !j.over() && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 	default:
 	}
 	return j.c.Close()
+}
+
+// over reports whether reading has ended: at the end of the server's
+// stdout, or on an error such as a read end already closed.
+func (j *jsonLines) over() bool {
+	return j.eof.Load() || j.ended.Load()
 }
 
 // skippedLines is how many lines of its stdout were not JSON-RPC.

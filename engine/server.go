@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -332,9 +331,10 @@ func (s *server) connect(ctx context.Context) error {
 		logSkipped := s.skippedLineLogger()
 		stdout := newJSONLines(proc.stdout, func(line []byte, why string) {
 			// Kept for the errors of a failed start and of a request
-			// that timed out while they came. Redacted on more than
-			// the tail shows, so that a secret across its cut is hidden.
-			proc.stdoutTail.add(cfg.Redact(string(bytes.ToValidUTF8(line[:min(len(line), 4096)], []byte("?")))))
+			// that timed out while they came: raw, and redacted (on
+			// more than it shows, so that a secret across its cut is
+			// hidden) only when read, as this runs for every line.
+			proc.stdoutTail.addRaw(line)
 			logSkipped(line, why)
 		})
 		stdout.exited = proc.done
