@@ -323,9 +323,11 @@ func (c *Config) Server(name string) *Server {
 
 // Names returns the server names in order.
 func (c *Config) Names() []string {
-	out := make([]string, len(c.Servers))
-	for i, s := range c.Servers {
-		out[i] = s.Name
+	out := make([]string, 0, len(c.Servers))
+	for _, s := range c.Servers {
+		if s != nil { // built in Go, and refused by Validate
+			out = append(out, s.Name)
+		}
 	}
 	return out
 }

@@ -125,7 +125,9 @@ func (s *Server) validate(i int) Errors {
 			}
 			add("command", "required, but missing", hint)
 		}
-	case s.URL == "":
+	case s.URL == "" && s.Source == "":
+		// Built in Go. One read from a file may have a url that
+		// expands to nothing ("${URL:-}"), which loads: its start says.
 		add("url", "required, but missing", "servers of type "+s.Type+" are reached at \"url\"")
 	}
 	return errs

@@ -95,6 +95,8 @@ func TestValidateGoDefaults(t *testing.T) {
 
 // Every config Parse reads is valid: the rules are the same, and a file's
 // other clients' names (local, remote, streamable-http) are read as ours.
+// A url that expands to nothing loads (its start says), and so passes: the
+// engine refused the whole config for it.
 func TestValidateParsed(t *testing.T) {
 	cfg, err := Parse("mcp.json", []byte(`{"servers": {
 		"a": {"command": "true", "type": "local"},
@@ -103,7 +105,9 @@ func TestValidateParsed(t *testing.T) {
 		"d": {"url": "wss://127.0.0.1:1"},
 		"e": {"url": "http://127.0.0.1:1/sse", "type": "sse", "dependsOn": ["b", "c"]},
 		"f": {"command": "true", "disabled": true},
-		"my-server_2": {"command": "true", "activation": "manual"}
+		"my-server_2": {"command": "true", "activation": "manual"},
+		"g": {"type": "http", "url": "${G_URL:-}"},
+		"h": {"type": "http", "url": "${G_URL:-}", "disabled": true}
 	}}`), t.TempDir(), env(nil))
 	if err != nil {
 		t.Fatal(err)

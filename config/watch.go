@@ -14,7 +14,7 @@ import (
 func (c *Config) WatchFiles() []string {
 	files := append([]string(nil), c.Paths...)
 	for _, s := range c.Servers {
-		if s.EnvFile != "" {
+		if s != nil && s.EnvFile != "" { // nil: built in Go, refused by Validate
 			files = append(files, s.EnvFile)
 		}
 	}

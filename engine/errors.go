@@ -214,6 +214,15 @@ func (e *Engine) open() error {
 	if e.closed.Load() {
 		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New")
 	}
+	if e.noConfig.Load() {
+		// A config New or a reload could not use: a listing says so,
+		// where it listed nothing.
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		if e.configErr != nil {
+			return e.configErr.clone()
+		}
+	}
 	return nil
 }
 

@@ -144,7 +144,7 @@ func TestGoBuiltConfigUnknownValues(t *testing.T) {
 		{"activation", func(s *config.Server) { s.Activation = "sometimes" }, `servers.a.activation: expected one of "eager", "lazy", "manual", "transient", got "sometimes"`},
 		{"type", func(s *config.Server) { s.Type, s.URL, s.Command = "grpc", "http://127.0.0.1:1/mcp", "" }, `servers.a.type: expected one of "stdio", "http", "sse", "ws", got "grpc"`},
 		{"restart", func(s *config.Server) { s.Restart = "always" }, `servers.a.restart: expected one of "never", "on-failure", got "always"`},
-		{"url", func(s *config.Server) { s.Type, s.Command = "http", "" }, `servers.a.url: required, but missing`},
+		{"url", func(s *config.Server) { s.Type, s.Command, s.Source = "http", "", "" }, `servers.a.url: required, but missing`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakeServer(t, "a", fakemcp.Spec{})
@@ -166,6 +166,14 @@ func TestGoBuiltConfigNilServer(t *testing.T) {
 	e := newGoBuilt(t, fakeServer(t, "a", fakemcp.Spec{}), nil)
 	startRefused(t, e, "servers[1]: is a nil *config.Server")
 	startRefused(t, e, "servers[1]: is a nil *config.Server", "a")
+	// Its lists say why too, where they listed nothing; its config's
+	// names and files skip the nil server.
+	if tools, err := e.Tools(""); KindOf(err) != KindConfig || len(tools) != 0 {
+		t.Errorf("Tools: %v, %v; want the config error", tools, err)
+	}
+	if names := e.Config().Names(); len(names) != 1 || len(e.Config().WatchFiles()) != 0 {
+		t.Errorf("names %v, files %v", names, e.Config().WatchFiles())
+	}
 }
 
 // Reload refuses such a config as one that does not load: the running
