@@ -109,7 +109,11 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 	noURL := fmt.Errorf("server %s neither finished starting nor gave an authorization URL within %s (its startupTimeout): it, its authorization metadata or its registration did not answer", name, before2browser)
 	stall := time.AfterFunc(before2browser, func() { cancel(noURL) })
 	defer stall.Stop()
-	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{s}}
+	// The login needs that server alone: not its dependencies, which a
+	// config of one server would call unknown.
+	alone := *s
+	alone.DependsOn = nil
+	one := &config.Config{File: cfg.File, Paths: cfg.Paths, Dir: cfg.Dir, Servers: []*config.Server{&alone}}
 	e := engine.New(one, &engine.Options{Auth: &engine.AuthOptions{Dir: dir, Fresh: true, Browse: func(ctx context.Context, server, url string) error {
 		stall.Stop() // the browser's turn: the 5 minutes hold
 		fmt.Fprintf(env.ErrOut, "Open this URL to authorize mcpctl with server %s:\n\n  %s\n\n", server, url)

@@ -192,8 +192,11 @@ type storedSource struct {
 	// who ask after (the SDK asks again on its way out).
 	refused error
 	// renewed is the access token got after the server refused one (by
-	// a refresh, or from the file another process refreshed): the server
-	// refusing it too is not refreshed again.
+	// a refresh, or from the file another process saved), until the
+	// server takes it ([storedSource.accepted]): the server refusing it
+	// before that is not refreshed again. So a server that refuses every
+	// token gets one refresh grant, and one that refuses the token later
+	// (hours after, say, a restart) gets another.
 	renewed atomic.Pointer[string]
 }
 
@@ -221,7 +224,9 @@ func (ss *storedSource) Token() (*oauth2.Token, error) {
 // refused (its 401) before its expiry: it restarted and forgot the tokens
 // it gave, or revoked it. The refresh grant is tried once, as an expired
 // token's is, and the new token saved; then the request goes again with
-// it. A token got that way and refused too is not refreshed again.
+// it. A token got that way and refused too, before the server took it, is
+// not refreshed again: a valid token saved in the file since (a login in
+// another terminal) is sent instead, if there is one, else the error.
 func (ss *storedSource) refreshRefused(refused string) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -234,6 +239,9 @@ func (ss *storedSource) refreshRefused(refused string) error {
 	case ss.last != nil && ss.last.AccessToken != refused && ss.last.Valid():
 		return nil // already replaced (another request's 401): the retry sends the new one
 	case ss.isRenewed(refused):
+		if ss.savedInstead(refused) {
+			return nil // a login in another terminal: the retry sends its token
+		}
 		return ss.refusedAgain()
 	}
 	tok, err := ss.update(refused)
@@ -253,6 +261,38 @@ func (ss *storedSource) refreshRefused(refused string) error {
 func (ss *storedSource) isRenewed(access string) bool {
 	r := ss.renewed.Load()
 	return r != nil && access != "" && *r == access
+}
+
+// accepted is told that the server answered a request sent with access
+// (2xx): if that is the renewed token, it is no longer, and the server
+// refusing it later gets it refreshed again.
+func (ss *storedSource) accepted(access string) {
+	if r := ss.renewed.Load(); r != nil && access != "" && *r == access {
+		ss.renewed.CompareAndSwap(r, nil)
+	}
+}
+
+// savedInstead, with ss.mu held, after the server refused the renewed
+// token (refused), reads the token file: when it holds a valid token other
+// than refused (saved since by a login in another terminal, or a refresh
+// in another process), that is the token to send from now on, renewed in
+// its turn (the server refusing it too is not refreshed). No refresh
+// grant is asked.
+func (ss *storedSource) savedInstead(refused string) bool {
+	var tok *oauth2.Token
+	ss.store.locked(func() error {
+		saved, err := ss.store.load()
+		if err == nil && saved != nil && saved.Token.Valid() && saved.Token.AccessToken != refused && !ss.isRenewed(saved.Token.AccessToken) {
+			tok = saved.Token
+		}
+		return nil
+	})
+	if tok == nil {
+		return false
+	}
+	ss.last = tok
+	ss.renewed.Store(&tok.AccessToken)
+	return true
 }
 
 // refusedAgain is the error of a server that refused the token got after
@@ -367,20 +407,42 @@ func (g *gate) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	return g.source, nil
 }
 
-// refusedAgain is the error of a 401 to req when req sent the token the
-// gate got after the server refused the saved one, nil otherwise. The SDK
-// sends a request once more after Authorize, and tells its second 401 as
-// "Unauthorized" alone (and takes the connection for broken): the
-// transport answers that 401 with this error instead.
-func (g *gate) refusedAgain(req *http.Request) *Error {
+// refusedAgain is told of a 401 to req. When req sent the token the gate
+// got after the server refused the saved one, and the server has not
+// taken it since, the token is not refreshed again: the token file is
+// read, and a valid token saved there since (a login in another
+// terminal) is returned, to send req again with (once); without one, the
+// error. Both are zero for any other token. The SDK sends a request once
+// more after Authorize, and tells its second 401 as "Unauthorized" alone
+// (and takes the connection for broken): the transport answers that 401
+// itself.
+func (g *gate) refusedAgain(req *http.Request) (string, *Error) {
 	if g == nil || g.source == nil {
-		return nil
+		return "", nil
 	}
+	ss, sent := g.source, bearer(req)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.isRenewed(sent) {
+		return "", nil
+	}
+	if ss.savedInstead(sent) {
+		return ss.last.AccessToken, nil
+	}
+	return "", ss.refusedAgain()
+}
+
+// accepted is told of a 2xx answer to req: the token it sent is taken.
+func (g *gate) accepted(req *http.Request) {
+	if g != nil && g.source != nil {
+		g.source.accepted(bearer(req))
+	}
+}
+
+// bearer is the access token req sends, if any.
+func bearer(req *http.Request) string {
 	sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if !g.source.isRenewed(sent) {
-		return nil
-	}
-	return g.source.refusedAgain()
+	return sent
 }
 
 // insufficientScope finds the challenge of RFC 6750 §3.1 that asks for a
@@ -420,8 +482,7 @@ func (g *gate) Authorize(_ context.Context, req *http.Request, resp *http.Respon
 	// A 401 to a saved token before its expiry: the server restarted and
 	// forgot the tokens it gave, or revoked this one. Its refresh token
 	// may still be good.
-	sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	return g.source.refreshRefused(sent)
+	return g.source.refreshRefused(bearer(req))
 }
 
 // oauthHandler is the SDK's authorization code handler (PKCE, metadata

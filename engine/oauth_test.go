@@ -452,7 +452,8 @@ func TestOAuthRefusedTokenRefreshFails(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "access-") || strings.Contains(err.Error(), "refresh-")) {
 			t.Errorf("%s: a token in the error: %v", c.name, err)
 		}
-		// A second request does not refresh again.
+		// A second request, the server having taken no token since,
+		// does not refresh again.
 		e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"})
 		e.Close()
 		if n := a.RefreshGrants(); n != 1 {
@@ -465,5 +466,131 @@ func TestOAuthRefusedTokenRefreshFails(t *testing.T) {
 		if refused := strings.HasPrefix(c.name, "refresh refused"); saved == nil || (saved.Token.RefreshToken == "") != refused {
 			t.Errorf("%s: token file after: %+v", c.name, saved)
 		}
+	}
+}
+
+// The refresh once is for one retry: a server that took the refreshed
+// token and refuses it later (restarted again, hours after) gets it
+// refreshed again, once more each time; one that refuses the token got
+// right after does not (TestOAuthRefusedTokenRefreshFails).
+func TestOAuthRefusedAgainLaterIsRefreshed(t *testing.T) {
+	a, dir, url := loggedIn(t)
+	e := authEngine(t, url, dir, nil)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		a.ForgetAccessTokens()
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); err != nil {
+			t.Fatalf("refused the %d. time: %v", i, err)
+		}
+		if n := a.RefreshGrants(); n != i {
+			t.Errorf("refused the %d. time: %d refresh grants, want %d", i, n, i)
+		}
+	}
+	// Now refusing every token: one grant more, then the auth error,
+	// and none for the request after.
+	a.RefuseTokens(true)
+	for range 2 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); KindOf(err) != KindAuth ||
+			!strings.Contains(err.Error(), "it refused the saved token, and the refreshed one too") {
+			t.Fatalf("refusing every token: %v (kind %s)", err, KindOf(err))
+		}
+	}
+	if n := a.RefreshGrants(); n != 4 {
+		t.Errorf("refusing every token: %d refresh grants in all, want 4", n)
+	}
+	if n, _ := a.counts(); n != 1 {
+		t.Errorf("authorized %d times, want once (the login)", n)
+	}
+}
+
+// After the refreshed token was refused too (the auth error), a login in
+// another terminal saves a new token: the engine's next request sends it,
+// with no refresh grant, without being started again.
+func TestOAuthRefusedAgainTakesANewLogin(t *testing.T) {
+	a, dir, url := loggedIn(t)
+	e := authEngine(t, url, dir, nil)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	a.RefuseTokens(true)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); KindOf(err) != KindAuth {
+		t.Fatalf("refusing every token: %v (kind %s)", err, KindOf(err))
+	}
+	// The server forgets them all, and takes tokens again: the one
+	// the engine has is refused, the login's taken.
+	a.ForgetAccessTokens()
+	a.RefuseTokens(false)
+	s := remoteServer("secure", "http", url)
+	s.Headers = nil
+	login := New(&config.Config{File: "mcp.json", Servers: []*config.Server{s}}, &Options{ShutdownTimeout: 2 * time.Second, Auth: &AuthOptions{Dir: dir, Browse: browser, Fresh: true}})
+	if err := login.Start(ctx(t)); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	login.Close()
+	if n, _ := a.counts(); n != 2 {
+		t.Fatalf("authorized %d times, want twice (the logins)", n)
+	}
+	for i := range 2 {
+		if _, err := e.CallTool(ctx(t), &CallRequest{Name: "secure.echo"}); err != nil {
+			t.Fatalf("request %d after the login: %v", i, err)
+		}
+	}
+	if n := a.RefreshGrants(); n != 1 {
+		t.Errorf("%d refresh grants, want 1 (before the login)", n)
+	}
+}
+
+// The same in the OAuth handler (a 401 that reaches Authorize): the
+// renewed token refused, the token file is read before failing, and a
+// valid token saved there since is sent; without one, the error and no
+// refresh grant.
+func TestRefusedRenewedTokenReadsTheFile(t *testing.T) {
+	var asked atomic.Int64
+	tokenEndpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"refreshed","token_type":"Bearer","expires_in":3600,"refresh_token":"r9"}`)
+	}))
+	defer tokenEndpoint.Close()
+	const url = "https://mcp.example/mcp"
+	dir := t.TempDir()
+	store := newTokenStore(dir, url, tokenEndpoint.Client())
+	saveAccess := func(access string) {
+		t.Helper()
+		if err := store.save(&SavedToken{ClientID: "c", TokenURL: tokenEndpoint.URL,
+			Token: &oauth2.Token{AccessToken: access, RefreshToken: "r1", Expiry: time.Now().Add(time.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveAccess("t2")
+	renewed := "t2"
+	ss := &storedSource{store: store, server: "s", last: &oauth2.Token{AccessToken: "t2", Expiry: time.Now().Add(time.Hour)}}
+	ss.renewed.Store(&renewed)
+	if err := ss.refreshRefused("t2"); KindOf(err) != KindAuth || !strings.Contains(err.Error(), "and the refreshed one too") {
+		t.Fatalf("refused again, nothing new saved: %v", err)
+	}
+	saveAccess("t3") // a login in another terminal
+	if err := ss.refreshRefused("t2"); err != nil {
+		t.Fatalf("refused again, a new login saved: %v", err)
+	}
+	if tok, err := ss.Token(); err != nil || tok.AccessToken != "t3" {
+		t.Fatalf("token after: %v %v", tok, err)
+	}
+	// That one refused too: no refresh, the error.
+	if err := ss.refreshRefused("t3"); KindOf(err) != KindAuth {
+		t.Fatalf("the login's token refused: %v", err)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the token endpoint asked %d times, want never", n)
+	}
+	// Taken, then refused: refreshed.
+	ss.accepted("t3")
+	if err := ss.refreshRefused("t3"); err != nil {
+		t.Fatalf("taken, then refused: %v", err)
+	}
+	if tok, err := ss.Token(); err != nil || tok.AccessToken != "refreshed" || asked.Load() == 0 {
+		t.Fatalf("token after: %v %v (asked %d)", tok, err, asked.Load())
 	}
 }

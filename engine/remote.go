@@ -279,6 +279,38 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		return resp, err
 	}
 	t.conn.httpAnswered.Store(true)
+	for resent := false; resp.StatusCode == http.StatusUnauthorized && req.Method == http.MethodPost; resent = true {
+		tok, ae := t.gate.refusedAgain(req)
+		if tok == "" && ae == nil {
+			break // Authorize's to answer
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		if ae != nil || resent {
+			// The token refreshed after a 401, refused too (the
+			// request sent again with it, or one sent before the
+			// server took it): an authorization error, not a broken
+			// connection.
+			if ae == nil {
+				ae = t.gate.source.refusedAgain()
+			}
+			t.refused.Store(http.StatusUnauthorized)
+			return nil, ae
+		}
+		// A token saved since (a login in another terminal): the
+		// request goes again with it, once.
+		again := req.Clone(req.Context())
+		again.Header.Set("Authorization", "Bearer "+tok)
+		if req.GetBody != nil {
+			if again.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+		req = again
+		if resp, err = t.base.RoundTrip(req); err != nil {
+			return resp, err
+		}
+	}
 	if resp.StatusCode == http.StatusBadRequest && req.Header.Get("Mcp-Session-Id") != "" && saysSessionUnknown(resp) {
 		// The spec asks for 404 here, and the SDK renews the session only
 		// on 404; servers built on the TypeScript SDK's examples
@@ -289,15 +321,9 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	if resp.StatusCode/100 == 4 {
 		t.refused.Store(int32(resp.StatusCode))
 	}
-	if resp.StatusCode == http.StatusUnauthorized && req.Method == http.MethodPost {
-		if ae := t.gate.refusedAgain(req); ae != nil {
-			// The request sent again with the token refreshed after a
-			// 401, refused too: an authorization error, not a broken
-			// connection.
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-			resp.Body.Close()
-			return nil, ae
-		}
+	if resp.StatusCode/100 == 2 {
+		// The token it sent is taken: refused later, it is refreshed.
+		t.gate.accepted(req)
 	}
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		if cp, ok := req.Context().Value(captureKey{}).(*capture); ok {
