@@ -438,6 +438,21 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != KindTimeout || strings.Contains(err.Error(), "JSON-RPC") || ee.Stdout != nil {
 		t.Errorf("a quiet call's timeout: %v (stdout %q)", err, ee.Stdout)
 	}
+	// With another request in flight (another client's, through serve),
+	// the lines may be its: counted, not shown.
+	other := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 2000})
+		other <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(e.servers["srv"].askers.all()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.print", TimeoutMs: 300})
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "meanwhile server srv wrote 2 lines to stdout that were not JSON-RPC") || ee.Stdout != nil {
+		t.Errorf("beside another request: %v (stdout %q)", err, ee.Stdout)
+	}
+	<-other
 }
 
 func TestStdoutBannerSkipped(t *testing.T) {

@@ -129,7 +129,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 		if n := h.proc.skippedLines() - skipped; n > 0 {
-			err = strayStdout(err, h.s.cfg(), h.proc, n)
+			err = strayStdout(err, h.s.cfg(), h.proc, n, len(h.s.askers.all()) <= 1)
 		}
 	}
 	recorded := err
@@ -148,8 +148,10 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 // strayStdout adds to a request's timeout that its server wrote n lines
 // to stdout that were not JSON-RPC while the request ran: its answer may
 // be among them (a print, a log written to stdout), and then no time is
-// long enough.
-func strayStdout(err error, cfg *config.Server, proc *process, n int64) error {
+// long enough. The lines themselves are shown only when the request was
+// alone on the server: another's (another client's, through serve) are
+// not its to see.
+func strayStdout(err error, cfg *config.Server, proc *process, n int64, alone bool) error {
 	var e *Error
 	if KindOf(err) != KindTimeout || !errors.As(err, &e) {
 		return err
@@ -160,8 +162,10 @@ func strayStdout(err error, cfg *config.Server, proc *process, n int64) error {
 		lines = fmt.Sprintf("%d lines to stdout that were", n)
 	}
 	e.Message += fmt.Sprintf("; meanwhile server %s wrote %s not JSON-RPC", cfg.Name, lines)
-	e.Stdout = proc.stdoutTail.last(int(min(n, 10)))
-	e.Hint = append([]string{fmt.Sprintf("an MCP server writes only JSON-RPC messages to stdout: if its answer is among these lines, it printed or logged to stdout instead; check server %s's logging settings (%s)", cfg.Name, cfg.Source)}, e.Hint...)
+	if alone {
+		e.Stdout = proc.stdoutTail.last(int(min(n, 10)))
+	}
+	e.Hint = append([]string{fmt.Sprintf("an MCP server writes only JSON-RPC messages to stdout: if its answer is among those lines, it printed or logged to stdout instead; check server %s's logging settings (%s); its log has the lines: mcpctl logs %s", cfg.Name, cfg.Source, cfg.Name)}, e.Hint...)
 	return e
 }
 
