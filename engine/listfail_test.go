@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,18 @@ func TestListPagesNeverEnd(t *testing.T) {
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "s.echo"}); err != nil {
 		t.Errorf("call: %v", err)
+	}
+	// Not asked again at each listing (up to maxPages pages each time):
+	// the failure stays until the list changes or the server restarts.
+	srv := e.servers["s"]
+	srv.mu.Lock()
+	unlisted := slices.Clone(srv.snap.unlisted)
+	srv.mu.Unlock()
+	if slices.Contains(unlisted, listPrompts) {
+		t.Errorf("prompts are to be listed again: %v", unlisted)
+	}
+	if _, err := e.Prompts(""); !strings.Contains(fmt.Sprint(err), "never ends") {
+		t.Errorf("second listing: %v", err)
 	}
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Errorf("took %v", d)

@@ -276,8 +276,12 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession, conn *captureC
 			return keys, true, nil
 		}
 		if s.listFailed(ctx, &sn, method, lerr) {
-			// Asked again at the next listing: the failure may pass.
-			if l := listOf(method); !slices.Contains(sn.unlisted, l) {
+			// Asked again at the next listing: the failure may pass. Not
+			// pages that never end, which would cost up to maxPages at
+			// every listing: their failure stays until the list changes
+			// (list_changed) or the server starts again.
+			var paging *pagingError
+			if l := listOf(method); !slices.Contains(sn.unlisted, l) && !errors.As(lerr, &paging) {
 				sn.unlisted = append(sn.unlisted, l)
 			}
 			return nil, false, nil
