@@ -443,7 +443,14 @@ func (s *server) connect(ctx context.Context) error {
 		proc.awaitExit(500 * time.Millisecond)
 		proc.awaitStdout(250 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err, timedOut, proc == nil && !conn.httpAnswered.Load())
-		proc.stop(0, s.shutdownTimeout())
+		grace := time.Duration(0)
+		if ctx.Err() != nil {
+			// Not a failure: a start cut short (the engine closing, a
+			// one-shot watch whose reader went) ends as a stop does, a
+			// server at work on its end of input given its time.
+			grace = s.e.opts.ShutdownGrace
+		}
+		proc.stop(grace, s.shutdownTimeout())
 		if sc != nil && sc.probe.answeredLate() {
 			// It refused the initialize that followed the stand-in, as
 			// a 2026-07-28 server does: made again, waiting for its
