@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -342,6 +343,9 @@ func (s *server) failedSince(t time.Time) *Error {
 // on, and heard nothing more).
 func (s *server) inherit(prev *server) {
 	s.subs, s.levels = prev.subs, prev.levels
+	prev.mu.Lock()
+	s.before = cmp.Or(prev.snap, prev.offered) // for publishChanges
+	prev.mu.Unlock()
 	prev.levelMu.Lock()
 	s.logLevel = prev.logLevel
 	prev.levelMu.Unlock()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,7 @@ type server struct {
 	conn     *captureConn
 	snap     *snapshot // what it offers; kept, marked stale, when it becomes unavailable
 	offered  *snapshot // what it offered before a stop by hand cleared snap (see lastOffer)
+	before   *snapshot // what the server a reload replaced offered, for publishChanges
 	info     *Impl
 	protocol string
 	initRaw  json.RawMessage // the initialize (or server/discover) result as sent
@@ -477,10 +479,8 @@ func (s *server) connect(ctx context.Context) error {
 	s.proc, s.cs, s.conn, s.client = proc, cs, conn, client
 	s.lc.streamLost = false
 	s.life, s.endLife = life, endLife
-	prev := s.snap
-	if prev == nil {
-		prev = s.offered
-	}
+	prev := cmp.Or(s.snap, s.offered, s.before)
+	s.before = nil
 	s.snap = snap
 	s.initRaw = init.result
 	if ir := cs.InitializeResult(); ir != nil {

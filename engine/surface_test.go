@@ -344,6 +344,32 @@ func TestListChangedAcrossRestart(t *testing.T) {
 	}
 }
 
+// A reload whose new filters change what a server lists (it restarts, as
+// a new server) tells list_changed too.
+func TestListChangedAcrossReloadFilters(t *testing.T) {
+	spec := fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "drop"}}}
+	srv := fakeServer(t, "srv", spec)
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventListChanged}})
+	defer sub.Close()
+	next := *srv
+	next.ExcludeTools = []string{"drop"}
+	if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&next}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-sub.C:
+		if ev.List != "tools" || strings.Join(ev.Removed, ",") != "srv.drop" || len(ev.Added) != 0 {
+			t.Errorf("after the reload: %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no list_changed after a reload that hid a tool")
+	}
+}
+
 func TestResourceSubscription(t *testing.T) {
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("protocol "+version, func(t *testing.T) {
