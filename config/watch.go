@@ -61,7 +61,9 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 					errs = append(errs, err)
 					continue
 				}
-				dirs[d] = true
+				// Watched only now (made since, or back): its file may
+				// have been written while nobody watched.
+				dirs[d], added = true, true
 			}
 		}
 		names = next

@@ -88,3 +88,46 @@ func expectChange(t *testing.T, changes <-chan struct{}, what string) {
 		t.Fatalf("no change reported after %s", what)
 	}
 }
+
+// Files named by a reload not of the watch's making (mcpctl reload) are
+// followed within refollowEvery, and a file named anew counts as changed:
+// also one whose directory was made since, written while nobody watched.
+func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mcp.json")
+	later := filepath.Join(dir, "later", "x.env")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	var mu sync.Mutex
+	files := []string{file}
+	changes := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := Watch(ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return files
+	}, 50*time.Millisecond, func() { changes <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Named in a directory not there yet: a change once named, then the
+	// file written in the directory made since, before the watch saw it.
+	mu.Lock()
+	files = []string{file, later}
+	mu.Unlock()
+	expectChange(t, changes, "a file named anew, its directory missing")
+	made := filepath.Join(dir, ".later.tmp")
+	os.MkdirAll(made, 0o755)
+	os.WriteFile(filepath.Join(made, "x.env"), []byte("V=1\n"), 0o644)
+	os.Rename(made, filepath.Dir(later)) // the file there before its directory is watched
+	expectChange(t, changes, "a file in a directory made since")
+	// Named by a reload elsewhere: followed from then on.
+	other := filepath.Join(t.TempDir(), "y.env")
+	os.WriteFile(other, []byte("V=1\n"), 0o644)
+	mu.Lock()
+	files = []string{file, later, other}
+	mu.Unlock()
+	expectChange(t, changes, "a file named anew")
+	os.WriteFile(other, []byte("V=2\n"), 0o644)
+	expectChange(t, changes, "a write of a file named elsewhere")
+}
