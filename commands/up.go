@@ -106,6 +106,11 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 		env.ErrOut = &logLines{log: slog.New(slog.NewJSONHandler(env.ErrOut, nil))}
 	}
 	if opts.headersFD > 0 {
+		// Only from the up that starts this session (spawnSession), on
+		// a descriptor of its own: 0 to 2 are the terminal's.
+		if opts.notifyFD == 0 || opts.headersFD <= 2 {
+			return usagef("--headers-fd is mcpctl's own, for the session up starts", "give the headers with --header NAME=VALUE")
+		}
 		if err := env.readHeaders(opts.headersFD); err != nil {
 			return err
 		}
@@ -267,7 +272,7 @@ func alreadyUp(ctx context.Context, env *Env, p *output.Printer, opts upOptions,
 			env.note("session %s is already running (pid %d)", st.Session.Name, st.Session.PID)
 			noteTTL(env, st, opts.ttl)
 			if len(env.headerFlags) > 0 {
-				env.noteHint("warning: --header was not sent: the running session's servers keep the headers they started with; to change them: mcpctl down && mcpctl --header ... up")
+				env.noteHint("warning: --header was not sent: the running session's servers keep the headers they started with; to change them: mcpctl down && mcpctl up --header ...")
 			}
 			if opts.logLevel != "" {
 				env.noteHint("the running session keeps its log level; to change it: mcpctl down && mcpctl up --log-level %s", opts.logLevel)
