@@ -145,6 +145,9 @@ func hookStopped(ctx context.Context, what string, d time.Duration) error {
 // and waits a little for it to go, so that mcpctl reaps what it left when
 // mcpctl is init.
 func killHookGroup(pgid int) {
+	if !groupAlive(pgid) {
+		return // nothing left: its pgid may be anyone's by now
+	}
 	signalGroup(pgid, syscall.SIGKILL)
 	for deadline := time.Now().Add(time.Second); groupAlive(pgid) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
