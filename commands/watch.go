@@ -43,9 +43,10 @@ func newWatchCmd(env *Env) *cli.Command {
   stderr             a line a server wrote to stderr (with --stderr, or
                      --type stderr)
   config             the config was reloaded (added, removed, restarted,
-                     updated, failed: "SERVER: why" for each that did not
-                     start or kept its old settings), or could not be and
-                     the running one stays (error)
+                     updated, started: down and started again, failed:
+                     "SERVER: why" for each that did not start or kept its
+                     old settings), or could not be and the running one
+                     stays (error)
   dropped            the watch fell behind and count events were lost
 
 Watches that ask one server for different --log-level each get their own

@@ -660,6 +660,8 @@ func TestReloadStartsAServerThatCrashedWhileItWaited(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
+	sub := e.Events(EventFilter{Types: []string{EventConfig}})
+	defer sub.Close()
 	e.reloadMu.Lock() // a reload under way
 	done := make(chan *ReloadResult)
 	go func() {
@@ -672,6 +674,10 @@ func TestReloadStartsAServerThatCrashedWhileItWaited(t *testing.T) {
 	e.reloadMu.Unlock()
 	if res := <-done; !slices.Equal(res.Started, []string{"srv"}) || len(res.Failed) != 0 {
 		t.Errorf("reload: %+v", res)
+	}
+	// Its event says so as its result does (it said nothing).
+	if ev := next(t, sub); !slices.Equal(ev.Started, []string{"srv"}) {
+		t.Errorf("config event: %+v", ev)
 	}
 }
 

@@ -73,6 +73,9 @@ type Event struct {
 	Removed   []string `json:"removed,omitempty"`
 	Restarted []string `json:"restarted,omitempty"`
 	Updated   []string `json:"updated,omitempty"`
+	// Started: a config event's servers that were not running and that
+	// the reload started again (a crashed one its edit mended).
+	Started []string `json:"started,omitempty"`
 	// Failed: a config event's servers that did not start, or whose edit
 	// could not be applied (each as "NAME: why").
 	Failed []string `json:"failed,omitempty"`

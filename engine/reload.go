@@ -205,7 +205,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	for _, f := range res.Failed {
 		failed = append(failed, f.Server+": "+f.Message) // "NAME: why", always, for a script to split
 	}
-	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated, Failed: failed})
+	e.bus.publish(Event{Type: EventConfig, Added: res.Added, Removed: res.Removed, Restarted: res.Restarted, Updated: res.Updated, Started: res.Started, Failed: failed})
 	return res, nil
 }
 
