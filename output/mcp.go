@@ -102,7 +102,11 @@ func ResourceContents(w io.Writer, raw json.RawMessage) error {
 			line(&b, text)
 			continue
 		}
-		line(&b, fmt.Sprintf("[blob %s (%s), %s; write it with --output-file FILE]", str(c["uri"]), str(c["mimeType"]), size(base64Len(str(c["blob"])))))
+		kind := ""
+		if mt := str(c["mimeType"]); mt != "" {
+			kind = " (" + mt + ")" // a server need not say
+		}
+		line(&b, fmt.Sprintf("[blob %s%s, %s; write it with --output-file FILE]", str(c["uri"]), kind, size(base64Len(str(c["blob"])))))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -301,3 +301,15 @@ func TestJQWritesAsItGoes(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// A blob a server gives no MIME type is not shown with "()" for one.
+func TestResourceContentsBlobWithoutMIMEType(t *testing.T) {
+	var b strings.Builder
+	if err := ResourceContents(&b, json.RawMessage(`{"contents": [{"uri": "x://a", "blob": "aGVsbG8="}, {"uri": "x://b", "mimeType": "image/png", "blob": "aGk="}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := "[blob x://a, 5 bytes; write it with --output-file FILE]\n[blob x://b (image/png), 2 bytes; write it with --output-file FILE]\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
