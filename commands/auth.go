@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"io"
 	"os/exec"
 	"runtime"
@@ -96,6 +97,7 @@ func runAuthLogin(ctx context.Context, env *Env, name string, noBrowser bool) er
 			Hint: []string{"to log in with OAuth instead, take Authorization out of its headers"}}
 	}
 	dir := engine.TokenDir(env.getenv)
+	warnTokenDir(env, dir)
 	// A login always asks anew; the old token stays until the new one
 	// replaces it.
 	before, _ := engine.LoadToken(dir, s.URL)
@@ -182,6 +184,7 @@ func runAuthStatus(env *Env) error {
 		return err
 	}
 	dir := engine.TokenDir(env.getenv)
+	warnTokenDir(env, dir)
 	out := []authStatus{}
 	for _, s := range cfg.Servers {
 		if s.Type != "http" {
@@ -254,4 +257,13 @@ func runAuthLogout(env *Env, name string) error {
 	}
 	env.note("forgot the token of server %s", name)
 	return nil
+}
+
+// warnTokenDir warns of a token directory other users may write to
+// (MCPCTL_TOKEN_DIR pointing at a shared one): the token files are 0600,
+// but another user could replace one with a token of their own.
+func warnTokenDir(env *Env, dir string) {
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o022 != 0 {
+		env.note("warning: the token directory %s may be written to by other users (mode %04o); chmod 700 it", dir, st.Mode().Perm())
+	}
 }
