@@ -418,6 +418,7 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		Stdout: []string{"banner"},
 		Tools: []fakemcp.Tool{
 			{Name: "print", Raw: []string{"Result: 42", "done"}, Hang: true},
+			{Name: "printquick", Raw: []string{"another's line"}},
 			{Name: "quiet", Hang: true},
 		}}))
 	if err := e.Start(ctx(t)); err != nil {
@@ -453,6 +454,23 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		t.Errorf("beside another request: %v (stdout %q)", err, ee.Stdout)
 	}
 	<-other
+	// One that began after it and ended before it timed out counts too:
+	// its lines are not this one's to see.
+	quiet := make(chan error, 1)
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 1000})
+		quiet <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(e.servers["srv"].askers.all()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.printquick"}); err != nil {
+		t.Fatal(err)
+	}
+	err = <-quiet
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "meanwhile server srv wrote 1 line") || ee.Stdout != nil {
+		t.Errorf("after another request that printed: %v (stdout %q)", err, ee.Stdout)
+	}
 }
 
 func TestStdoutBannerSkipped(t *testing.T) {

@@ -88,7 +88,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
 	defer h.conn.release(cp)
-	skipped := h.proc.skippedLines()
+	skipped, began := h.proc.skippedLines(), h.s.askers.mark()
 	typed, sendErr := send(cctx)
 	var result json.RawMessage
 	var err error
@@ -129,7 +129,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 		if n := h.proc.skippedLines() - skipped; n > 0 {
-			err = strayStdout(err, h.s.cfg(), h.proc, n, len(h.s.askers.all()) <= 1)
+			err = strayStdout(err, h.s.cfg(), h.proc, n, h.s.askers.soloFrom(began))
 		}
 	}
 	recorded := err
@@ -162,10 +162,13 @@ func strayStdout(err error, cfg *config.Server, proc *process, n int64, alone bo
 		lines = fmt.Sprintf("%d lines to stdout that were", n)
 	}
 	e.Message += fmt.Sprintf("; meanwhile server %s wrote %s not JSON-RPC", cfg.Name, lines)
+	hint := fmt.Sprintf("an MCP server writes only JSON-RPC messages to stdout: if its answer is among those lines, it printed or logged to stdout instead; check server %s's logging settings (%s)", cfg.Name, cfg.Source)
 	if alone {
 		e.Stdout = proc.stdoutTail.last(int(min(n, 10)))
+	} else {
+		hint += "; the lines are not shown, as another request ran beside this one (a session logs them: mcpctl logs)"
 	}
-	e.Hint = append([]string{fmt.Sprintf("an MCP server writes only JSON-RPC messages to stdout: if its answer is among those lines, it printed or logged to stdout instead; check server %s's logging settings (%s); its log has the lines: mcpctl logs %s", cfg.Name, cfg.Source, cfg.Name)}, e.Hint...)
+	e.Hint = append([]string{hint}, e.Hint...)
 	return e
 }
 
