@@ -827,6 +827,17 @@ func TestRemoteSSEUnauthorized(t *testing.T) {
 	}
 }
 
+// A url that expands to nothing (a file's "${URL:-}") says so at the
+// start, naming where it is written: it said "unsupported protocol
+// scheme".
+func TestRemoteEmptyURL(t *testing.T) {
+	cfg := remoteServer("r", "http", "")
+	err := newEngine(t, cfg).Start(ctx(t))
+	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server r has no url: its url is empty (test:1:1)") || strings.Contains(err.Error(), "protocol scheme") {
+		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+}
+
 // Streamable HTTP (and WebSocket) without Options.Auth: a 401 is an
 // authorization error too, not "cannot connect: Unauthorized", which read
 // as a server not running.
