@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -255,14 +256,15 @@ const minTokenLen = 16
 // shortToken refuses a token shorter than minTokenLen on an address other
 // machines reach, and warns of one on loopback.
 func shortToken(env *Env, token, what, addr string, loopback bool) error {
-	if len(token) >= minTokenLen {
+	n := utf8.RuneCountInString(token) // characters, as said; é is two bytes
+	if n >= minTokenLen {
 		return nil
 	}
 	if !loopback {
-		return usagef(fmt.Sprintf("%s is %d %s: serving on %s needs a token of at least %d, which cannot be guessed", what, len(token), plural(len(token), "character", "characters"), addr, minTokenLen),
+		return usagef(fmt.Sprintf("%s is %d %s: serving on %s needs a token of at least %d, which cannot be guessed", what, n, plural(n, "character", "characters"), addr, minTokenLen),
 			"make one with: openssl rand -hex 32")
 	}
-	env.note("warning: %s is %d %s, which can be guessed; make one with: openssl rand -hex 32", what, len(token), plural(len(token), "character", "characters"))
+	env.note("warning: %s is %d %s, which can be guessed; make one with: openssl rand -hex 32", what, n, plural(n, "character", "characters"))
 	return nil
 }
 
