@@ -805,10 +805,12 @@ func TestRemoteStartTimesOutOnTime(t *testing.T) {
 	}
 }
 
-// An SSE server that answers 401 is an authorization error (exit 7) that
-// names the header sent, as a streamable HTTP one is: it was "failed to
-// connect: Unauthorized" (exit 3) with a hint to check that it runs.
-func TestRemoteSSEUnauthorized(t *testing.T) {
+// A server that answers 401 is an authorization error (exit 7) wherever
+// no OAuth handler says it: over SSE it names the header sent, and without
+// one asks for a token; over streamable HTTP with no Options.Auth too. It
+// was "failed to connect: Unauthorized" or "cannot connect: Unauthorized"
+// (exit 3) with a hint to check that it runs.
+func TestRemoteUnauthorized(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, "no", http.StatusUnauthorized)
@@ -817,13 +819,15 @@ func TestRemoteSSEUnauthorized(t *testing.T) {
 	cfg := remoteServer("r", "sse", ts.URL)
 	err := newEngine(t, cfg).Start(ctx(t))
 	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r refused the Authorization header it is sent") {
-		t.Errorf("with a header: %v (%s)", err, KindOf(err))
+		t.Errorf("sse, with a header: %v (%s)", err, KindOf(err))
 	}
-	cfg = remoteServer("r", "sse", ts.URL)
-	cfg.Headers = nil
-	err = newEngine(t, cfg).Start(ctx(t))
-	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r needs authorization: it answered 401") || !strings.Contains(strings.Join(asError(err).Hint, "\n"), `"Authorization": "Bearer ${TOKEN}" (test:1:1)`) {
-		t.Errorf("without one: %v (%s)", err, KindOf(err))
+	for _, typ := range []string{"sse", "http"} {
+		cfg = remoteServer("r", typ, ts.URL)
+		cfg.Headers = nil
+		err = newEngine(t, cfg).Start(ctx(t))
+		if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r needs authorization: it answered 401") || !strings.Contains(strings.Join(asError(err).Hint, "\n"), `"Authorization": "Bearer ${TOKEN}" (test:1:1)`) {
+			t.Errorf("%s, without one: %v (%s)", typ, err, KindOf(err))
+		}
 	}
 }
 
@@ -834,23 +838,6 @@ func TestRemoteEmptyURL(t *testing.T) {
 	cfg := remoteServer("r", "http", "")
 	err := newEngine(t, cfg).Start(ctx(t))
 	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server r has no url: its url is empty (test:1:1)") || strings.Contains(err.Error(), "protocol scheme") {
-		t.Errorf("start: %v (%s)", err, KindOf(err))
-	}
-}
-
-// Streamable HTTP (and WebSocket) without Options.Auth: a 401 is an
-// authorization error too, not "cannot connect: Unauthorized", which read
-// as a server not running.
-func TestRemoteUnauthorizedWithoutAuth(t *testing.T) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "no", http.StatusUnauthorized)
-	}))
-	t.Cleanup(ts.Close)
-	cfg := remoteServer("r", "http", ts.URL)
-	cfg.Headers = nil
-	err := newEngine(t, cfg).Start(ctx(t))
-	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "server r needs authorization: it answered 401") {
 		t.Errorf("start: %v (%s)", err, KindOf(err))
 	}
 }
