@@ -53,19 +53,12 @@ func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
 	file, env := filepath.Join(dir, "mcp.json"), filepath.Join(other, "s.env")
 	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
 	os.WriteFile(env, []byte("V=1\n"), 0o644)
-	var mu sync.Mutex
-	files := []string{file}
+	files := fileList{files: []string{file}}
 	changes := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := Watch(ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return files
-	}, 50*time.Millisecond, func() {
-		mu.Lock()
-		files = []string{file, filepath.Join(other, "no-such-dir", "x.env"), env} // the edit named them
-		mu.Unlock()
+	err := Watch(ctx, files.get, 50*time.Millisecond, func() {
+		files.set(file, filepath.Join(other, "no-such-dir", "x.env"), env) // the edit named them
 		changes <- struct{}{}
 	})
 	if err != nil {
@@ -77,6 +70,25 @@ func TestWatchFollowsTheFilesAChangeNames(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the envFile's directory is watched after onChange
 	os.WriteFile(env, []byte("V=2\n"), 0o644)
 	expect("a write of the envFile the edit named")
+}
+
+// A fileList is the files a test's Watch follows, which a reload (of the
+// watch's making or not) changes.
+type fileList struct {
+	mu    sync.Mutex
+	files []string
+}
+
+func (l *fileList) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files
+}
+
+func (l *fileList) set(files ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.files = files
 }
 
 // expectChange waits for a change to be reported after what was done.
@@ -97,24 +109,17 @@ func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
 	file := filepath.Join(dir, "mcp.json")
 	later := filepath.Join(dir, "later", "x.env")
 	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
-	var mu sync.Mutex
-	files := []string{file}
+	files := fileList{files: []string{file}}
 	changes := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := Watch(ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return files
-	}, 50*time.Millisecond, func() { changes <- struct{}{} })
+	err := Watch(ctx, files.get, 50*time.Millisecond, func() { changes <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Named in a directory not there yet: a change once named, then the
 	// file written in the directory made since, before the watch saw it.
-	mu.Lock()
-	files = []string{file, later}
-	mu.Unlock()
+	files.set(file, later)
 	expectChange(t, changes, "a file named anew, its directory missing")
 	made := filepath.Join(dir, ".later.tmp")
 	os.MkdirAll(made, 0o755)
@@ -124,9 +129,7 @@ func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
 	// Named by a reload elsewhere: followed from then on.
 	other := filepath.Join(t.TempDir(), "y.env")
 	os.WriteFile(other, []byte("V=1\n"), 0o644)
-	mu.Lock()
-	files = []string{file, later, other}
-	mu.Unlock()
+	files.set(file, later, other)
 	expectChange(t, changes, "a file named anew")
 	os.WriteFile(other, []byte("V=2\n"), 0o644)
 	expectChange(t, changes, "a write of a file named elsewhere")
