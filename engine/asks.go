@@ -55,39 +55,12 @@ func (a *asker) handler(method string) RequestHandler {
 type askers struct {
 	mu   sync.Mutex
 	list []*asker // oldest first
-	// added counts the calls ever registered: a request that sees it
-	// unchanged at its end, and was alone at its start, had the server
-	// to itself (see soloFrom).
-	added uint64
-}
-
-// A soloMark is what soloFrom needs to tell a request that had its
-// server to itself: whether it was alone as it began, and the count then.
-type soloMark struct {
-	alone bool
-	added uint64
-}
-
-// mark notes, as a request begins, whether it is the only call in flight
-// (its own registered before).
-func (as *askers) mark() soloMark {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	return soloMark{len(as.list) <= 1, as.added}
-}
-
-// soloFrom reports whether no other call was in flight from m until now.
-func (as *askers) soloFrom(m soloMark) bool {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	return m.alone && as.added == m.added
 }
 
 // add registers a; the returned function removes it.
 func (as *askers) add(a *asker) (remove func()) {
 	as.mu.Lock()
 	as.list = append(as.list, a)
-	as.added++
 	as.mu.Unlock()
 	return func() {
 		as.mu.Lock()

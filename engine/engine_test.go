@@ -446,7 +446,7 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 2000})
 		other <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); len(e.servers["srv"].askers.all()) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); e.servers["srv"].requests.now.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.print", TimeoutMs: 300})
@@ -461,7 +461,7 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 1000})
 		quiet <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); len(e.servers["srv"].askers.all()) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); e.servers["srv"].requests.now.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.printquick"}); err != nil {

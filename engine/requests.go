@@ -88,7 +88,8 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
 	defer h.conn.release(cp)
-	skipped, began := h.proc.skippedLines(), h.s.askers.mark()
+	skipped, began := h.proc.skippedLines(), h.s.requests.begin()
+	defer h.s.requests.end()
 	typed, sendErr := send(cctx)
 	var result json.RawMessage
 	var err error
@@ -129,7 +130,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		cp.mu.Unlock()
 		err = h.failure(ctx, callCtx, what, method, dl, sendErr)
 		if n := h.proc.skippedLines() - skipped; n > 0 {
-			err = strayStdout(err, h.s.cfg(), h.proc, n, h.s.askers.soloFrom(began))
+			err = strayStdout(err, h.s.cfg(), h.proc, n, h.s.requests.soloSince(began))
 		}
 	}
 	recorded := err
@@ -143,6 +144,29 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 		h.noteOutcome(ctx, err)
 	}
 	return result, err
+}
+
+// inFlight counts a server's requests: those under way, and all begun,
+// so that a request can tell whether it had the server to itself (its
+// server's stray stdout lines are then its own to see).
+type inFlight struct{ now, begun atomic.Int64 }
+
+// A requestMark is a request's view as it began: alone, and the count.
+type requestMark struct {
+	alone bool
+	begun int64
+}
+
+func (f *inFlight) begin() requestMark {
+	return requestMark{f.now.Add(1) == 1, f.begun.Add(1)}
+}
+
+func (f *inFlight) end() { f.now.Add(-1) }
+
+// soloSince reports whether no other request began or was under way
+// since m.
+func (f *inFlight) soloSince(m requestMark) bool {
+	return m.alone && f.begun.Load() == m.begun
 }
 
 // strayStdout adds to a request's timeout that its server wrote n lines

@@ -92,6 +92,7 @@ type server struct {
 	logLevel string         // set by SetLogLevel, under levelMu
 
 	askers      askers // requests in flight whose callers answer questions
+	requests    inFlight
 	elicitWaits elicitationWaits
 
 	lc lifecycle // guarded by mu
