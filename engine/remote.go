@@ -639,14 +639,6 @@ func remoteTransport(typ, url string, client *http.Client) (mcp.Transport, error
 // compatibility section says.
 func (s *server) connectRemote(ctx, abort context.Context, client *mcp.Client, conn *captureConn, opts *mcp.ClientSessionOptions) (_ *mcp.ClientSession, err error) {
 	cfg := s.cfg()
-	if strings.TrimSpace(cfg.URL) == "" {
-		// Written as a variable that is set to nothing ("${URL:-}"): a
-		// file loads so, and the start says it (not a transport's
-		// "unsupported protocol scheme"). Unavailable, as a start that
-		// fails: the other servers of a one-shot command go on.
-		return nil, errorf(KindUnavailable, cfg.Name, "server %s has no url: its url is empty (%s)", cfg.Name, cfg.Where("url")).
-			hint("set the variable its url is written with, or disable the server")
-	}
 	base, err := httpTransport(cfg)
 	if err != nil {
 		return nil, err
@@ -814,6 +806,15 @@ func httpHeader(m map[string]string) http.Header {
 // transport (proxies from the environment, the system's roots) with the
 // server's own TLS settings.
 func httpTransport(cfg *config.Server) (*http.Transport, error) {
+	if strings.TrimSpace(cfg.URL) == "" {
+		// Written as a variable that is set to nothing ("${URL:-}"): a
+		// file loads so, and the start says it (not a transport's
+		// "unsupported protocol scheme"), for every remote type.
+		// Unavailable, as a start that fails: the other servers of a
+		// one-shot command go on.
+		return nil, errorf(KindUnavailable, cfg.Name, "server %s has no url: its url is empty (%s)", cfg.Name, cfg.Where("url")).
+			hint("set the variable its url is written with, or disable the server")
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile == "" && cfg.ClientCert == "" {
 		return t, nil

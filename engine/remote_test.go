@@ -835,10 +835,12 @@ func TestRemoteUnauthorized(t *testing.T) {
 // start, naming where it is written: it said "unsupported protocol
 // scheme".
 func TestRemoteEmptyURL(t *testing.T) {
-	cfg := remoteServer("r", "http", "")
-	err := newEngine(t, cfg).Start(ctx(t))
-	if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server r has no url: its url is empty (test:1:1)") || strings.Contains(err.Error(), "protocol scheme") {
-		t.Errorf("start: %v (%s)", err, KindOf(err))
+	for _, typ := range []string{"http", "sse", "ws"} {
+		cfg := remoteServer("r", typ, "")
+		err := newEngine(t, cfg).Start(ctx(t))
+		if KindOf(err) != KindUnavailable || !strings.Contains(err.Error(), "server r has no url: its url is empty (test:1:1)") || strings.Contains(err.Error(), "protocol scheme") {
+			t.Errorf("%s: start: %v (%s)", typ, err, KindOf(err))
+		}
 	}
 }
 
