@@ -512,7 +512,7 @@ func (t *captureRoundTripper) reopenStream(req *http.Request) func(lastID string
 				wait = 100 * time.Millisecond << try
 				continue
 			}
-			if resp.StatusCode/100 != 2 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			if resp.StatusCode/100 != 2 || !isMediaType(resp.Header.Get("Content-Type"), "text/event-stream") {
 				resp.Body.Close()
 				return nil
 			}
