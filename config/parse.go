@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/mcpctl/mcpctl/schemas"
 )
@@ -144,17 +143,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 					hint = `e.g. "github" or "my-server"`
 				}
 			case v.Keyword == "enum" && hint == "":
-				// A word near one allowed ("htp") gets it; not a version
-				// or a number, where near in letters is not near.
-				if m := enumMessage().FindStringSubmatch(msg); m != nil && strings.ContainsFunc(m[2], unicode.IsLetter) {
-					var allowed []string
-					for _, q := range quoted().FindAllStringSubmatch(m[1], -1) {
-						allowed = append(allowed, q[1])
-					}
-					if near := schemas.Closest(m[2], allowed); len(near) > 0 {
-						hint = fmt.Sprintf("did you mean %q?", near[0])
-					}
-				}
+				hint = enumHint(msg)
 			case v.Keyword == "type" && hint == "":
 				hint = typeHint(v.Want, v.Got)
 			case v.Keyword == "pattern":

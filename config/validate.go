@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/mcpctl/mcpctl/schemas"
 )
@@ -135,10 +137,11 @@ func (s *Server) validate(i int) Errors {
 
 // enumHint is the hint a file's value gets when it is none of those
 // allowed (msg, a schema's "expected one of ..., got ..."): the allowed one
-// nearest it, if any is near.
+// nearest it, if any is near ("htp"); not for a version or a number,
+// where near in letters is not near.
 func enumHint(msg string) string {
 	m := enumMessage().FindStringSubmatch(msg)
-	if m == nil {
+	if m == nil || !strings.ContainsFunc(m[2], unicode.IsLetter) {
 		return ""
 	}
 	var allowed []string
