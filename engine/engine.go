@@ -274,7 +274,7 @@ func (e *Engine) lookup(name string) (*server, error) {
 	if e.cfg == nil {
 		return nil, notMade() // a zero Engine
 	}
-	if e.noConfig.Load() && e.configErr != nil {
+	if e.noConfig.Load() && e.configErr != nil { // e.mu held: not refusedConfig
 		return nil, e.configErr.clone() // a config New or a reload could not use
 	}
 	return nil, UnknownServer(name, e.cfg.Names())
@@ -321,8 +321,8 @@ func (e *Engine) beginStart(names []string) (run func(context.Context) error, er
 		return nil, notMade()
 	}
 	if e.noConfig.Load() {
-		if ce := e.ConfigError(); ce != nil {
-			return nil, ce.clone() // New's config, or a reload's, did not validate
+		if ce := e.refusedConfig(); ce != nil {
+			return nil, ce // New's config, or a reload's, did not validate
 		}
 		return nil, errorf(KindUsage, "", "the engine has no config: engine.New was given a nil *config.Config").
 			hint("load one with config.Load or config.Parse, and pass it to engine.New")

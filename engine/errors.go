@@ -214,14 +214,20 @@ func (e *Engine) open() error {
 	if e.closed.Load() {
 		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New")
 	}
-	if e.noConfig.Load() {
-		// A config New or a reload could not use: a listing says so,
-		// where it listed nothing.
-		e.mu.RLock()
-		defer e.mu.RUnlock()
-		if e.configErr != nil {
-			return e.configErr.clone()
-		}
+	if ce := e.refusedConfig(); ce != nil {
+		return ce // a listing says so, where it listed nothing
+	}
+	return nil
+}
+
+// refusedConfig is why the engine has no config when New or a reload
+// refused the one it was given (a copy), else nil.
+func (e *Engine) refusedConfig() *Error {
+	if !e.noConfig.Load() {
+		return nil
+	}
+	if ce := e.ConfigError(); ce != nil {
+		return ce.clone()
 	}
 	return nil
 }

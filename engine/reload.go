@@ -255,11 +255,7 @@ func (e *Engine) ReloadFailed(err error) *Error {
 		ee = &c
 		ee.Kind = KindConfig
 	} else {
-		ee = errorf(KindConfig, "", "%s", err.Error())
-		var h interface{ Hints() []string }
-		if errors.As(err, &h) {
-			ee.Hint = h.Hints()
-		}
+		ee = invalidConfig(err)
 	}
 	ee.err = err
 	e.mu.Lock()
