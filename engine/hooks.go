@@ -149,9 +149,7 @@ func killHookGroup(pgid int) {
 		return // nothing left: its pgid may be anyone's by now
 	}
 	signalGroup(pgid, syscall.SIGKILL)
-	for deadline := time.Now().Add(time.Second); groupAlive(pgid) && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitGroupGone(pgid, time.Second)
 	reapGroup(pgid)
 }
 

@@ -230,6 +230,17 @@ func (p *process) awaitExit(brief time.Duration) {
 	waitDone(p.done, brief)
 }
 
+// awaitGroupGone waits, up to limit, until nothing of process group pgid
+// is left, and reports whether nothing is.
+func awaitGroupGone(pgid int, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); groupAlive(pgid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // awaitStdout waits, up to brief, for the reader of an exited process's
 // stdout to reach its end: the lines it wrote last (a usage message) are
 // then in stdoutTail for its error, where they could still be in the pipe.
@@ -293,16 +304,9 @@ func (p *process) stop(grace, timeout time.Duration) {
 	// The leader is gone; what it started may not be.
 	if groupAlive(p.pgid) {
 		terminateGroup(p.pgid)
-		deadline := time.Now().Add(timeout)
-		for groupAlive(p.pgid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if groupAlive(p.pgid) {
+		if !awaitGroupGone(p.pgid, timeout) {
 			signalGroup(p.pgid, syscall.SIGKILL)
-			deadline = time.Now().Add(time.Second)
-			for groupAlive(p.pgid) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			awaitGroupGone(p.pgid, time.Second)
 		}
 	}
 	reapGroup(p.pgid)
