@@ -248,9 +248,7 @@ func (p *process) awaitStdout(brief time.Duration) {
 	if p == nil || p.lines == nil || !p.exited() {
 		return
 	}
-	for deadline := time.Now().Add(brief); !p.lines.over() && time.Now().Before(deadline); {
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitDone(p.lines.done, brief)
 }
 
 // exitedBefore reports whether the process had exited by t.
@@ -680,10 +678,11 @@ type jsonLines struct {
 	skipped atomic.Int64
 	// eof is set once the server closed its stdout: it is exiting.
 	eof atomic.Bool
-	// ended is set once reading met any error (the end, or a read end
-	// already closed, as when the SDK's Connect fails): nothing more
-	// is read, so nothing more goes to skip.
-	ended atomic.Bool
+	// done is closed once reading is over (it met any error: the end,
+	// or a read end already closed, as when the SDK's Connect fails; or
+	// its reader stopped): nothing more goes to skip.
+	done     chan struct{}
+	doneOnce sync.Once
 	// exited, when set, is closed once the server's process has exited:
 	// Close then reads to the end first (see Close).
 	exited <-chan struct{}
@@ -702,7 +701,7 @@ func droppedAnswer(id json.RawMessage) []byte {
 }
 
 func newJSONLines(rc io.ReadCloser, skip func([]byte, string)) *jsonLines {
-	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip}
+	return &jsonLines{r: bufio.NewReaderSize(rc, 64*1024), c: rc, skip: skip, done: make(chan struct{})}
 }
 
 // next returns the messages of the next line that is a JSON-RPC message or
@@ -738,7 +737,7 @@ func (j *jsonLines) next() ([]jsonrpc.Message, error) {
 			j.eof.Store(true)
 		}
 		if err != nil {
-			j.ended.Store(true)
+			j.end()
 		}
 		// At the end, a last line without a newline still counts; the next
 		// call meets the end again.
@@ -851,19 +850,14 @@ func validID(v json.RawMessage) bool {
 func (j *jsonLines) Close() error {
 	select {
 	case <-j.exited:
-		for deadline := time.Now().Add(100 * time.Millisecond); !j.over() && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		waitDone(j.done, 100*time.Millisecond)
 	default:
 	}
 	return j.c.Close()
 }
 
-// over reports whether reading has ended: at the end of the server's
-// stdout, or on an error such as a read end already closed.
-func (j *jsonLines) over() bool {
-	return j.eof.Load() || j.ended.Load()
-}
+// end marks reading over; it may be said more than once.
+func (j *jsonLines) end() { j.doneOnce.Do(func() { close(j.done) }) }
 
 // skippedLines is how many lines of its stdout were not JSON-RPC.
 func (p *process) skippedLines() int64 {

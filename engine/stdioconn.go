@@ -55,7 +55,7 @@ func newStdioConn(lines *jsonLines, stdin io.WriteCloser) *stdioConn {
 }
 
 func (c *stdioConn) readLoop() {
-	defer c.lines.ended.Store(true) // nothing more is read: see awaitStdout
+	defer c.lines.end() // nothing more is read: see awaitStdout
 	for {
 		var in lineMsgs
 		in.msgs, in.err = c.lines.next()
