@@ -221,25 +221,24 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		h.early = e.Events(*hopts.early)
 		defer h.early.Close()
 	}
-	start := e.Start
-	if hopts.partial && len(names) == 0 {
-		start = func(ctx context.Context, _ ...string) error { return startEach(ctx, e, cfg) }
+	// begin starts the servers (marked as starting, so that a request
+	// waits for them); wait gives the start's error once it is over.
+	begin := func() (wait func() error) {
+		if hopts.partial && len(names) == 0 {
+			return startEach(ctx, e, cfg)
+		}
+		return e.StartAsync(ctx, names...)
 	}
 	if hopts.early != nil && hopts.startWithin == 0 {
-		// Begun before the watch, its servers marked as starting: a
-		// subscription it makes waits for them (it found them stopped).
-		var wait func() error
-		if hopts.partial && len(names) == 0 {
-			wait = startEachAsync(ctx, e, cfg)
-		} else {
-			wait = e.StartAsync(ctx, names...)
-		}
+		// The watch goes on as they start (a subscription it makes
+		// waits for them).
+		wait := begin()
 		starting := make(chan error, 1)
 		go func() { starting <- wait() }()
 		h.starting = starting
 		return oneShotHints(fn(h))
 	}
-	if err := start(ctx, names...); err != nil {
+	if err := begin()(); err != nil {
 		var e *engine.Error
 		if engine.StartTimedOut(err) && errors.As(err, &e) && bounded[e.Server] {
 			// The --timeout ran out, not the server's own startupTimeout:
@@ -267,15 +266,9 @@ func (env *Env) withHostLists(ctx context.Context, need func(*config.Config) ([]
 }
 
 // startEach starts every server that starts with the engine, each on its
-// own and in parallel (see hostOptions.partial).
-func startEach(ctx context.Context, e *engine.Engine, cfg *config.Config) error {
-	return startEachAsync(ctx, e, cfg)()
-}
-
-// startEachAsync is startEach begun: each start is under way (its servers
-// marked starting, so that a request waits for them) when it returns, and
-// wait gives startEach's error.
-func startEachAsync(ctx context.Context, e *engine.Engine, cfg *config.Config) (wait func() error) {
+// own and in parallel (see hostOptions.partial): each start is under way
+// when it returns, and wait gives their error.
+func startEach(ctx context.Context, e *engine.Engine, cfg *config.Config) (wait func() error) {
 	var names []string
 	for _, s := range cfg.Servers {
 		if !s.Disabled && (s.Activation == "" || s.Activation == "eager") {
@@ -289,8 +282,8 @@ func startEachAsync(ctx context.Context, e *engine.Engine, cfg *config.Config) (
 	return func() error { return finishEach(ctx, e, names, waits) }
 }
 
-// finishEach waits for the starts startEachAsync began, and makes their
-// errors startEach's.
+// finishEach waits for the starts startEach began, and makes their
+// errors one.
 func finishEach(ctx context.Context, e *engine.Engine, names []string, waits []func() error) error {
 	errs := make([]error, len(names))
 	for i, wait := range waits {
