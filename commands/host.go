@@ -312,9 +312,23 @@ func finishEach(ctx context.Context, e *engine.Engine, names []string, waits []f
 	if len(errs) == 1 {
 		return errs[0]
 	}
-	msgs := make([]string, len(errs))
+	// A server a failed dependency kept from starting has that
+	// dependency's error, which would be said twice: it is told by what
+	// its status says of it instead.
+	lastError := map[string]string{}
+	for _, st := range e.Status() {
+		lastError[st.Name] = st.LastError
+	}
+	var msgs []string
 	for i, err := range errs {
-		msgs[i] = err.Error()
+		msg := err.Error()
+		var ee *engine.Error
+		if errors.As(err, &ee) && ee.Server != "" && ee.Server != names[i] && lastError[names[i]] != "" {
+			msg = lastError[names[i]]
+		}
+		if !slices.Contains(msgs, msg) {
+			msgs = append(msgs, msg)
+		}
 	}
 	return &engine.Error{Kind: engine.KindUnavailable, Message: "no server could start:\n" + strings.Join(msgs, "\n"),
 		Hint: []string{"check each server's command and arguments; see: mcpctl config show"}}

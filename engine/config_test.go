@@ -121,6 +121,61 @@ func TestFailedDependencyStartsNoDependent(t *testing.T) {
 	}
 }
 
+// A server that a failed dependency kept from starting says so: in the
+// start's error (a call names it, perhaps, not the dependency), in its
+// status, its state event and a listing. It stayed stopped with no error:
+// a listing and a watch left it out in silence.
+func TestFailedDependencyTellsItsDependents(t *testing.T) {
+	code := 3
+	db := fakeServer(t, "db", fakemcp.Spec{Exit: &code})
+	api := fakeServer(t, "api", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	api.DependsOn = []string{"db"}
+	web := fakeServer(t, "web", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	web.DependsOn = []string{"api"}
+	e := newEngine(t, db, api, web)
+	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"api", "web"}})
+	defer sub.Close()
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Server != "db" {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{
+		"server api was not started: its dependency db did not start",
+		"server web was not started: its dependency api did not start",
+	} {
+		if !slices.Contains(ee.Hint, want) {
+			t.Errorf("hints %q lack %q", ee.Hint, want)
+		}
+	}
+	lastErr := map[string]string{}
+	for _, st := range e.Status() {
+		lastErr[st.Name] = st.LastError
+	}
+	if want := "server api was not started: its dependency db did not start"; lastErr["api"] != want {
+		t.Errorf("api's last error %q, want %q", lastErr["api"], want)
+	}
+	if want := "server web was not started: its dependency api did not start"; lastErr["web"] != want {
+		t.Errorf("web's last error %q, want %q", lastErr["web"], want)
+	}
+	_, err = e.Tools("")
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "servers db, api, web") {
+		t.Errorf("listing: %v", err)
+	}
+	told := map[string]bool{}
+	timeout := time.After(5 * time.Second)
+	for len(told) < 2 {
+		select {
+		case ev := <-sub.C:
+			if ev.To == StateUnavailable {
+				told[ev.Server] = true
+			}
+		case <-timeout:
+			t.Fatalf("state events told only %v of api and web", told)
+		}
+	}
+}
+
 func TestDisabledServer(t *testing.T) {
 	dir := t.TempDir()
 	on := fakeServer(t, "on", fakemcp.Spec{})

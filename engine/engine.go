@@ -395,7 +395,18 @@ func (e *Engine) runStart(ctx context.Context, targets, fresh []*server, marks m
 		// Nothing failed by itself: Close stopped the start.
 		return combine(interrupted)
 	}
-	return combine(failed)
+	out := combine(failed)
+	if len(failed) == 1 {
+		out = failed[0].clone() // the server's kept error is not changed
+	}
+	for _, ee := range interrupted {
+		if errors.Is(ee, errDependency) {
+			// Which servers the failure kept from starting: the one a
+			// call named, perhaps, which the message does not name.
+			out.hint("%s", ee.Message)
+		}
+	}
+	return out
 }
 
 // startCut is the error of a start that ctx cut short, naming the servers
@@ -449,6 +460,8 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 			err := e.awaitDependencies(sctx, s, done, errs, &mu)
 			if err == nil {
 				err = s.start(sctx)
+			} else {
+				s.notStarted(sctx, err)
 			}
 			if err != nil && cancelOnFailure {
 				cancel(startCutBy{s.cfg().Name}) // the first failure is the cause
@@ -499,7 +512,12 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			if _, cut := context.Cause(ctx).(startCutBy); !cut {
+				return ctx.Err() // the caller gave up
+			}
+			// A failure called the start off; the dependency's own
+			// start ends with it, and tells whether it failed.
+			<-ch
 		}
 		mu.Lock()
 		failed := errs[dep]
@@ -508,7 +526,24 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 			return errorf(KindUnavailable, s.cfg().Name, "server %s was not started: its dependency %s did not start", s.cfg().Name, name).wrap(errDependency)
 		}
 	}
-	return nil
+	return ctx.Err() // called off meanwhile: s is not begun
+}
+
+// notStarted tells, in s's state, why a start never began s: a dependency
+// failed, or another server's failure called the whole start off. Without
+// it s would stay stopped with no error, and a listing or a watch would
+// leave it out in silence. The caller giving up is not told: s was never
+// tried.
+func (s *server) notStarted(ctx context.Context, err error) {
+	e, ok := err.(*Error)
+	if !ok {
+		cut, isCut := context.Cause(ctx).(startCutBy)
+		if !isCut {
+			return
+		}
+		e = errorf(KindUnavailable, s.cfg().Name, "server %s: start called off, as %s", s.cfg().Name, cut).wrap(err)
+	}
+	failChecked(map[*server]*Error{s: e})
 }
 
 // dependenciesDown names the servers that the named ones depend on, at any
@@ -625,7 +660,7 @@ func (s *server) byHand() {
 
 // combine reports several start failures as one error, one line each: a
 // config error if every one is.
-func combine(failed []*Error) error {
+func combine(failed []*Error) *Error {
 	if len(failed) == 1 {
 		return failed[0]
 	}

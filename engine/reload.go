@@ -230,11 +230,7 @@ func (e *Engine) startEach(ctx context.Context, servers []*server, also map[*ser
 	errs := e.startTogether(ctx, targets, false, nil)
 	for _, s := range targets {
 		if err := errs[s]; err != nil {
-			ee := serverError(s, err)
-			if errors.Is(err, errDependency) {
-				s.fail(ee)
-			}
-			failed = append(failed, ee)
+			failed = append(failed, serverError(s, err)) // its state says so: see notStarted
 		}
 	}
 	return failed
