@@ -487,6 +487,46 @@ func TestReloadAddedBackStartsItsMetricsAfresh(t *testing.T) {
 	}
 }
 
+// A watch is told a server disabled by an edit, and enabled again, as
+// status shows it: its stop ended at "stopped", and status said
+// "disabled" with no event to tell it.
+func TestReloadTellsDisabledAndEnabled(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	off := *srv
+	off.Disabled = true
+	for _, sc := range []*config.Server{&off, srv} {
+		if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{sc}}); err != nil {
+			t.Fatal(err)
+		}
+		if sc == &off {
+			if st := e.Status()[0].State; st != StateDisabled {
+				t.Fatalf("status after disabling: %s", st)
+			}
+		}
+	}
+	waitState(t, e, "srv", StateReady)
+	want := []string{"ready>stopping", "stopping>stopped", "stopped>disabled", "disabled>stopped", "stopped>starting", "starting>ready"}
+	var got []string
+	timeout := time.After(5 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case ev := <-sub.C:
+			got = append(got, string(ev.From)+">"+string(ev.To))
+		case <-timeout:
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
 // A server stopped by hand whose settings change takes them and stays
 // stopped, as Stop promises, until Start names it.
 func TestReloadKeepsHeldServerStopped(t *testing.T) {

@@ -155,6 +155,13 @@ func (s *server) setStateNote(st State, cause *Error, note string) {
 	s.e.bus.publish(ev)
 }
 
+// tellShown publishes a change of the state status shows that no change
+// of s.state makes: a stopped server disabled, or enabled, by an edit.
+func (s *server) tellShown(from, to State) {
+	s.log.Info("server state", "from", from, "to", to)
+	s.e.bus.publish(Event{Type: EventState, Server: s.cfg().Name, From: from, To: to})
+}
+
 // awaitLocked waits for ch with s.mu released, and holds it again after;
 // when ctx ends first it returns ctx's error, s.mu released.
 func (s *server) awaitLocked(ctx context.Context, ch <-chan struct{}) error {
