@@ -465,6 +465,9 @@ func (s *server) failLocked(e *Error) {
 	s.readyAt = time.Time{}
 	if s.lc.restarts >= c.MaxRestarts {
 		s.lc.gaveUp = true
+		// A copy: e may be a failed start's error, told already, which
+		// setState would take for no news.
+		e = e.clone()
 		switch s.lc.restarts {
 		case 0:
 			e.Message += " (maxRestarts 0: not restarted)"

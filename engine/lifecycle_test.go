@@ -250,6 +250,44 @@ func TestRestartOnFailure(t *testing.T) {
 	}
 }
 
+// A restart that fails to start, the last one its policy allows, is told
+// as a state event saying the policy gave up: the give-up was written
+// into the start's own error, which had been told already, so no event
+// said it, and status did.
+func TestRestartThatFailsToStartTellsTheGiveUp(t *testing.T) {
+	code, exit := 9, 4
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "crash", Crash: &code}}})
+	srv.Restart, srv.MaxRestarts = "on-failure", 1
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// From now on the server exits as it starts.
+	data, _ := json.Marshal(fakemcp.Spec{Exit: &exit})
+	if err := os.WriteFile(srv.Args[len(srv.Args)-1], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	timeout := time.After(10 * time.Second)
+	var seen []string
+	for {
+		select {
+		case ev := <-sub.C:
+			seen = append(seen, fmt.Sprintf("%s>%s %s %s", ev.From, ev.To, ev.Error, ev.Message))
+			if strings.Contains(ev.Error, "exited with code 4") && strings.HasSuffix(ev.Error, "(gave up after 1 restart)") {
+				if st := e.Status()[0]; st.LastError != ev.Error {
+					t.Errorf("status says %q, the event %q", st.LastError, ev.Error)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no event told the give-up; events:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+}
+
 // A call with retries survives a server that dies under it and is
 // restarted; without, it fails.
 func TestRetryAfterRestart(t *testing.T) {
