@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -285,6 +286,35 @@ func TestRestartThatFailsToStartTellsTheGiveUp(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("no event told the give-up; events:\n%s", strings.Join(seen, "\n"))
 		}
+	}
+}
+
+// A reload that starts again a server whose restart policy gave up gives
+// it its restarts back, as a restart by hand does: it was started with
+// none, and its next crash was its last.
+func TestReloadStartGivesRestartsBack(t *testing.T) {
+	code := 9
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "crash", Crash: &code}}})
+	srv.Restart, srv.MaxRestarts = "on-failure", 1
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	waitState(t, e, "srv", StateUnavailable)
+	waitState(t, e, "srv", StateReady) // restart 1 of 1
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	if st := waitState(t, e, "srv", StateUnavailable); !strings.Contains(st.LastError, "gave up after 1 restart") {
+		t.Fatalf("after the second crash: %+v", st)
+	}
+	res, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{srv}})
+	if err != nil || !slices.Equal(res.Started, []string{"srv"}) {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	st := waitState(t, e, "srv", StateUnavailable)
+	if st.Restarts != 1 || st.RestartAt == nil || strings.Contains(st.LastError, "gave up") {
+		t.Errorf("a crash after the reload's start: %+v, want restart 1 of 1 due", st)
 	}
 }
 

@@ -102,6 +102,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 				}
 				res.Started = append(res.Started, sc.Name)
 				start = append(start, prev)
+				// Started again as by hand: a restart policy that gave
+				// up on it has its restarts back.
+				prev.byHand()
 			}
 		case prev.isHeld():
 			// Stopped by hand: it takes the new settings and stays stopped
