@@ -123,7 +123,7 @@ func (f *EventFilter) match(ev *Event) bool {
 // Close, or until the engine closes (after the events of its servers'
 // stop): C is closed then, so a range over it ends. A subscriber that falls
 // behind loses events; it is then told how many with an [EventDropped]
-// event.
+// event, as soon as it has caught up enough to take it.
 type Subscription struct {
 	C <-chan Event
 
@@ -133,7 +133,12 @@ type Subscription struct {
 	since   time.Time // when it began: every event it gets is later
 	mu      sync.Mutex
 	dropped int
+	flush   *time.Timer // while dropped > 0: tells the count once there is room
 }
+
+// flushEvery is how often a subscription that lost events looks for room
+// to tell it, when no event comes that would.
+const flushEvery = 100 * time.Millisecond
 
 // Close ends the subscription. Close is idempotent.
 func (s *Subscription) Close() { s.bus.remove(s) }
@@ -178,7 +183,38 @@ func (b *bus) remove(s *Subscription) {
 	if s.filter.Stderr {
 		b.stderr--
 	}
+	s.stopFlush()
 	close(s.c)
+}
+
+func (s *Subscription) stopFlush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flush != nil {
+		s.flush.Stop()
+		s.flush = nil
+	}
+}
+
+// flushDropped tells s how many events it lost as soon as it has caught up
+// enough to take it: the next event would, but it may come much later.
+func (b *bus) flushDropped(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[s]; !ok {
+		return // closed: close told it
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.dropped == 0:
+		s.flush = nil // publish told it
+	case cap(s.c)-len(s.c) > 1: // a slot stays free, as publish keeps it
+		s.c <- Event{Time: time.Now(), Type: EventDropped, Count: s.dropped}
+		s.dropped, s.flush = 0, nil
+	default:
+		s.flush.Reset(flushEvery)
+	}
 }
 
 // close ends every subscription, now and to come.
@@ -194,6 +230,10 @@ func (b *bus) close() {
 			case s.c <- Event{Time: time.Now(), Type: EventDropped, Count: s.dropped}: // the slot publish keeps free
 			default:
 			}
+		}
+		if s.flush != nil {
+			s.flush.Stop()
+			s.flush = nil
 		}
 		s.mu.Unlock()
 		close(s.c)
@@ -235,6 +275,9 @@ func (b *bus) publish(ev Event) {
 			s.c <- ev
 		} else {
 			s.dropped++
+			if s.flush == nil {
+				s.flush = time.AfterFunc(flushEvery, func() { b.flushDropped(s) })
+			}
 		}
 		s.mu.Unlock()
 	}

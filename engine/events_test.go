@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // A subscriber that falls behind is told how many events it lost: on the
@@ -51,6 +52,35 @@ func TestBusToldDropped(t *testing.T) {
 		t.Errorf("after catching up: %d events and %d told lost (last %s), want %d in all, the state event last", got, lost, last.Type, n+1)
 	}
 	sub.Close()
+}
+
+// The count of events lost is told once the subscriber catches up, though
+// no other event comes: it came with the next event, which may be long.
+func TestBusToldDroppedWithoutAnotherEvent(t *testing.T) {
+	var b bus
+	sub := b.subscribe(EventFilter{})
+	defer sub.Close()
+	n := cap(sub.c) + 10
+	for i := 0; i < n; i++ {
+		b.publish(Event{Type: EventLog, Server: "s"})
+	}
+	got := 0
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != EventDropped {
+				got++
+				continue
+			}
+			if got+ev.Count != n {
+				t.Errorf("%d events and %d told lost, want %d in all", got, ev.Count, n)
+			}
+			return
+		case <-timeout:
+			t.Fatalf("got %d of %d events, and no count of those lost", got, n)
+		}
+	}
 }
 
 // Asking for stderr events by type is asking for stderr lines.
