@@ -99,17 +99,17 @@ func (env *Env) Printer() (*output.Printer, error) {
 	return env.printer, nil
 }
 
-// noteIfSlow notes msg on a terminal's stderr (not with --quiet) once
+// noteIfSlow notes msg() on a terminal's stderr (not with --quiet) once
 // after d, unless the returned stop is called first; stop returns once a
 // note begun is written, so nothing is written after it.
-func (env *Env) noteIfSlow(d time.Duration, msg string) (stop func()) {
+func (env *Env) noteIfSlow(d time.Duration, msg func() string) (stop func()) {
 	if !env.StderrTTY || env.quiet {
 		return func() {}
 	}
 	written := make(chan struct{})
 	t := time.AfterFunc(d, func() {
 		defer close(written)
-		env.note("%s", msg)
+		env.note("%s", msg())
 	})
 	return func() {
 		if !t.Stop() {

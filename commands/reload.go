@@ -67,6 +67,38 @@ func inputVars() map[string]string {
 	return vars
 }
 
+// reloadWaitsFor says what a slow reload waits for: the servers starting
+// or stopping, as the session's status names them.
+func reloadWaitsFor(ctx context.Context, client *engine.Client) string {
+	const what = "waiting for the session's reload: it starts the servers the change adds or restarts, each within its startupTimeout (a reload under way goes first)"
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := client.Status(ctx)
+	if err != nil {
+		return what
+	}
+	var starting, stopping []string
+	for _, s := range st.Servers {
+		switch s.State {
+		case engine.StateStarting:
+			starting = append(starting, s.Name)
+		case engine.StateStopping:
+			stopping = append(stopping, s.Name)
+		}
+	}
+	var parts []string
+	if len(starting) > 0 {
+		parts = append(parts, "starting "+strings.Join(starting, ", ")+" (each within its startupTimeout)")
+	}
+	if len(stopping) > 0 {
+		parts = append(parts, "stopping "+strings.Join(stopping, ", ")+" (each within its shutdownTimeout)")
+	}
+	if len(parts) == 0 {
+		return what
+	}
+	return "waiting for the session's reload: " + strings.Join(parts, "; ")
+}
+
 // reloadPatience is how long a reload runs before a terminal is told what
 // it waits for.
 const reloadPatience = 2 * time.Second
@@ -81,7 +113,7 @@ func runReload(ctx context.Context, env *Env) error {
 		return err
 	}
 	client.OnConfigError = nil // the reload's own answer says it
-	stopNote := env.noteIfSlow(reloadPatience, "waiting for the session's reload: it starts the servers the change adds or restarts, each within its startupTimeout (a reload under way goes first)")
+	stopNote := env.noteIfSlow(reloadPatience, func() string { return reloadWaitsFor(ctx, client) })
 	res, err := client.Reload(ctx, &engine.ReloadRequest{Inputs: inputVars()})
 	stopNote()
 	if errors.Is(err, engine.ErrNoSession) {
