@@ -123,6 +123,14 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	d.SetConfigLoader(func() (*config.Config, error) {
 		next, err := load()
 		failedFiles.Store(nil)
+		var gone *config.NotFoundError
+		if errors.As(err, &gone) && gone.Path != "" && gone.Why == "" {
+			// Not --config's or $MCPCTL_CONFIG's fault, as the error's own
+			// hint would have it: the file was there when the session began.
+			err = &engine.Error{Kind: engine.KindConfig,
+				Message: gone.Error(),
+				Hint:    []string{"put it back, and the session reloads it by itself; or stop the session with: mcpctl down"}}
+		}
 		if err != nil {
 			if named, uerr := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, Unresolved: true}); uerr == nil {
 				files := named.WatchFiles()
