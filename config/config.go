@@ -151,6 +151,8 @@ type Server struct {
 	where   map[string]string // field → file:line:col
 	root    string            // the server as its file names it: servers.NAME, mcp_servers.NAME
 	secrets []string          // values that came from the environment or inputs
+	forms   []string          // what Redact replaces, made from the first formsOf secrets
+	formsOf int
 	shown   map[string]string // an expanded value → it with those parts redacted
 	raw     map[string]any    // the server's object as written (JSON shape)
 }
@@ -256,17 +258,36 @@ func (s *Server) Redact(text string) string {
 	if shown, ok := s.shown[text]; ok {
 		return shown
 	}
-	secrets := slices.Clone(s.secrets)
-	for _, v := range s.secrets {
-		secrets = append(secrets, jsonForms(v)...)
+	forms := s.forms
+	if s.formsOf != len(s.secrets) {
+		forms = redactedForms(s.secrets) // not prepared: a copy given secrets since
 	}
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			text = strings.ReplaceAll(text, v, Redacted)
-		}
+	for _, v := range forms {
+		text = strings.ReplaceAll(text, v, Redacted)
 	}
 	return text
+}
+
+// prepareRedaction makes once what Redact replaces, which it would make
+// again at every call (every stderr line, every log message). It is called
+// where secrets are given, never while Redact may run.
+func (s *Server) prepareRedaction() {
+	s.forms, s.formsOf = redactedForms(s.secrets), len(s.secrets)
+}
+
+// redactedForms are the secrets and their JSON forms that Redact replaces,
+// longest first.
+func redactedForms(secrets []string) []string {
+	var forms []string
+	for _, v := range secrets {
+		for _, f := range append([]string{v}, jsonForms(v)...) {
+			if len(f) >= 4 && !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return forms
 }
 
 // jsonForms are the other ways a JSON string may write v: as JavaScript
@@ -712,6 +733,7 @@ func (s *Server) AddHeader(name, value string) {
 	}
 	s.Headers[name] = value
 	s.secrets = append(s.secrets, value)
+	s.prepareRedaction()
 	if s.where == nil {
 		s.where = map[string]string{}
 	}

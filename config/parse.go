@@ -67,6 +67,9 @@ func load(files []file, opts Options) (*Config, error) {
 	case len(cfg.Servers) == 0:
 		return nil, Errors{noServers(cfg.File)} // every problem of the files comes as Errors
 	}
+	for _, s := range cfg.Servers {
+		s.prepareRedaction()
+	}
 	return cfg, nil
 }
 
