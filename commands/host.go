@@ -56,9 +56,10 @@ func (h localHost) Watch(ctx context.Context, req *engine.WatchRequest, fn func(
 		select {
 		case err := <-h.starting:
 			if err != nil {
-				// After a moment: the events the failed start
-				// published (its state, its stderr) are shown first.
-				time.AfterFunc(100*time.Millisecond, func() { cancel(startFailed{err}) })
+				// The events the failed start published (its state,
+				// its stderr) are shown first: WatchFrom hands on what
+				// it holds.
+				cancel(startFailed{err})
 			}
 		case <-wctx.Done():
 		}

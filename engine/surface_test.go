@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -894,6 +895,30 @@ func TestWatchReadyStampedAtSubscription(t *testing.T) {
 		if got[i].Time.Before(got[i-1].Time) {
 			t.Errorf("event %d (%s at %s) is before the one printed before it (%s at %s)", i, got[i].Type, got[i].Time, got[i-1].Type, got[i-1].Time)
 		}
+	}
+}
+
+// A watch whose ctx ends hands on the events it holds first: they came
+// before (a failed start's last events, for a one-shot watch its failure
+// ends). A random pick between ctx's end and the next event lost them.
+func TestWatchHandsOnWhatItHoldsWhenCtxEnds(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	sub := e.Events(EventFilter{Types: []string{EventLog}})
+	const n = 20
+	for i := range n {
+		e.bus.publish(Event{Type: EventLog, Server: "srv", Message: strconv.Itoa(i)})
+	}
+	ended, cancel := context.WithCancel(ctx(t))
+	cancel()
+	var got []string
+	err := e.WatchFrom(ended, sub, &WatchRequest{}, func(ev Event) error {
+		if ev.Type == EventLog {
+			got = append(got, ev.Message)
+		}
+		return nil
+	})
+	if err != nil || len(got) != n {
+		t.Errorf("%v: handed on %d of the %d events held: %q", err, len(got), n, got)
 	}
 }
 

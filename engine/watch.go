@@ -23,7 +23,8 @@ type WatchRequest struct {
 }
 
 // Watch follows events until ctx ends or fn returns an error (which Watch
-// then returns). It returns nil too when the engine is closed under it:
+// then returns); the events it holds when ctx ends, which came before,
+// are handed to fn first. It returns nil too when the engine is closed under it:
 // ctx.Err() tells that from ctx's end. It first holds the subscriptions and sets the log level,
 // then calls fn with an [EventReady] event, then with each event. A nil
 // req follows every event, as a zero WatchRequest does. A server or an
@@ -89,21 +90,32 @@ func (e *Engine) WatchFrom(ctx context.Context, sub *Subscription, req *WatchReq
 	if err := fn(Event{Time: sub.since, Type: EventReady}); err != nil {
 		return err
 	}
+	deliver := func(ev Event) error {
+		if ev.Type == EventLog && req.LogLevel != "" && below(ev.Level, req.LogLevel) {
+			return nil // for another watch, which asked for more
+		}
+		if ev.Type == EventResourceUpdated && len(req.Subscribe) > 0 && !req.follows(ev) {
+			return nil // another watch's subscription
+		}
+		return fn(ev)
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			// What the subscription holds came before ctx ended, and
+			// is handed on: the last events of a start that failed, for
+			// a watch its failure ends.
+			for n := len(sub.C); n > 0; n-- {
+				if err := deliver(<-sub.C); err != nil {
+					return err
+				}
+			}
 			return nil
 		case ev, ok := <-sub.C:
 			if !ok {
 				return nil
 			}
-			if ev.Type == EventLog && req.LogLevel != "" && below(ev.Level, req.LogLevel) {
-				continue // for another watch, which asked for more
-			}
-			if ev.Type == EventResourceUpdated && len(req.Subscribe) > 0 && !req.follows(ev) {
-				continue // another watch's subscription
-			}
-			if err := fn(ev); err != nil {
+			if err := deliver(ev); err != nil {
 				return err
 			}
 		}
