@@ -469,6 +469,34 @@ func TestOAuthRefusedTokenRefreshFails(t *testing.T) {
 	}
 }
 
+// A token the server refuses before its expiry, saved without a refresh
+// token, is dead: it is marked expired in the file, so that auth status
+// no longer calls the server authorized (it did, until the expiry, hours
+// away), and the error says to log in.
+func TestOAuthRefusedTokenWithoutRefreshTokenIsExpired(t *testing.T) {
+	a, dir, url := loggedIn(t)
+	store := newTokenStore(dir, url, nil)
+	saved, err := store.load()
+	if err != nil || saved == nil {
+		t.Fatal(saved, err)
+	}
+	saved.Token.RefreshToken = ""
+	if err := store.save(saved); err != nil {
+		t.Fatal(err)
+	}
+	a.ForgetAccessTokens()
+	e := authEngine(t, url, dir, nil)
+	err = e.Start(ctx(t))
+	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), "there is no refresh token") {
+		t.Errorf("start with a refused token and no refresh token: %v", err)
+	}
+	e.Close()
+	after, err := LoadToken(dir, url)
+	if err != nil || after == nil || after.Token.Valid() || after.Token.AccessToken != saved.Token.AccessToken {
+		t.Errorf("token file after: %+v (%v), want the refused token, expired", after, err)
+	}
+}
+
 // The refresh once is for one retry: a server that took the refreshed
 // token and refuses it later (restarted again, hours after) gets it
 // refreshed again, once more each time; one that refuses the token got
