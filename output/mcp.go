@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func content(b *strings.Builder, c map[string]json.RawMessage) {
 		json.Unmarshal(c["text"], &text)
 		line(b, text)
 	case "image", "audio":
-		line(b, fmt.Sprintf("[%s %s, %s]", typ, str(c["mimeType"]), size(base64Len(str(c["data"])))))
+		line(b, fmt.Sprintf("[%s %s, %s]", typ, str(c["mimeType"]), dataSize(str(c["data"]))))
 	case "resource_link":
 		line(b, fmt.Sprintf("[resource link %s: %s]", str(c["name"]), str(c["uri"])))
 	case "resource":
@@ -54,7 +55,7 @@ func content(b *strings.Builder, c map[string]json.RawMessage) {
 			json.Unmarshal(t, &text)
 			line(b, text)
 		} else {
-			line(b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), size(base64Len(str(r["blob"])))))
+			line(b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), dataSize(str(r["blob"]))))
 		}
 	default:
 		compact, _ := json.Marshal(c)
@@ -106,7 +107,7 @@ func ResourceContents(w io.Writer, raw json.RawMessage) error {
 		if mt := str(c["mimeType"]); mt != "" {
 			kind = " (" + mt + ")" // a server need not say
 		}
-		line(&b, fmt.Sprintf("[blob %s%s, %s; write it with --output-file FILE]", str(c["uri"]), kind, size(base64Len(str(c["blob"])))))
+		line(&b, fmt.Sprintf("[blob %s%s, %s; write it with --output-file FILE]", str(c["uri"]), kind, dataSize(str(c["blob"]))))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -147,7 +148,15 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-func base64Len(s string) int { return len(strings.TrimRight(s, "=")) * 3 / 4 }
+// dataSize is the size of base64 data decoded, or says it is not base64
+// (which --output-file refuses), rather than give a size it does not have.
+func dataSize(s string) string {
+	n, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, strings.NewReader(s)))
+	if err != nil {
+		return fmt.Sprintf("not base64: %d characters", len(s))
+	}
+	return size(int(n))
+}
 
 func size(n int) string {
 	switch {

@@ -313,3 +313,24 @@ func TestResourceContentsBlobWithoutMIMEType(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// A blob or an image that is not base64 says so, where a size was made up
+// from its length (and --output-file refuses it); a size is the decoded
+// one, padding or not.
+func TestDataNotBase64(t *testing.T) {
+	var b strings.Builder
+	if err := ResourceContents(&b, json.RawMessage(`{"contents": [{"uri": "x://a", "blob": "not base64!!"}, {"uri": "x://b", "blob": "aGVsbG8"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := "[blob x://a, not base64: 12 characters; write it with --output-file FILE]\n[blob x://b, not base64: 7 characters; write it with --output-file FILE]\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := ToolResult(&b, json.RawMessage(`{"content": [{"type": "image", "mimeType": "image/png", "data": "%%%%"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[image image/png, not base64: 4 characters]\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
