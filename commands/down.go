@@ -3,8 +3,10 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
@@ -40,6 +42,15 @@ func runDown(ctx context.Context, env *Env) error {
 		return err
 	}
 	client.OnConfigError = nil // the session's config is of no matter now
+	byEnv := false
+	if len(client.ExpectConfig) == 0 && env.sessionFlag == "" && env.sessionName() != "" {
+		// Named by $MCPCTL_SESSION alone, where a config is found: a
+		// down in this project's trap, the variable exported from
+		// elsewhere, would stop another project's session.
+		if found, err := env.configPaths(); err == nil {
+			client.ExpectConfig, byEnv = found, true
+		}
+	}
 	if len(client.ExpectConfig) > 0 {
 		// Named by --session or $MCPCTL_SESSION, with -c: stopped only if
 		// it runs those files.
@@ -47,6 +58,10 @@ func runDown(ctx context.Context, env *Env) error {
 		client.OnConfigMismatch = func(files []string) { runs = files }
 		st, err := client.Status(ctx)
 		switch {
+		case err == nil && runs != nil && byEnv:
+			return usagef(fmt.Sprintf("session %s (named by $MCPCTL_SESSION) runs %s, not %s found here: mcpctl down refused", st.Session.Name, strings.Join(runs, ", "), strings.Join(client.ExpectConfig, ", ")),
+				"unset MCPCTL_SESSION to stop the session of "+strings.Join(client.ExpectConfig, ", "),
+				fmt.Sprintf("or name it to stop it: mcpctl --session %s down", shellWord(st.Session.Name)))
 		case err == nil && runs != nil:
 			return env.otherSessionsConfig("down", "stop", "stop", st.Session.Name, runs, client.ExpectConfig)
 		case err != nil && !errors.Is(err, engine.ErrNoSession):
