@@ -41,30 +41,56 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 	if !ok {
 		return ctx, func() {}
 	}
-	// Not f.Fd(), which would make a non-blocking stdout blocking. The
-	// descriptor is stdout's, open as long as mcpctl runs.
+	hung, stopWatching := hangup(f)
+	if hung == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-hung:
+			cancel(errOutputClosed)
+		case <-stopped:
+		}
+	}()
+	return ctx, func() {
+		stopWatching()
+		close(stopped)
+		cancel(nil)
+	}
+}
+
+// hangup returns a channel closed once f, a pipe or a socket, hangs up:
+// stdout's reader went away, or stdin's writer did (its last bytes may
+// still wait to be read). It is nil for anything else (a file, a
+// terminal), which never hangs up so. stop ends the watching, and returns
+// once it has.
+func hangup(f *os.File) (hung <-chan struct{}, stop func()) {
+	// Not f.Fd(), which would make a non-blocking descriptor blocking. The
+	// descriptor is stdin's or stdout's, open as long as mcpctl runs.
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return ctx, func() {}
+		return nil, func() {}
 	}
 	fd := -1
 	rc.Control(func(u uintptr) { fd = int(u) })
 	var st unix.Stat_t
 	if fd < 0 || unix.Fstat(fd, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
-		return ctx, func() {}
+		return nil, func() {}
 	}
 	wakeR, wakeW, err := os.Pipe()
 	if err != nil {
-		return ctx, func() {}
+		return nil, func() {}
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ch := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer wakeR.Close()
-		// Events 0: only POLLERR and POLLHUP are reported, which a pipe's
-		// writer gets when its last reader closes, a socket's when its
-		// peer is gone; wakeR reports POLLHUP when stop closes wakeW.
+		// Events 0: only POLLERR and POLLHUP are reported, which a pipe
+		// gets when its other end's last holder closes it, a socket when
+		// its peer is gone; wakeR reports POLLHUP when stop closes wakeW.
 		fds := []unix.PollFd{{Fd: int32(fd)}, {Fd: int32(wakeR.Fd())}}
 		for {
 			n, err := unix.Poll(fds, -1)
@@ -75,14 +101,13 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 				return
 			}
 			if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-				cancel(errOutputClosed)
+				close(ch)
 				return
 			}
 		}
 	}()
-	return ctx, func() {
+	return ch, func() {
 		wakeW.Close()
 		<-done
-		cancel(nil)
 	}
 }

@@ -159,22 +159,26 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 			"take it out of the config, or run serve on a config without it: mcpctl serve -c FILE")
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
+	started := func() {}
 	if ln == nil {
 		// Over stdio a client that closed its end of stdout is gone, even
 		// if it sends nothing more: serve ends then, not at its next answer.
 		var stop func()
 		ctx, stop = untilOutputClosed(ctx, env.Out)
 		defer stop()
+		ctx, started = untilInputClosedWhileStarting(ctx, env.In)
+		defer started()
 	}
 	all := func(*config.Config) ([]string, error) { return nil, nil }
-	return env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true}, func(h host) error {
+	err = env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
 		if opts.manage {
 			hb.manage = managerOf(h)
 		}
 		if err := hb.start(ctx); err != nil {
-			return err
+			return err // no session: called again once the servers started
 		}
+		started()
 		defer hb.stop()
 		if lh, ok := h.(localHost); ok {
 			env.followConfig(hb.ctx, lh.Engine)
@@ -192,6 +196,46 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 			return nil // Ctrl-C or SIGTERM is how serve ends
 		}
 		return err
+	})
+	if err != nil && ctx.Err() != nil {
+		// Ended so while its servers started: as it ends later.
+		return nil
+	}
+	return err
+}
+
+// untilInputClosedWhileStarting returns ctx ended once the client closed
+// stdin while the servers start, and they have not within stdinGrace (the
+// requests it sent first are answered, as those read later are): serve
+// reads stdin only once they have, and a client gone would otherwise wait
+// for them, up to each one's startupTimeout. started ends the watching:
+// from then on serve reads stdin, and its end.
+func untilInputClosedWhileStarting(ctx context.Context, in io.Reader) (_ context.Context, started func()) {
+	f, ok := in.(*os.File)
+	if !ok {
+		return ctx, func() {}
+	}
+	hung, stopWatching := hangup(f)
+	if hung == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-hung:
+		case <-done:
+			return
+		}
+		select {
+		case <-time.After(stdinGrace):
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, sync.OnceFunc(func() {
+		stopWatching()
+		close(done)
 	})
 }
 
