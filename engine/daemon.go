@@ -242,8 +242,7 @@ func (d *Daemon) Handler() http.Handler {
 		if h != nil && d.engine.closed.Load() && !answeredWhileStopping[r.URL.Path] {
 			// Ending (mcpctl down, a signal, its ttl): said as the
 			// session's state, not as the Go API's closed engine.
-			writeError(w, errorf(KindUnavailable, "", "the session is stopping").
-				hint("run the command again once it has stopped: without a session it starts the servers it needs; or start a new session with: mcpctl up"))
+			writeError(w, stoppingError())
 			return
 		}
 		if h == nil {
@@ -738,8 +737,20 @@ var statusOfKind = map[Kind]int{
 	KindAuth:        http.StatusUnauthorized,
 }
 
+// stoppingError is what a request to a session that is ending (mcpctl
+// down, a signal, its ttl) is told: the session's state, not the Go API's
+// closed engine.
+func stoppingError() *Error {
+	return errorf(KindUnavailable, "", "the session is stopping").
+		hint("run the command again once it has stopped: without a session it starts the servers it needs; or start a new session with: mcpctl up")
+}
+
 func writeError(w http.ResponseWriter, err error) {
 	e := asError(err)
+	if errors.Is(err, errEngineClosed) {
+		// Closed under a request begun before: the session stopped.
+		e = stoppingError()
+	}
 	code := statusOfKind[e.Kind]
 	if code == 0 {
 		code = http.StatusInternalServerError

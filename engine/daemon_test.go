@@ -76,6 +76,30 @@ func TestDaemonRoundTrip(t *testing.T) {
 	}
 }
 
+// A request that reaches a session as it stops (its engine closed) is told
+// so, not how a Go program makes another engine ("make a new one with
+// engine.New", which a CLI user was shown).
+func TestDaemonStoppingSaysSo(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	c := serveDaemon(t, e)
+	e.Close()
+	rec := httptest.NewRecorder()
+	writeError(rec, e.open()) // a request begun before the session began to stop
+	var body struct{ Error *Error }
+	json.Unmarshal(rec.Body.Bytes(), &body)
+	if ee := body.Error; ee == nil || ee.Kind != KindUnavailable || ee.Message != "the session is stopping" || !strings.Contains(strings.Join(ee.Hint, " "), "mcpctl up") {
+		t.Errorf("a request to a session stopping: %s", rec.Body)
+	}
+	_, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.echo"})
+	if err == nil || err.Error() != "the session is stopping" {
+		t.Errorf("a request begun as it stops: %v", err)
+	}
+	// In Go, the engine's own words stay.
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err == nil || !strings.Contains(err.Error(), "the engine is closed") {
+		t.Errorf("in Go: %v", err)
+	}
+}
+
 func TestClientVersionMismatch(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(VersionHeader) != Version() {

@@ -206,13 +206,17 @@ func notMade() *Error {
 		hint("make it with engine.New(cfg, opts)")
 }
 
+// errEngineClosed marks the error of a request to a closed engine: a
+// session's says so in its own words (see writeError).
+var errEngineClosed = errors.New("the engine is closed")
+
 // open refuses a request to an engine that was closed, or not made by New.
 func (e *Engine) open() error {
 	if !e.made {
 		return notMade()
 	}
 	if e.closed.Load() {
-		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New")
+		return errorf(KindUnavailable, "", "the engine is closed").hint("make a new one with engine.New").wrap(errEngineClosed)
 	}
 	if ce := e.refusedConfig(); ce != nil {
 		return ce // a listing says so, where it listed nothing
