@@ -116,8 +116,10 @@ type CallRequest struct {
 	// again (up to 10 times the timeout in all), time spent answering the
 	// server's questions (Sampling, Elicitation, hooks) does not count,
 	// and a tool annotated idempotentHint is tried up to 3 times unless
-	// TimeoutMs or Retry is set. For a call that runs as a task it bounds
-	// the whole task.
+	// TimeoutMs or Retry is set. For a call that runs as a task, a change
+	// of the task's status or status message starts it again too (polling
+	// that finds the task as it was does not); time spent answering the
+	// server's questions during a task counts.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Task runs a tool whose execution.taskSupport is "optional" as a
 	// task. Tools that require tasks always run as one.

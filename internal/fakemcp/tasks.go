@@ -12,7 +12,10 @@ import (
 // Tasks (MCP 2025-11-25) as a receiver does them, for tools with a
 // TaskSupport: a task-augmented call answers at once with the task, the
 // work (Sleep, then the tool's answer) runs on, and tasks/get, tasks/result
-// and tasks/cancel follow the spec.
+// and tasks/cancel follow the spec. A task tool's Progress is not
+// notifications but steps of its status: its statusMessage becomes "step i
+// of n" at each, Sleep apart (so the work takes Progress times Sleep); a
+// task without it says "started" until it ends.
 
 type fakeTask struct {
 	id      string
@@ -61,10 +64,20 @@ func (f *fake) callAsTask(ctx context.Context, c *conn, req *jsonrpc.Request) bo
 	c.reply(ctx, req.ID, map[string]any{"task": task.wire()}, nil)
 	go func() {
 		d, _ := time.ParseDuration(t.Sleep)
-		select {
-		case <-time.After(d):
-		case <-work.Done():
-			return
+		steps := max(t.Progress, 1)
+		for i := 1; i <= steps; i++ {
+			select {
+			case <-time.After(d):
+			case <-work.Done():
+				return
+			}
+			if t.Progress > 0 && i < steps {
+				f.mu.Lock()
+				if task.status == "working" {
+					task.message = fmt.Sprintf("step %d of %d", i, steps)
+				}
+				f.mu.Unlock()
+			}
 		}
 		res := map[string]any{"content": []map[string]any{{"type": "text", "text": string(p.Arguments)}}}
 		status := "completed"

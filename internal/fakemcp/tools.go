@@ -33,7 +33,7 @@ type Tool struct {
 	Stderr    string   `json:"stderr,omitempty"`    // printed on stderr
 	StderrEnv []string `json:"stderrEnv,omitempty"` // NAME=value printed on stderr for each
 	Log       string   `json:"log,omitempty"`       // sent as a log message at level info
-	Progress  int      `json:"progress,omitempty"`  // progress notifications sent, Sleep apart
+	Progress  int      `json:"progress,omitempty"`  // progress notifications sent, Sleep apart (for a task tool: steps of its status, see tasks.go)
 	// ProgressBurst notifications are sent at once when the call begins,
 	// before its Sleep.
 	ProgressBurst int      `json:"progressBurst,omitempty"`
