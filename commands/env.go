@@ -53,6 +53,9 @@ type Env struct {
 	cfgPaths []string
 	// command is the command being run (its full name), for hints.
 	command string
+	// redact hides the servers' secrets in an error made from what they
+	// answered (see redactResultError); nil until a host is chosen.
+	redact func(string) string
 }
 
 func newEnv(in io.Reader, out, errOut io.Writer) *Env {

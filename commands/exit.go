@@ -70,6 +70,29 @@ func (e *toolError) Error() string {
 	return e.name + " reported an error (isError)"
 }
 
+// redactedWhole stands for a text that could not be redacted.
+const redactedWhole = "<not shown: it may hold a server's secret>"
+
+// redactResultError hides the servers' secrets in an error made here from
+// what a server answered, which is printed as sent but which the error
+// repeats on stderr, where secrets never go: a --jq filter's error (which
+// quotes the value it failed on) and the text of a result marked isError
+// that the filter kept from being printed. The engine's own errors are
+// redacted already.
+func redactResultError(env *Env, err error, info *output.ErrorInfo) {
+	var (
+		je *output.JQError
+		te *toolError
+	)
+	if env.redact == nil || !errors.As(err, &je) && !errors.As(err, &te) {
+		return
+	}
+	info.Message = env.redact(info.Message)
+	if info.Text != "" {
+		info.Text = env.redact(info.Text)
+	}
+}
+
 // errorInfo is the one place an error becomes an exit code and the text or
 // JSON the user sees.
 func errorInfo(err error) output.ErrorInfo {

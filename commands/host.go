@@ -168,6 +168,14 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	// serve follows the lists' changes: it does not wait for a server
 	// still starting, which may be itself (a config that serves itself).
 	client.NoWait = hopts.serving
+	env.redact = func(text string) string {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if r, err := client.Redact(ctx, text); err == nil {
+			return r
+		}
+		return redactedWhole // a session of an older mcpctl, or gone: nothing is known
+	}
 	err = fn(client)
 	if !errors.Is(err, engine.ErrNoSession) {
 		if len(env.headerFlags) > 0 {
@@ -217,6 +225,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	e := engine.New(cfg, opts)
 	defer e.Close()
+	env.redact = e.Redact
 	h := localHost{Engine: e, serving: hopts.serving}
 	if hopts.early != nil {
 		h.early = e.Events(*hopts.early)

@@ -40,6 +40,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if info.ExitCode == exitOutputClosed {
 		return info.ExitCode
 	}
+	redactResultError(env, err, &info)
 	info.Hints = env.withGlobalFlags(info.Hints)
 	var sig Signaled
 	if info.ExitCode == exitInterrupted && errors.As(context.Cause(ctx), &sig) {

@@ -60,6 +60,16 @@ func (c *Client) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	return resultOf(&out, deadlineError(c.send(ctx, http.MethodPost, "/v1/complete", req, &out), req.Server, "completing "+req.Argument+" of "+req.Ref))
 }
 
+// Redact hides in text the secrets of the session's servers, as
+// [Engine.Redact] does. Stable.
+func (c *Client) Redact(ctx context.Context, text string) (string, error) {
+	var out redactText
+	if err := c.send(ctx, http.MethodPost, "/v1/redact", &redactText{Text: text}, &out); err != nil {
+		return "", err
+	}
+	return out.Text, nil
+}
+
 // Inspect reports what every server, or one, declared. Stable.
 func (c *Client) Inspect(ctx context.Context, server string) ([]*Inspection, error) {
 	var out []*Inspection

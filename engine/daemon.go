@@ -187,15 +187,18 @@ func (d *Daemon) Handler() http.Handler {
 		return []any{"ref", r.Ref, "argument", r.Argument}
 	})
 	routes := map[string]http.HandlerFunc{
-		"GET /v1/status":           d.serveStatus,
-		"GET /v1/tools":            get(func(r *http.Request) ([]*Tool, error) { return e.tools(query(r, "filter"), waits(r)) }),
-		"POST /v1/tools/call":      d.serveCall,
-		"POST /v1/answer":          d.serveAnswer,
-		"GET /v1/prompts":          get(func(r *http.Request) ([]*Prompt, error) { return e.prompts(query(r, "filter"), waits(r)) }),
-		"POST /v1/prompts/get":     post(getPrompt),
-		"GET /v1/resources":        get(func(r *http.Request) (*Resources, error) { return e.resources(query(r, "server"), waits(r)) }),
-		"POST /v1/resources/read":  post(readResource),
-		"POST /v1/complete":        post(complete),
+		"GET /v1/status":          d.serveStatus,
+		"GET /v1/tools":           get(func(r *http.Request) ([]*Tool, error) { return e.tools(query(r, "filter"), waits(r)) }),
+		"POST /v1/tools/call":     d.serveCall,
+		"POST /v1/answer":         d.serveAnswer,
+		"GET /v1/prompts":         get(func(r *http.Request) ([]*Prompt, error) { return e.prompts(query(r, "filter"), waits(r)) }),
+		"POST /v1/prompts/get":    post(getPrompt),
+		"GET /v1/resources":       get(func(r *http.Request) (*Resources, error) { return e.resources(query(r, "server"), waits(r)) }),
+		"POST /v1/resources/read": post(readResource),
+		"POST /v1/complete":       post(complete),
+		"POST /v1/redact": post(func(_ context.Context, in *redactText) (*redactText, error) {
+			return &redactText{Text: e.Redact(in.Text)}, nil
+		}),
 		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.inspect(query(r, "server"), waits(r)) }),
 		"GET /v1/listed":           get(func(*http.Request) ([]*Inspection, error) { return e.Listed() }),
 		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
@@ -735,6 +738,11 @@ var statusOfKind = map[Kind]int{
 	KindProtocol:    http.StatusBadGateway,
 	KindInternal:    http.StatusInternalServerError,
 	KindAuth:        http.StatusUnauthorized,
+}
+
+// redactText is the text of a request to redact, and of its answer.
+type redactText struct {
+	Text string `json:"text"`
 }
 
 // stoppingError is what a request to a session that is ending (mcpctl

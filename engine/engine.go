@@ -252,6 +252,12 @@ func (e *Engine) all() []*server {
 	return e.order
 }
 
+// Redact hides in text every secret of the config's servers (the values
+// that came from the environment or inputs), as mcpctl hides them in its
+// errors and logs: for text a program made from what servers answered,
+// which mcpctl passes on as sent (a --jq filter's error, say). Stable.
+func (e *Engine) Redact(text string) string { return e.redactAll(text) }
+
 // redactAll hides every server's secrets in text, for text that may hold
 // any of them.
 func (e *Engine) redactAll(text string) string {
