@@ -105,20 +105,33 @@ func (h localHost) ReadResource(ctx context.Context, req *engine.ResourceRequest
 // (lazily, on its first use) must still end with the command's (Ctrl-C,
 // SIGTERM), whose end then stops the servers.
 
+// listHints are a list's hints without a session (see oneShotHints);
+// serve's lists are said on its own stderr, where they are true.
+func (h localHost) listHints(err error) error {
+	if h.serving {
+		return err
+	}
+	return oneShotHints(err)
+}
+
 func (h localHost) Tools(ctx context.Context, filter string) ([]*engine.Tool, error) {
-	return ctxio.Until(ctx, func() ([]*engine.Tool, error) { return h.Engine.Tools(filter) })
+	res, err := ctxio.Until(ctx, func() ([]*engine.Tool, error) { return h.Engine.Tools(filter) })
+	return res, h.listHints(err)
 }
 
 func (h localHost) Prompts(ctx context.Context, filter string) ([]*engine.Prompt, error) {
-	return ctxio.Until(ctx, func() ([]*engine.Prompt, error) { return h.Engine.Prompts(filter) })
+	res, err := ctxio.Until(ctx, func() ([]*engine.Prompt, error) { return h.Engine.Prompts(filter) })
+	return res, h.listHints(err)
 }
 
 func (h localHost) Resources(ctx context.Context, server string) (*engine.Resources, error) {
-	return ctxio.Until(ctx, func() (*engine.Resources, error) { return h.Engine.Resources(server) })
+	res, err := ctxio.Until(ctx, func() (*engine.Resources, error) { return h.Engine.Resources(server) })
+	return res, h.listHints(err)
 }
 
 func (h localHost) Inspect(ctx context.Context, server string) ([]*engine.Inspection, error) {
-	return ctxio.Until(ctx, func() ([]*engine.Inspection, error) { return h.Engine.Inspect(server) })
+	res, err := ctxio.Until(ctx, func() ([]*engine.Inspection, error) { return h.Engine.Inspect(server) })
+	return res, h.listHints(err)
 }
 
 // withHost runs fn against the session when one answers. Otherwise it loads
@@ -349,7 +362,17 @@ func finishEach(ctx context.Context, e *engine.Engine, names []string, waits []f
 // without a session: there is no session to restart the server in, and
 // the next command starts it afresh.
 func oneShotHints(err error) error {
-	return rewriteHints(err, "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh", true)
+	err = rewriteHints(err, "run the command again: without a session (mcpctl up), each command starts the servers it needs afresh", true)
+	var e *engine.Error
+	if errors.As(err, &e) {
+		// Without a session, status knows nothing of the start that
+		// failed (it shows the servers stopped): their logs do.
+		for i, h := range e.Hint {
+			h = strings.Replace(h, "see the server's state and log with: mcpctl status; mcpctl logs ", "see the server's log with: mcpctl logs ", 1)
+			e.Hint[i] = strings.Replace(h, "see their states with: mcpctl status", "see each one's log with: mcpctl logs SERVER", 1)
+		}
+	}
+	return err
 }
 
 // serveHints rewrites the hint to restart a server by hand for the client
