@@ -253,6 +253,9 @@ func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, err
 	default:
 		data = []byte(v)
 	}
+	// A BOM, as Windows editors and PowerShell write one, is not JSON's,
+	// and is skipped as a config file's is.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if !utf8.Valid(data) {
 		// Inline arguments are not repeated: they often carry tokens.
 		msg := "--args is not UTF-8 text"
