@@ -95,6 +95,7 @@ func scriptParams(dir string) testscript.Params {
 			"plainfake":  cmdPlainFake,
 			"kill9":      cmdSignal("kill9", syscall.SIGKILL),
 			"sigterm":    cmdSignal("sigterm", syscall.SIGTERM),
+			"sigquit":    cmdSignal("sigquit", syscall.SIGQUIT),
 			"freeport":   cmdFreePort,
 			"envfile":    cmdEnvFile,
 			"browse":     cmdBrowse,
