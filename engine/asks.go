@@ -189,6 +189,7 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 			why = fmt.Sprintf("it could be the question of any of %d requests in flight on server %s, of different callers, so none of them was asked; and no sampling hook is set (sampling.command in the config)", n, s.cfg().Name)
 		}
 		s.log.Info("declined a request from the server: nothing answers it", "method", method, "why", why)
+		s.unanswered.Add(1)
 		if method == MethodElicitation {
 			return json.RawMessage(`{"action":"decline"}`), nil
 		}

@@ -142,3 +142,31 @@ func TestCachedAnswerWithoutServer(t *testing.T) {
 		t.Errorf("a server stopped by hand: %v", err)
 	}
 }
+
+// An answer got while the server's question went unanswered (declined for
+// want of anyone to ask: a prompt in flight answers no question) is not
+// cached: it was kept for the cache's ttl, so an asker that came later
+// got the decline's answer too.
+func TestAnswerAfterUnansweredQuestionNotCached(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Prompts: []fakemcp.Prompt{
+		{Name: "ask", Elicit: &fakemcp.Elicit{Message: "which?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}},
+		{Name: "plain", Text: "hello"},
+	}})
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, false} {
+		res, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.ask"})
+		if err != nil || res.Cached != want {
+			t.Fatalf("get %d: cached %v, want %v (%v)", i+1, res != nil && res.Cached, want, err)
+		}
+	}
+	// One that asked nothing still is.
+	for i, want := range []bool{false, true} {
+		res, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.plain"})
+		if err != nil || res.Cached != want {
+			t.Fatalf("plain get %d: cached %v, want %v (%v)", i+1, res != nil && res.Cached, want, err)
+		}
+	}
+}

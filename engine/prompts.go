@@ -74,13 +74,16 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	params := &mcp.GetPromptParams{Name: promptName, Arguments: args}
 	key := cacheKey(srvName, "prompts/get", params)
 	defer s.askers.add(h.reader())()
+	unanswered := s.unanswered.Load()
 	raw, err := h.doFor(ctx, "prompts/get", "prompt "+req.Name, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.GetPrompt(ctx, params)
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg().CacheTTL)
+	if s.unanswered.Load() == unanswered {
+		e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg().CacheTTL)
+	}
 	return &PromptResult{Server: srvName, Prompt: promptName, Result: raw}, nil
 }
 

@@ -82,12 +82,15 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	}
 	defer h.release()
 	defer s.askers.add(h.reader())()
+	unanswered := s.unanswered.Load()
 	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.ReadResource(ctx, params)
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
+	if s.unanswered.Load() == unanswered { // see promptOnce
+		e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
+	}
 	return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw}, nil
 }

@@ -28,6 +28,10 @@ import (
 // session, its state and the snapshot of what it offers.
 type server struct {
 	e *Engine
+	// unanswered counts the questions of the server nothing answered
+	// (declined for want of an answerer): an answer got meanwhile is not
+	// cached, its decline having been no one's.
+	unanswered atomic.Int64
 	// conf is swapped by a reload that changes only where the server is
 	// written (its line), never what it runs.
 	conf atomic.Pointer[config.Server]
