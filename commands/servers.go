@@ -43,8 +43,9 @@ unavailable with that error, no longer stopped by hand.
 func newStopCmd(env *Env) *cli.Command {
 	return newServerActCmd(env, "stop", "Stop servers of the session by hand", `Stops the named servers in the running session: stdin closed, SIGTERM, then
 SIGKILL to the server's process group. They stay stopped (no restart, no
-start on use) until "mcpctl start" or "mcpctl restart" names them; the
-session and its other servers go on.
+start on use) until "mcpctl start" or "mcpctl restart" names them, or names
+a server that depends on them (which starts them with it); the session and
+its other servers go on.
 
   mcpctl stop db`)
 }
