@@ -111,3 +111,15 @@ func hangup(f *os.File) (hung <-chan struct{}, stop func()) {
 		<-done
 	}
 }
+
+// unread is how many bytes wait to be read from f, a pipe or a socket (0
+// when that cannot be told).
+func unread(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), ioctlUnread) })
+	return n
+}

@@ -63,7 +63,8 @@ else starts the servers itself and stops them when it ends; a server that
 cannot start is left out with a warning, and the others are served (a config
 error, such as a command not found, or every server failing, ends serve with
 its error). Over stdio, stdout carries only MCP messages and serve ends when
-stdin closes, or when its client closes stdout; it also ends on Ctrl-C or
+stdin closes (at once, even while the servers start, when the client sent
+nothing), or when its client closes stdout; it also ends on Ctrl-C or
 SIGTERM. A line that is not JSON-RPC 2.0 is answered with its JSON-RPC error
 and serve goes on.
 
@@ -166,7 +167,7 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		var stop func()
 		ctx, stop = untilOutputClosed(ctx, env.Out)
 		defer stop()
-		ctx, started = untilInputClosedWhileStarting(ctx, env.In)
+		ctx, started = untilInputClosedWhileStarting(ctx, env)
 		defer started()
 	}
 	all := func(*config.Config) ([]string, error) { return nil, nil }
@@ -205,13 +206,13 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 }
 
 // untilInputClosedWhileStarting returns ctx ended once the client closed
-// stdin while the servers start, and they have not within stdinGrace (the
-// requests it sent first are answered, as those read later are): serve
-// reads stdin only once they have, and a client gone would otherwise wait
-// for them, up to each one's startupTimeout. started ends the watching:
-// from then on serve reads stdin, and its end.
-func untilInputClosedWhileStarting(ctx context.Context, in io.Reader) (_ context.Context, started func()) {
-	f, ok := in.(*os.File)
+// stdin, having sent nothing, while the servers start: serve reads stdin
+// only once they have, and a client gone would otherwise wait for them, up
+// to each one's startupTimeout. A client that sent its requests before it
+// closed stdin (a shell pipe) is answered, however long the start takes.
+// started ends the watching: from then on serve reads stdin, and its end.
+func untilInputClosedWhileStarting(ctx context.Context, env *Env) (_ context.Context, started func()) {
+	f, ok := env.In.(*os.File)
 	if !ok {
 		return ctx, func() {}
 	}
@@ -227,11 +228,11 @@ func untilInputClosedWhileStarting(ctx context.Context, in io.Reader) (_ context
 		case <-done:
 			return
 		}
-		select {
-		case <-time.After(stdinGrace):
-			cancel()
-		case <-done:
+		if unread(f) > 0 {
+			return // requests to answer once the servers are up
 		}
+		env.note("the client closed stdin before the servers started, having sent nothing: nothing to serve")
+		cancel()
 	}()
 	return ctx, sync.OnceFunc(func() {
 		stopWatching()

@@ -7,4 +7,5 @@ import "golang.org/x/sys/unix"
 const (
 	ioctlGetTermios = unix.TIOCGETA
 	ioctlSetTermios = unix.TIOCSETA
+	ioctlUnread     = 0x4004667f // FIONREAD, _IOR('f', 127, int), which x/sys/unix lacks here
 )

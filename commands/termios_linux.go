@@ -5,4 +5,5 @@ import "golang.org/x/sys/unix"
 const (
 	ioctlGetTermios = unix.TCGETS
 	ioctlSetTermios = unix.TCSETS
+	ioctlUnread     = unix.TIOCINQ // FIONREAD
 )
