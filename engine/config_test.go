@@ -176,6 +176,60 @@ func TestFailedDependencyTellsItsDependents(t *testing.T) {
 	}
 }
 
+// A failure elsewhere cuts a chain's start short: its servers say the start
+// was called off for that failure, not that their dependency failed, which
+// it did not (review).
+func TestCutChainBlamesTheFailure(t *testing.T) {
+	code := 3
+	root := fakeServer(t, "root", fakemcp.Spec{StartDelay: "2s", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	mid := fakeServer(t, "mid", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	mid.DependsOn = []string{"root"}
+	leaf := fakeServer(t, "leaf", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	leaf.DependsOn = []string{"mid"}
+	x := fakeServer(t, "x", fakemcp.Spec{Exit: &code})
+	e := newEngine(t, root, mid, leaf, x)
+	err := e.Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Server != "x" {
+		t.Fatalf("err = %v", err)
+	}
+	for _, h := range ee.Hint {
+		if strings.Contains(h, "its dependency") {
+			t.Errorf("a hint blames a dependency: %q", h)
+		}
+	}
+	for _, st := range e.Status() {
+		switch st.Name {
+		case "mid", "leaf":
+			if want := "server " + st.Name + ": start called off, as server x failed to start"; st.LastError != want {
+				t.Errorf("%s's last error %q, want %q", st.Name, st.LastError, want)
+			}
+		}
+	}
+}
+
+// A caller that gives up while a server waits for its dependency to start
+// on use does not leave that server failed with the caller's deadline: it
+// was never tried (review).
+func TestCallerGivingUpIsNoServerFailure(t *testing.T) {
+	dep := fakeServer(t, "dep", fakemcp.Spec{StartDelay: "3s", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	dep.Activation = "lazy"
+	e := newEngine(t, dep)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	app := fakeServer(t, "app", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	app.DependsOn = []string{"dep"}
+	short, cancel := context.WithTimeout(ctx(t), 500*time.Millisecond)
+	defer cancel()
+	e.Reload(short, &config.Config{File: "mcp.json", Servers: []*config.Server{dep, app}})
+	for _, st := range e.Status() {
+		if st.Name == "app" && st.LastError != "" {
+			t.Errorf("app's last error %q: the caller's deadline, not app's failure", st.LastError)
+		}
+	}
+}
+
 func TestDisabledServer(t *testing.T) {
 	dir := t.TempDir()
 	on := fakeServer(t, "on", fakemcp.Spec{})

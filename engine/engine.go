@@ -528,7 +528,10 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 		mu.Lock()
 		failed := errs[dep]
 		mu.Unlock()
-		if failed != nil {
+		switch {
+		case failed != nil && errors.Is(failed, context.Canceled):
+			return ctx.Err() // cut short by another's failure, not failed
+		case failed != nil:
 			return errorf(KindUnavailable, s.cfg().Name, "server %s was not started: its dependency %s did not start", s.cfg().Name, name).wrap(errDependency)
 		}
 	}
@@ -541,12 +544,14 @@ func (e *Engine) awaitDependencies(ctx context.Context, s *server, done map[*ser
 // leave it out in silence. The caller giving up is not told: s was never
 // tried.
 func (s *server) notStarted(ctx context.Context, err error) {
+	cut, isCut := context.Cause(ctx).(startCutBy)
 	e, ok := err.(*Error)
-	if !ok {
-		cut, isCut := context.Cause(ctx).(startCutBy)
-		if !isCut {
-			return
-		}
+	switch {
+	case ctx.Err() != nil && !isCut:
+		return // the caller gave up (a dependency's start on use, say)
+	case !ok && !isCut:
+		return
+	case !ok:
 		e = errorf(KindUnavailable, s.cfg().Name, "server %s: start called off, as %s", s.cfg().Name, cut).wrap(err)
 	}
 	failChecked(map[*server]*Error{s: e})
