@@ -581,6 +581,53 @@ func TestReloadTellsDisabledAndEnabled(t *testing.T) {
 	}
 }
 
+// A failed server an edit disables: each event goes from where the one
+// before left it, and the last to disabled (review: the disabling was told
+// as from stopped, whatever status showed).
+func TestReloadDisablesAFailedServer(t *testing.T) {
+	code := 3
+	for _, lazy := range []bool{false, true} {
+		// Crashed, or its start on use failed.
+		srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "crash", Crash: &code}}})
+		if lazy {
+			srv = fakeServer(t, "srv", fakemcp.Spec{Exit: &code})
+			srv.Activation = "lazy"
+		}
+		t.Run(fmt.Sprint("lazy ", lazy), func(t *testing.T) { disableFailed(t, srv) })
+	}
+}
+
+func disableFailed(t *testing.T, srv *config.Server) {
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"})
+	waitState(t, e, "srv", StateUnavailable)
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	off := *srv
+	off.Disabled = true
+	if _, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&off}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(sub.C) > 0 {
+		ev := <-sub.C
+		got = append(got, string(ev.From)+">"+string(ev.To))
+	}
+	from := "unavailable"
+	for _, ev := range got {
+		if !strings.HasPrefix(ev, from+">") {
+			t.Errorf("events %q: %s does not go on from %s", got, ev, from)
+		}
+		_, from, _ = strings.Cut(ev, ">")
+	}
+	if from != "disabled" {
+		t.Errorf("events %q end at %s, not disabled", got, from)
+	}
+}
+
 // A server stopped by hand whose settings change takes them and stays
 // stopped, as Stop promises, until Start names it.
 func TestReloadKeepsHeldServerStopped(t *testing.T) {

@@ -63,7 +63,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	var stop, start []*server
 	var rootsChanged []func()
 	wasRunning := map[*server]bool{}   // restarted, whatever their activation
-	shownBefore := map[*server]State{} // what status showed of a server replaced
+	replaced := map[*server]*server{} // a server replaced → the one before it
 
 	e.holdMu.Lock() // new servers get the holds there are; none comes meanwhile
 	e.mu.Lock()
@@ -112,7 +112,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			s = newServer(e, sc)
 			s.lc.held = true
 			s.inherit(prev)
-			shownBefore[s] = prev.status().State
+			replaced[s] = prev
 			res.Updated = append(res.Updated, sc.Name)
 			stop = append(stop, prev)
 		default:
@@ -132,7 +132,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			}
 			s = newServer(e, sc)
 			s.inherit(prev)
-			shownBefore[s] = prev.status().State
+			replaced[s] = prev
 			stop = append(stop, prev)
 			// One started by hand or on use runs again, as the restart
 			// said; one that was not running (manual, lazy), or is
@@ -190,16 +190,8 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 
 	e.stopAll(stop)
 	for _, s := range order {
-		// Disabled, or enabled, by the edit: status shows it so, and no
-		// change of state (stopped it is, and stays) tells a watch.
-		if before, ok := shownBefore[s]; ok {
-			if now := s.status().State; (before == StateDisabled) != (now == StateDisabled) {
-				from := StateStopped // its predecessor's stop said so
-				if before == StateDisabled {
-					from = before
-				}
-				s.tellShown(from, now)
-			}
+		if prev := replaced[s]; prev != nil {
+			s.tellDisabled(prev.status().State)
 		}
 	}
 	for _, s := range stop {

@@ -159,11 +159,25 @@ func (s *server) setStateNote(st State, cause *Error, note string) {
 	s.e.bus.publish(ev)
 }
 
-// tellShown publishes a change of the state status shows that no change
-// of s.state makes: a stopped server disabled, or enabled, by an edit.
-func (s *server) tellShown(from, to State) {
-	s.log.Info("server state", "from", from, "to", to)
-	s.e.bus.publish(Event{Type: EventState, Server: s.cfg().Name, From: from, To: to})
+// tellDisabled publishes that an edit disabled s, or enabled it, which no
+// change of s.state tells: stopped it is, and stays, and status shows it
+// as disabled, or no longer. before is what status shows of the server s
+// replaced, now stopped (or unavailable: a start that failed).
+func (s *server) tellDisabled(before State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateStopped {
+		return // started meanwhile (on use): its own events say so
+	}
+	now := StateStopped
+	if s.cfg().Disabled {
+		now = StateDisabled
+	}
+	if (before == StateDisabled) == (now == StateDisabled) {
+		return
+	}
+	s.log.Info("server state", "from", before, "to", now)
+	s.e.bus.publish(Event{Type: EventState, Server: s.cfg().Name, From: before, To: now})
 }
 
 // awaitLocked waits for ch with s.mu released, and holds it again after;
