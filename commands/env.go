@@ -54,8 +54,9 @@ type Env struct {
 	// command is the command being run (its full name), for hints.
 	command string
 	// redact hides the servers' secrets in an error made from what they
-	// answered (see redactResultError); nil until a host is chosen.
-	redact func(string) string
+	// answered (see redactResultError), or says it could not; nil until a
+	// host is chosen.
+	redact func(string) (string, bool)
 }
 
 func newEnv(in io.Reader, out, errOut io.Writer) *Env {

@@ -84,12 +84,19 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 		je *output.JQError
 		te *toolError
 	)
-	if env.redact == nil || !errors.As(err, &je) && !errors.As(err, &te) {
+	if errors.As(err, &te) && te.filter == nil {
+		return // no text of the server's in it: "srv.tool reported an error (isError)"
+	}
+	if env.redact == nil || te == nil && !errors.As(err, &je) {
 		return
 	}
-	info.Message = env.redact(info.Message)
+	msg, ok := env.redact(info.Message)
+	info.Message = msg
 	if info.Text != "" {
-		info.Text = env.redact(info.Text)
+		info.Text, _ = env.redact(info.Text)
+	}
+	if !ok {
+		info.Hints = append(info.Hints, "the session could not hide its servers' secrets in this error (an older mcpctl?): restart it with this one: mcpctl down && mcpctl up")
 	}
 }
 

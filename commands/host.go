@@ -181,13 +181,13 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	// serve follows the lists' changes: it does not wait for a server
 	// still starting, which may be itself (a config that serves itself).
 	client.NoWait = hopts.serving
-	env.redact = func(text string) string {
+	env.redact = func(text string) (string, bool) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if r, err := client.Redact(ctx, text); err == nil {
-			return r
+			return r, true
 		}
-		return redactedWhole // a session of an older mcpctl, or gone: nothing is known
+		return redactedWhole, false // a session of an older mcpctl, or gone: nothing is known
 	}
 	err = fn(client)
 	if !errors.Is(err, engine.ErrNoSession) {
@@ -238,7 +238,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	e := engine.New(cfg, opts)
 	defer e.Close()
-	env.redact = e.Redact
+	env.redact = func(text string) (string, bool) { return e.Redact(text), true }
 	h := localHost{Engine: e, serving: hopts.serving}
 	if hopts.early != nil {
 		h.early = e.Events(*hopts.early)

@@ -259,11 +259,13 @@ func (d *Daemon) Handler() http.Handler {
 
 // answeredWhileStopping are the requests a session that is ending still
 // answers: its status (stopping), another shutdown (which waits for the
-// end, as the first does), and a watch of its last events.
+// end, as the first does), a watch of its last events, and the redaction
+// of an error a command made of a result it got before.
 var answeredWhileStopping = map[string]bool{
 	"/" + APIVersion + "/status":   true,
 	"/" + APIVersion + "/shutdown": true,
 	"/" + APIVersion + "/events":   true,
+	"/" + APIVersion + "/redact":   true,
 }
 
 // recoverRequest, deferred by a handler, makes a bug met by one request

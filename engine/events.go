@@ -252,8 +252,8 @@ func (b *bus) wantsStderr() bool {
 // publish never blocks: it runs on servers' read loops. It leaves one slot
 // of a subscription free, for the count of the events it lost to be told
 // even when the engine closes before the subscriber catches up. Only
-// publish and close add to a subscription (under b.mu), so the slots free
-// can only grow while it looks.
+// publish, flushDropped and close add to a subscription (under b.mu), so
+// the slots free can only grow while it looks.
 func (b *bus) publish(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
