@@ -18,7 +18,8 @@ func main() { os.Exit(run()) }
 // would answer with a goroutine dump and exit 2, a usage error's code)
 // cancel its context, the signal as its cause (mcpctl then exits 128 + its
 // number), so servers are stopped properly; a second signal ends mcpctl at
-// once.
+// once (a second SIGQUIT with Go's goroutine dump: the way to see where a
+// session that does not stop hangs).
 func run() int {
 	// The registrations are not undone on the way out: the process exits
 	// next, and undoing each takes a round trip to the runtime's signal
