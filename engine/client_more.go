@@ -163,10 +163,13 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 			Complete string      `json:"complete"`
 			Cancel   string      `json:"cancel"`
 			Result   *CallResult `json:"result"`
-			Error    *Error      `json:"error"`
+			wireError
 		}
 		if err := json.Unmarshal(line, &msg); err != nil {
 			return err
+		}
+		if msg.Error != nil {
+			msg.Error.startTimedOut = msg.StartTimedOut
 		}
 		switch {
 		case msg.Ask != nil:
@@ -210,10 +213,9 @@ func (c *Client) stream(ctx context.Context, method, path string, body any, onLi
 	for sc.Scan() {
 		line := sc.Bytes()
 		if bytes.HasPrefix(line, []byte(`{"error":`)) {
-			var wire struct {
-				Error *Error `json:"error"`
-			}
+			var wire wireError
 			if json.Unmarshal(line, &wire) == nil && wire.Error != nil {
+				wire.Error.startTimedOut = wire.StartTimedOut
 				return wire.Error
 			}
 		}

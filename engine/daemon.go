@@ -765,5 +765,12 @@ func writeError(w http.ResponseWriter, err error) {
 	if code == 0 {
 		code = http.StatusInternalServerError
 	}
-	writeJSON(w, code, map[string]*Error{"error": e})
+	writeJSON(w, code, wireError{Error: e, StartTimedOut: e.startTimedOut})
+}
+
+// wireError is an error as the session sends it: with what [StartTimedOut]
+// reads, which is not part of an [Error]'s JSON.
+type wireError struct {
+	Error         *Error `json:"error"`
+	StartTimedOut bool   `json:"startTimedOut,omitempty"`
 }

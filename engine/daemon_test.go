@@ -100,6 +100,26 @@ func TestDaemonStoppingSaysSo(t *testing.T) {
 	}
 }
 
+// StartTimedOut reads the same through a session as in-process: a call
+// and a listing that start a server that does not finish starting in time.
+func TestStartTimedOutThroughSession(t *testing.T) {
+	slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "10s", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	slow.Activation, slow.StartupTimeout = "lazy", 300*time.Millisecond
+	e := newEngine(t, slow)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, inProcess := e.CallTool(ctx(t), &CallRequest{Name: "slow.echo"})
+	c := serveDaemon(t, e)
+	_, called := c.CallTool(ctx(t), &CallRequest{Name: "slow.echo"})
+	_, listed := c.Tools(ctx(t), "slow")
+	for what, err := range map[string]error{"in-process": inProcess, "a call through the session": called, "a listing through the session": listed} {
+		if !StartTimedOut(err) {
+			t.Errorf("%s: StartTimedOut false for %v", what, err)
+		}
+	}
+}
+
 func TestClientVersionMismatch(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(VersionHeader) != Version() {

@@ -73,7 +73,8 @@ type rawLine []byte
 // end writes the last line: {"result": v} or {"error": e}.
 func (s *ndjson) end(v any, err error) {
 	if err != nil {
-		s.line(map[string]*Error{"error": asError(err)})
+		e := asError(err)
+		s.line(wireError{Error: e, StartTimedOut: e.startTimedOut})
 		return
 	}
 	if res, ok := v.(*CallResult); ok && res != nil {
