@@ -62,7 +62,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	res := &ReloadResult{Added: []string{}, Removed: []string{}, Restarted: []string{}, Updated: []string{}, Unchanged: []string{}, Started: []string{}}
 	var stop, start []*server
 	var rootsChanged []func()
-	wasRunning := map[*server]bool{}   // restarted, whatever their activation
+	wasRunning := map[*server]bool{}  // restarted, whatever their activation
 	replaced := map[*server]*server{} // a server replaced → the one before it
 
 	e.holdMu.Lock() // new servers get the holds there are; none comes meanwhile
