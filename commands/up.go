@@ -344,7 +344,7 @@ func spawnSession(ctx context.Context, env *Env, cfg *config.Config, sess *engin
 	if err := os.MkdirAll(sess.StateDir, 0o700); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(sess.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(sess.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,17 +39,23 @@ type RotatingFile struct {
 
 	mu        sync.Mutex
 	f         *os.File
-	size      int64 // of the file, as last seen, and what this one wrote since
-	unchecked int64 // bytes written since the file was last looked at
+	size      int64     // of the file, as last seen, and what this one wrote since
+	unchecked int64     // bytes written since the file was last looked at
+	checked   time.Time // when it was last looked at
 	onRotate  func(*os.File)
 }
+
+// recheckEvery is how often, at most, a writer looks whether its file is
+// still at its path.
+const recheckEvery = 2 * time.Second
 
 // maxCheckEvery bounds how much one writer appends between looks at the
 // file: a log written by several processes at once may pass its limit by
 // that much for each of them.
 const maxCheckEvery = 256 << 10
 
-// OpenRotating opens (or creates) path for appending. maxBytes <= 0 means
+// OpenRotating opens (or creates) path for appending: a file of the
+// user's own, never through a symlink. maxBytes <= 0 means
 // [DefaultLogMaxBytes]; keep < 0 means [DefaultLogKeep], and 0 keeps no
 // old file.
 func OpenRotating(path string, maxBytes int64, keep int) (*RotatingFile, error) {
@@ -62,8 +72,21 @@ func OpenRotating(path string, maxBytes int64, keep int) (*RotatingFile, error) 
 	return r, nil
 }
 
+// open opens the file at the path: never through a symlink, and only a
+// file of ours (made 0600), as a log in a directory another user could
+// write to must not be appended to someone else's file, or read. A
+// directory removed meanwhile (rm -rf of the state directory) is made
+// again, 0700.
 func (r *RotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openLog(r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Lstat(filepath.Dir(r.path)); errors.Is(derr, fs.ErrNotExist) {
+			if derr := privateDir(filepath.Dir(r.path)); derr != nil {
+				return derr
+			}
+			f, err = openLog(r.path)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -72,8 +95,44 @@ func (r *RotatingFile) open() error {
 		f.Close()
 		return err
 	}
-	r.f, r.size, r.unchecked = f, st.Size(), 0
+	r.f, r.size, r.unchecked, r.checked = f, st.Size(), 0, time.Now()
 	return nil
+}
+
+// openLog opens path for appending (0600), refusing a symlink, what is
+// not a regular file (a FIFO would block the open) and a file of another
+// user's, and making one of ours 0600.
+func openLog(path string) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type()&^os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is not a regular file; mcpctl writes its logs only to files of its own (remove it)", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link; mcpctl writes its logs only to files of its own (remove it)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if !st.Mode().IsRegular() {
+		return fail(fmt.Errorf("%s is not a regular file; mcpctl writes its logs only to files of its own (remove it)", path))
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fail(fmt.Errorf("%s belongs to another user (uid %d); mcpctl writes its logs only to files of its own (remove it)", path, sys.Uid))
+	}
+	if st.Mode().Perm() != 0o600 {
+		if err := f.Chmod(0o600); err != nil {
+			return fail(err)
+		}
+	}
+	return f, nil
 }
 
 // current reports whether r's file is still the one at its path (another
@@ -83,16 +142,20 @@ func (r *RotatingFile) current() bool {
 	if err != nil {
 		return false
 	}
-	r.size, r.unchecked = mine.Size(), 0
+	r.size, r.unchecked, r.checked = mine.Size(), 0, time.Now()
 	there, err := os.Stat(r.path)
 	return err == nil && os.SameFile(mine, there)
 }
 
-// reopen leaves a file another process rotated for the one now at the path.
+// reopen leaves a file another process rotated (or removed) for the one
+// now at the path. Until one can be opened, the old one stays.
 func (r *RotatingFile) reopen() error {
-	r.f.Close()
-	r.f = nil
-	return r.openNew()
+	old := r.f
+	if err := r.openNew(); err != nil {
+		return err
+	}
+	old.Close()
+	return nil
 }
 
 // Write appends p, rotating first when p would take the file past its
@@ -104,7 +167,9 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	over := func() bool { return r.size > 0 && r.size+int64(len(p)) > r.maxBytes }
-	if r.unchecked >= r.checkEvery || over() {
+	// Also every few seconds: a file removed (its directory and all) is
+	// otherwise written to, unseen, until checkEvery bytes later.
+	if r.unchecked >= r.checkEvery || over() || time.Since(r.checked) >= recheckEvery {
 		if !r.current() {
 			if err := r.reopen(); err != nil {
 				return 0, fmt.Errorf("opening %s again: %w", r.path, err)
@@ -181,6 +246,26 @@ func flockWithin(f *os.File, wait time.Duration) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Recheck looks whether r's file is still the one at its path, and if
+// it is not (removed, its directory with it), opens the one there, making
+// it and its directory again. It reports whether it opened another. A
+// writer that writes seldom calls it now and then, so that its log is
+// back soon after it was removed.
+func (r *RotatingFile) Recheck() (reopened bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil || r.current() {
+		return false, nil
+	}
+	if err := r.reopen(); err != nil {
+		return false, fmt.Errorf("opening %s again: %w", r.path, err)
+	}
+	return true, nil
+}
+
+// Path is the file's path.
+func (r *RotatingFile) Path() string { return r.path }
 
 // OnRotate has fn called with each new file a rotation opens, before the
 // write that rotated it goes there. fn must not write to r.

@@ -388,9 +388,9 @@ func (s *server) connect(ctx context.Context) error {
 		// A stdio server's start makes the directory, for its stderr; a
 		// remote one writes none, and its trace went nowhere, unsaid.
 		path := filepath.Join(s.e.opts.LogDir, cfg.Name+".wire.jsonl")
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := openLog(path) // a file of ours, never through a symlink
 		if errors.Is(err, fs.ErrNotExist) && os.MkdirAll(s.e.opts.LogDir, 0o700) == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			f, err = openLog(path)
 		}
 		if err != nil {
 			s.log.Warn("cannot write the wire trace (MCPCTL_TRACE)", "error", err.Error(),

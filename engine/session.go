@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A Session names the files of one background session: one per config file
@@ -120,29 +122,81 @@ func SessionFor(configPaths []string, name string, getenv func(string) string) (
 	return s, nil
 }
 
-// MakeDirs makes the session's runtime and state directories. One that
-// cannot be made is a usage error naming the variable it comes from.
+// MakeDirs makes the session's runtime and state directories, or checks
+// that existing ones are the user's own and private (see
+// [Session.EnsureStateDir]). One that cannot be made, or is another
+// user's, is a usage error naming the variable it comes from.
 func (s *Session) MakeDirs() error {
-	for _, d := range []struct{ dir, what, from, own string }{
-		{s.Dir, "runtime", s.dirFrom, "MCPCTL_RUNTIME_DIR"},
-		{s.StateDir, "state", s.stateFrom, "MCPCTL_STATE_DIR"},
-	} {
-		err := os.MkdirAll(d.dir, 0o700)
-		if err == nil {
-			continue
+	if err := s.ensureRuntimeDir(); err != nil {
+		return err
+	}
+	return s.EnsureStateDir()
+}
+
+// ensureRuntimeDir makes the runtime directory, or checks an existing one
+// (ensureDir): another user must not be able to plant a socket there.
+func (s *Session) ensureRuntimeDir() error {
+	if err := ensureDir(s.Dir); err != nil {
+		return s.dirError("runtime", s.Dir, s.dirFrom, err)
+	}
+	return nil
+}
+
+// EnsureStateDir makes the session's state directory and its servers/
+// directory (0700), or checks that existing ones are the user's own and
+// tightens them to 0700; in a state directory other users share
+// (MCPCTL_STATE_DIR=/tmp/x), another could have made them first to read
+// or redirect the logs. The session's own logs there must be regular
+// files of the user's: a symlink planted in the directory before it was
+// made private would have them appended to another file.
+func (s *Session) EnsureStateDir() error {
+	for _, dir := range []string{s.StateDir, s.ServerLogDir()} {
+		if err := privateDir(dir); err != nil {
+			return s.dirError("state", dir, s.stateFrom, err)
 		}
+	}
+	for _, f := range []string{s.LogFile(), s.AuditFile()} {
+		if err := checkLogFile(f); err != nil {
+			return errorf(KindUsage, "", "%v", err).
+				hint("remove it; mcpctl makes it again: rm %s", f)
+		}
+	}
+	return nil
+}
+
+// dirError explains why the session's runtime or state directory dir
+// cannot be used, and which variable it comes from (from, "" for the
+// default).
+func (s *Session) dirError(what, dir, from string, err error) *Error {
+	own := map[string]string{"runtime": "MCPCTL_RUNTIME_DIR", "state": "MCPCTL_STATE_DIR"}[what]
+	var unsafe *unsafeDirError
+	if !errors.As(err, &unsafe) {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		e := errorf(KindUsage, "", "cannot make the session's %s directory %s: %v", d.what, d.dir, err)
-		if d.from == "" {
+		e := errorf(KindUsage, "", "cannot make the session's %s directory %s: %v", what, dir, err)
+		if from == "" {
 			e.Kind = KindInternal
-			return e.hint("set $%s to a directory you may write", d.own)
+			return e.hint("set $%s to a directory you may write", own)
 		}
-		return e.hint("it comes from $%s; point it at a directory you may write", d.from)
+		return e.hint("it comes from $%s; point it at a directory you may write", from)
 	}
-	return nil
+	e := errorf(KindUsage, "", "the session's %s directory %s", what, unsafe.Error())
+	switch {
+	case from == own && what == "state":
+		// A state directory shared by several users: each session's own
+		// directory in it must be its user's.
+		e.hint("it comes from $%s, which other users may share; unset it (logs then go to $XDG_STATE_HOME/mcpctl or ~/.local/state/mcpctl), or point it at a directory of your own", own)
+	case from == own:
+		e.hint("it comes from $%s; point it at a directory of your own (mcpctl makes it, mode 0700)", own)
+	case from == "" || from == "TMPDIR" || from == "HOME":
+		xdg := map[string]string{"runtime": "XDG_RUNTIME_DIR", "state": "XDG_STATE_HOME"}[what]
+		e.hint("it is the default, as neither $%s nor $%s is set; point $%s at a directory of your own, e.g. export %s=$HOME/.mcpctl-%s", own, xdg, own, own, what)
+	default:
+		e.hint("it comes from $%s; point $%s at a directory of your own, e.g. export %s=$HOME/.mcpctl-%s", from, own, own, what)
+	}
+	return e
 }
 
 // CheckSocket says whether the session's socket path is short enough to
@@ -203,22 +257,66 @@ func (s *Session) ServerLogDir() string { return filepath.Join(s.StateDir, "serv
 
 // ensureDir makes the runtime directory, or checks that an existing one is
 // ours and private: another user must not be able to plant a socket there.
-func ensureDir(dir string) error {
+func ensureDir(dir string) error { return privateDir(dir) }
+
+// An unsafeDirError says why a directory is not one of the user's own.
+type unsafeDirError struct{ dir, why string }
+
+func (e *unsafeDirError) Error() string { return e.dir + " " + e.why }
+
+// privateDir makes dir (0700), or checks that an existing one is a
+// directory of ours, not a symlink, and tightens it to 0700. It looks
+// through a descriptor opened without following a symlink, so what it
+// checks is what it changes, whatever is renamed meanwhile.
+func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	st, err := os.Lstat(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if st, lerr := os.Lstat(dir); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return &unsafeDirError{dir, "is a symbolic link; mcpctl keeps its files only in a directory of its own"}
+		}
+		return &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	if int(st.Uid) != os.Getuid() {
+		return &unsafeDirError{dir, fmt.Sprintf("belongs to another user (uid %d), who could read or replace what mcpctl keeps there", st.Uid)}
+	}
+	if st.Mode&0o777 != 0o700 {
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			return &fs.PathError{Op: "chmod", Path: dir, Err: err}
+		}
+	}
+	return nil
+}
+
+// checkLogFile checks that the log at path, if there, is a regular file
+// of ours, and makes it 0600. Its directory is private by then, so nobody
+// else can change what is at path between the look and the chmod.
+func checkLogFile(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if st.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link; mcpctl keeps its sockets only in a directory of its own", dir)
+		return fmt.Errorf("%s is a symbolic link; mcpctl writes its logs only to files of its own", path)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file; mcpctl writes its logs only to files of its own", path)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to another user", dir)
+		return fmt.Errorf("%s belongs to another user (uid %d); mcpctl writes its logs only to files of its own", path, sys.Uid)
 	}
-	if st.Mode().Perm() != 0o700 {
-		return os.Chmod(dir, 0o700)
+	if st.Mode().Perm() != 0o600 {
+		return os.Chmod(path, 0o600)
 	}
 	return nil
 }
@@ -244,8 +342,8 @@ func (s *Session) Claim() (*os.File, error) {
 	if err := s.CheckSocket(); err != nil {
 		return nil, err
 	}
-	if err := ensureDir(s.Dir); err != nil {
-		return nil, fmt.Errorf("runtime directory: %w", err)
+	if err := s.ensureRuntimeDir(); err != nil {
+		return nil, err
 	}
 	return lockSoon(s.Lock)
 }
@@ -275,8 +373,8 @@ func (s *Session) ListenHolding(lock *os.File) (ln net.Listener, release func(),
 	if err := s.CheckSocket(); err != nil {
 		return fail(err)
 	}
-	if err := ensureDir(s.Dir); err != nil {
-		return fail(fmt.Errorf("runtime directory: %w", err))
+	if err := s.ensureRuntimeDir(); err != nil {
+		return fail(err)
 	}
 	if lock == nil {
 		if lock, err = lockSoon(s.Lock); err != nil {
