@@ -158,6 +158,15 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			}
 		}
 	}
+	if !starting && !exists(sess.StateDir) && sess.Running() {
+		// Removed while the session runs: it makes it again, and its logs
+		// in it, within a few seconds.
+		if !awaitFiles(ctx, 3*time.Second, sess.LogFile(), sess.AuditFile()) {
+			return &engine.Error{Kind: engine.KindUnavailable,
+				Message: fmt.Sprintf("no logs: the state directory %s of session %s is missing; the session runs, and makes it again within a few seconds", sess.StateDir, sess.Name),
+				Hint:    []string{"try again in a moment: mcpctl logs", "if it stays missing, the session cannot make it again; restart it: mcpctl down && mcpctl up"}}
+		}
+	}
 	if _, err := os.Stat(sess.StateDir); errors.Is(err, fs.ErrNotExist) && !starting {
 		return noSession(sess.StateDir)
 	}
@@ -182,6 +191,10 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
 				Message: fmt.Sprintf("no log for server %s in session %s", opts.server, sess.Name), Hint: []string{hint}}
 		}
+	}
+	if (opts.server == "" || opts.audit) && !exists(path) && !exists(path+".1") && !starting && sess.Running() {
+		// Removed while the session runs: it opens it again soon.
+		awaitFiles(ctx, 3*time.Second, path)
 	}
 	if (opts.server == "" || opts.audit) && !exists(path) && !exists(path+".1") && !starting {
 		// Commands run without a session leave their servers' logs
@@ -501,6 +514,23 @@ func awaitClaim(ctx context.Context, sess *engine.Session, d time.Duration) bool
 		}
 	}
 	return sess.Running()
+}
+
+// awaitFiles waits up to d for every one of paths to exist.
+func awaitFiles(ctx context.Context, d time.Duration, paths ...string) bool {
+	for deadline := time.Now().Add(d); ; {
+		if !slices.ContainsFunc(paths, func(p string) bool { return !exists(p) }) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func exists(path string) bool {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/engine"
@@ -39,6 +41,8 @@ type sessionLogs struct {
 	// which a reload changes.
 	level *slog.LevelVar
 	fixed bool
+	// stop ends watchDir, which closes done.
+	stop, done chan struct{}
 }
 
 // follow sets the log's level to cfg's logLevel, unless --log-level fixed
@@ -59,6 +63,10 @@ func (l *sessionLogs) follow(cfg *config.Config) error {
 }
 
 func (l *sessionLogs) close() {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
 	for _, f := range l.files {
 		f.Close()
 	}
@@ -78,7 +86,7 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(sess.StateDir, 0o700); err != nil {
+	if err := sess.EnsureStateDir(); err != nil {
 		return nil, err
 	}
 	logf, err := engine.OpenRotating(sess.LogFile(), engine.DefaultLogMaxBytes, engine.DefaultLogKeep)
@@ -107,13 +115,75 @@ func openSessionLogs(env *Env, cfg *config.Config, sess *engine.Session, detache
 		}
 		handler = slog.NewMultiHandler(handler, term)
 	}
-	return &sessionLogs{
+	l := &sessionLogs{
 		logger: slog.New(engine.RequestIDHandler(handler)),
 		audit:  engine.NewAuditLog(auditf),
 		files:  []*engine.RotatingFile{logf, auditf},
 		level:  lv,
 		fixed:  flagLevel != "",
-	}, nil
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go l.watchDir(sess)
+	return l, nil
+}
+
+// logsCheckEvery is how often a session looks whether its state directory
+// and logs are still there (as often as it looks at its socket).
+const logsCheckEvery = 2 * time.Second
+
+// watchDir makes the state directory again, and reopens the logs in it,
+// when it is removed while the session runs (rm -rf ~/.local/state/mcpctl/
+// NAME): the session would otherwise write to removed files for the rest
+// of its life, and mcpctl logs find none.
+func (l *sessionLogs) watchDir(sess *engine.Session) {
+	defer close(l.done)
+	dir, _ := os.Lstat(sess.StateDir)
+	tick := time.NewTicker(logsCheckEvery)
+	defer tick.Stop()
+	failing := false // said once, until it works
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		var errs []string
+		now, err := os.Lstat(sess.StateDir)
+		removed := err != nil || dir == nil || !os.SameFile(dir, now)
+		if removed {
+			// Another user may have made it meanwhile, in a shared
+			// MCPCTL_STATE_DIR: it is checked as at the start.
+			if err := sess.EnsureStateDir(); err != nil {
+				if !failing {
+					l.logger.Error("the session's state directory was removed and cannot be made again; its logs go to the removed files until it can", "dir", sess.StateDir, "error", err.Error())
+				}
+				failing = true
+				continue
+			}
+			dir, _ = os.Lstat(sess.StateDir)
+		}
+		var reopened []string
+		for _, f := range l.files {
+			ok, err := f.Recheck()
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			if ok {
+				reopened = append(reopened, filepath.Base(f.Path()))
+			}
+		}
+		if len(errs) > 0 && !failing {
+			l.logger.Error("cannot reopen the session's logs", "error", strings.Join(errs, "; "))
+		}
+		failing = len(errs) > 0
+		switch {
+		case removed && len(errs) == 0:
+			l.logger.Warn("the session's state directory was removed; made it again and reopened the logs in it", "dir", sess.StateDir)
+		case len(reopened) > 0:
+			l.logger.Warn("a log of the session was removed; reopened it", "files", reopened)
+		}
+	}
 }
 
 // followWithStdio points the process's stdout and stderr at f.
