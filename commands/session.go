@@ -160,6 +160,8 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		}()
 		stopProgress = func() { sub.Close(); <-forwarded }
 	}
+	// The log's first line, before the servers' (logs -f shows it first).
+	logger.Info("session starting", "config", cfg.Paths, "servers", len(cfg.Servers), "pid", info.PID)
 	// Started before the socket is served: a request that comes while
 	// the servers start waits for them, never finds one stopped (or
 	// leaves it out of a listing) for having come first.
@@ -168,7 +170,6 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 	defer stopServing()
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(serveCtx, ln) }()
-	logger.Info("session starting", "config", cfg.Paths, "servers", len(cfg.Servers), "pid", info.PID)
 
 	// Edits made while the servers start are applied once they are up.
 	ready := make(chan struct{})
