@@ -14,7 +14,7 @@ import (
 // readmeSketch is the README's Go API sketch, between the markers, as it
 // is there (gofmt's layout aside): compiled here, it cannot go stale
 // (TestREADMESketch).
-func readmeSketch(ctx context.Context, mySampler, askMyUser engine.RequestHandler) error {
+func readmeSketch(ctx context.Context, mySampler, askMyUser engine.RequestHandler, text string) error {
 	// README begin
 	cfg, err := config.Load("mcp.json", config.Options{}) // or config.Parse(name, data, dir, nil)
 	e := engine.New(cfg, &engine.Options{Sampling: mySampler})
@@ -34,6 +34,7 @@ func readmeSketch(ctx context.Context, mySampler, askMyUser engine.RequestHandle
 	r, err := e.ReadResource(ctx, &engine.ResourceRequest{URI: "demo://resource/static/document/architecture.md"})
 	sub := e.Events(engine.EventFilter{}) // what happens, as it happens; sub.C closes at e.Close()
 	m := e.Metrics()                      // per server and method
+	safe := e.Redact(text)                // the servers' secrets hidden, as mcpctl's errors do
 
 	// Follow the config file: apply each edit, keeping unchanged servers running.
 	// Watch returns once it watches; the calls come until ctx ends. The files
@@ -46,7 +47,7 @@ func readmeSketch(ctx context.Context, mySampler, askMyUser engine.RequestHandle
 		}
 	})
 	// README end
-	_, _, _, _, _, _ = tools, res, p, r, sub, m
+	_, _, _, _, _, _, _ = tools, res, p, r, sub, m, safe
 	return err
 }
 
