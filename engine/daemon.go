@@ -755,12 +755,17 @@ func stoppingError() *Error {
 		hint("run the command again once it has stopped: without a session it starts the servers it needs; or start a new session with: mcpctl up")
 }
 
-func writeError(w http.ResponseWriter, err error) {
-	e := asError(err)
+// sessionError is err as a session tells it: a request under way as its
+// engine closed (begun before) is told that the session is stopping.
+func sessionError(err error) *Error {
 	if errors.Is(err, errEngineClosed) {
-		// Closed under a request begun before: the session stopped.
-		e = stoppingError()
+		return stoppingError()
 	}
+	return asError(err)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := sessionError(err)
 	code := statusOfKind[e.Kind]
 	if code == 0 {
 		code = http.StatusInternalServerError

@@ -100,6 +100,38 @@ func TestDaemonStoppingSaysSo(t *testing.T) {
 	}
 }
 
+// A call under way when the session stops (its engine closes, its server
+// stopped under the call) is told the session is stopping, not that its
+// server was stopped with a hint to see status, which then has no session
+// (QA). In Go, the engine says it was closed.
+func TestCallUnderWayWhenSessionStops(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "slow", Sleep: "30s"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDaemon(t, e)
+	through, inProcess := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
+		through <- err
+	}()
+	go func() {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.slow"})
+		inProcess <- err
+	}()
+	s, _ := e.lookup("srv")
+	for len(s.askers.all()) < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.Close()
+	if err := <-through; err == nil || err.Error() != "the session is stopping" {
+		t.Errorf("through the session: %v", err)
+	}
+	if err := <-inProcess; err == nil || !strings.Contains(err.Error(), "the engine was closed") {
+		t.Errorf("in-process: %v", err)
+	}
+}
+
 // StartTimedOut reads the same through a session as in-process: a call
 // and a listing that start a server that does not finish starting in time.
 func TestStartTimedOutThroughSession(t *testing.T) {

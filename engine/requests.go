@@ -196,6 +196,18 @@ func strayStdout(err error, cfg *config.Server, proc *process, n int64, alone bo
 	return e
 }
 
+// stoppedDuring is the error of a request whose server mcpctl stopped
+// under it: the engine closing (a session's end, which a session tells as
+// such) or another stop (stoppedByUs).
+func (h *handle) stoppedDuring(what string, err error) *Error {
+	name := h.s.cfg().Name
+	if h.s.e.closed.Load() {
+		return errorf(KindUnavailable, name, "server %s was stopped during %s: the engine was closed", name, what).
+			hint("make a new one with engine.New").wrap(errors.Join(errEngineClosed, err))
+	}
+	return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).hint(stoppedByUs).wrap(err)
+}
+
 // stoppedByUs is the hint of a request whose server mcpctl stopped under it.
 const stoppedByUs = "it was stopped by mcpctl (a restart, a stop, a reload that changed it, the session's end, or its connection lost); see its state with: mcpctl status"
 
@@ -287,7 +299,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		stopped := h.s.state == StateStopping || h.s.state == StateStopped
 		h.s.mu.Unlock()
 		if stopped {
-			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).hint(stoppedByUs)
+			return h.stoppedDuring(what, nil)
 		}
 		e := errorf(KindUnavailable, name, "server %s closed the connection during %s", name, what)
 		if stdoutClosed {
@@ -308,7 +320,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 		case h.proc.stoppedByUs():
 			// Its exit (a signal, or code 0 on end of input) was mcpctl's
 			// doing: a restart, a stop, or its connection lost.
-			return errorf(KindUnavailable, name, "server %s was stopped during %s", name, what).hint(stoppedByUs).wrap(err)
+			return h.stoppedDuring(what, err)
 		case h.proc.exited():
 			e = h.s.exitError(h.proc, what)
 		}

@@ -73,7 +73,7 @@ type rawLine []byte
 // end writes the last line: {"result": v} or {"error": e}.
 func (s *ndjson) end(v any, err error) {
 	if err != nil {
-		e := asError(err)
+		e := sessionError(err)
 		s.line(wireError{Error: e, StartTimedOut: e.startTimedOut})
 		return
 	}
