@@ -90,14 +90,52 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 	if env.redact == nil || te == nil && !errors.As(err, &je) {
 		return
 	}
-	msg, ok := env.redact(info.Message)
+	msg, ok := env.redact(hideCutValues(info.Message))
 	info.Message = msg
 	if info.Text != "" {
-		info.Text, _ = env.redact(info.Text)
+		info.Text, _ = env.redact(hideCutValues(info.Text))
 	}
 	if !ok {
 		info.Hints = append(info.Hints, "the session could not hide its servers' secrets in this error (an older mcpctl?): restart it with this one: mcpctl down && mcpctl up")
 	}
+}
+
+// cutValue stands for a value gojq quoted cut short.
+const cutValue = "<a value cut short: not shown>"
+
+// hideCutValues replaces the values a --jq error quotes cut short (gojq
+// previews a value in at most 30 bytes, ending ` ..."`, ` ...]` or
+// ` ...}`) with cutValue: a secret cut short is not whole, and no
+// redaction finds it.
+func hideCutValues(msg string) string {
+	for _, cut := range []struct {
+		open  byte
+		trail string
+	}{{'"', ` ..."`}, {'[', ` ...]`}, {'{', ` ...}`}} {
+		for from := 0; ; {
+			i := strings.Index(msg[from:], cut.trail)
+			if i < 0 {
+				break
+			}
+			end := from + i + len(cut.trail)
+			// The preview begins with its opener, 27 to 30 bytes before
+			// its end (a rune is not split).
+			start := -1
+			for k := max(end-30, 0); k <= end-len(cut.trail)-1 && k <= end-27; k++ {
+				if msg[k] == cut.open && (cut.open != '"' || k == 0 || msg[k-1] != '\\') {
+					start = k
+					break
+				}
+			}
+			if start < 0 {
+				from = end
+				continue
+			}
+			msg = msg[:start] + cutValue + msg[end:]
+			from = start + len(cutValue)
+		}
+	}
+	return msg
 }
 
 // errorInfo is the one place an error becomes an exit code and the text or

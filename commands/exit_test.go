@@ -112,3 +112,21 @@ func TestHintCommands(t *testing.T) {
 		t.Errorf("commands %q, the hint list has %q", names, want)
 	}
 }
+
+// A value gojq quotes cut short is not shown: a secret cut short is not
+// whole, and no redaction finds it (QA: the first 24 characters of a key
+// reached stderr). Whole values, and text around, stay.
+func TestHideCutValues(t *testing.T) {
+	for in, want := range map[string]string{
+		`tonumber cannot be applied to "sk-live-0123456789abcdef ...": invalid number`: `tonumber cannot be applied to ` + cutValue + `: invalid number`,
+		`cannot add: string ("sk-live-0123456789abcdef ...") and number (1)`:           `cannot add: string (` + cutValue + `) and number (1)`,
+		`cannot add: object ({"k":"sk-live-0123456789a ...}) and number (1)`:           `cannot add: object (` + cutValue + `) and number (1)`,
+		`cannot iterate over: array (["sk-live-0123456789abc ...])`:                    `cannot iterate over: array (` + cutValue + `)`,
+		`tonumber cannot be applied to "a\"b-0123456789abcdefghi ...": x`:              `tonumber cannot be applied to ` + cutValue + `: x`,
+		`tonumber cannot be applied to "short": invalid number`:                        `tonumber cannot be applied to "short": invalid number`,
+	} {
+		if got := hideCutValues(in); got != want {
+			t.Errorf("hideCutValues(%s)\n = %s\nwant %s", in, got, want)
+		}
+	}
+}
