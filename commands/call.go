@@ -253,9 +253,7 @@ func readArgsFlag(ctx context.Context, env *Env, v string) (json.RawMessage, err
 	default:
 		data = []byte(v)
 	}
-	// A BOM, as Windows editors and PowerShell write one, is not JSON's,
-	// and is skipped as a config file's is.
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	data = withoutBOM(data)
 	if !utf8.Valid(data) {
 		// Inline arguments are not repeated: they often carry tokens.
 		msg := "--args is not UTF-8 text"
@@ -350,6 +348,7 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 				return nil, usagef(fmt.Sprintf("argument %s: %v", strings.TrimSuffix(k, ":"), unwrapPathError(err)),
 					`to pass a value that starts with @, write key=\@value`)
 			}
+			data = withoutBOM(data)
 			from, file := v[1:], v[1:] // where it came from; the file for a hint
 			if v == "@-" {
 				from, file = "stdin", "FILE"
@@ -372,6 +371,11 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// withoutBOM is data without the BOM Windows editors and PowerShell begin
+// a file with: not JSON's, nor the text's, and skipped as a config file's
+// is.
+func withoutBOM(data []byte) []byte { return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) }
 
 func (env *Env) abs(p string) string {
 	if filepath.IsAbs(p) {
