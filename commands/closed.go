@@ -41,7 +41,7 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 	if !ok {
 		return ctx, func() {}
 	}
-	hung, stopWatching := hangup(f)
+	hung, stopWatching := hangup(f, 0)
 	if hung == nil {
 		return ctx, func() {}
 	}
@@ -64,9 +64,10 @@ func untilOutputClosed(ctx context.Context, w io.Writer) (_ context.Context, sto
 // hangup returns a channel closed once f, a pipe or a socket, hangs up:
 // stdout's reader went away, or stdin's writer did (its last bytes may
 // still wait to be read). It is nil for anything else (a file, a
-// terminal), which never hangs up so. stop ends the watching, and returns
-// once it has.
-func hangup(f *os.File) (hung <-chan struct{}, stop func()) {
+// terminal), which never hangs up so. also are poll events that count as
+// a hangup too (pollReadHangup: a socket's peer shut its writing down).
+// stop ends the watching, and returns once it has.
+func hangup(f *os.File, also int16) (hung <-chan struct{}, stop func()) {
 	// Not f.Fd(), which would make a non-blocking descriptor blocking. The
 	// descriptor is stdin's or stdout's, open as long as mcpctl runs.
 	rc, err := f.SyscallConn()
@@ -91,7 +92,7 @@ func hangup(f *os.File) (hung <-chan struct{}, stop func()) {
 		// Events 0: only POLLERR and POLLHUP are reported, which a pipe
 		// gets when its other end's last holder closes it, a socket when
 		// its peer is gone; wakeR reports POLLHUP when stop closes wakeW.
-		fds := []unix.PollFd{{Fd: int32(fd)}, {Fd: int32(wakeR.Fd())}}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: also}, {Fd: int32(wakeR.Fd())}}
 		for {
 			n, err := unix.Poll(fds, -1)
 			if err == unix.EINTR {
@@ -100,7 +101,7 @@ func hangup(f *os.File) (hung <-chan struct{}, stop func()) {
 			if err != nil || n == 0 || fds[1].Revents != 0 {
 				return
 			}
-			if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			if fds[0].Revents&(unix.POLLERR|unix.POLLHUP|also) != 0 {
 				close(ch)
 				return
 			}
@@ -122,4 +123,14 @@ func unread(f *os.File) int {
 	n := 0
 	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), ioctlUnread) })
 	return n
+}
+
+// isDevNull reports whether f is /dev/null: read, it ends at once.
+func isDevNull(f *os.File) bool {
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(st, null)
 }

@@ -216,7 +216,14 @@ func untilInputClosedWhileStarting(ctx context.Context, env *Env) (_ context.Con
 	if !ok {
 		return ctx, func() {}
 	}
-	hung, stopWatching := hangup(f)
+	const gone = "the client closed stdin before the servers started, having sent nothing: nothing to serve"
+	if isDevNull(f) {
+		env.note(gone)
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		return ctx, func() {}
+	}
+	hung, stopWatching := hangup(f, pollReadHangup)
 	if hung == nil {
 		return ctx, func() {}
 	}
@@ -231,7 +238,7 @@ func untilInputClosedWhileStarting(ctx context.Context, env *Env) (_ context.Con
 		if unread(f) > 0 {
 			return // requests to answer once the servers are up
 		}
-		env.note("the client closed stdin before the servers started, having sent nothing: nothing to serve")
+		env.note(gone)
 		cancel()
 	}()
 	return ctx, sync.OnceFunc(func() {

@@ -6,4 +6,6 @@ const (
 	ioctlGetTermios = unix.TCGETS
 	ioctlSetTermios = unix.TCSETS
 	ioctlUnread     = unix.TIOCINQ // FIONREAD
+	// pollReadHangup: a socket's peer shut its writing down.
+	pollReadHangup = unix.POLLRDHUP
 )
