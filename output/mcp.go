@@ -107,7 +107,11 @@ func ResourceContents(w io.Writer, raw json.RawMessage) error {
 		if mt := str(c["mimeType"]); mt != "" {
 			kind = " (" + mt + ")" // a server need not say
 		}
-		line(&b, fmt.Sprintf("[blob %s%s, %s; write it with --output-file FILE]", str(c["uri"]), kind, dataSize(str(c["blob"]))))
+		size, ok := decodedSize(str(c["blob"]))
+		if ok {
+			size += "; write it with --output-file FILE" // which refuses what is not base64
+		}
+		line(&b, fmt.Sprintf("[blob %s%s, %s]", str(c["uri"]), kind, size))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -151,11 +155,17 @@ func str(raw json.RawMessage) string {
 // dataSize is the size of base64 data decoded, or says it is not base64
 // (which --output-file refuses), rather than give a size it does not have.
 func dataSize(s string) string {
+	size, _ := decodedSize(s)
+	return size
+}
+
+// decodedSize is dataSize, and whether s is base64.
+func decodedSize(s string) (string, bool) {
 	n, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, strings.NewReader(s)))
 	if err != nil {
-		return fmt.Sprintf("not base64: %d characters", len(s))
+		return fmt.Sprintf("not base64: %d characters", len(s)), false
 	}
-	return size(int(n))
+	return size(int(n)), true
 }
 
 func size(n int) string {

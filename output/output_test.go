@@ -322,7 +322,7 @@ func TestDataNotBase64(t *testing.T) {
 	if err := ResourceContents(&b, json.RawMessage(`{"contents": [{"uri": "x://a", "blob": "not base64!!"}, {"uri": "x://b", "blob": "aGVsbG8"}]}`)); err != nil {
 		t.Fatal(err)
 	}
-	want := "[blob x://a, not base64: 12 characters; write it with --output-file FILE]\n[blob x://b, not base64: 7 characters; write it with --output-file FILE]\n"
+	want := "[blob x://a, not base64: 12 characters]\n[blob x://b, not base64: 7 characters]\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
