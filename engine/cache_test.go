@@ -170,3 +170,30 @@ func TestAnswerAfterUnansweredQuestionNotCached(t *testing.T) {
 		}
 	}
 }
+
+// A prompts/get or resources/read answered with a null result, or one
+// without its messages or contents, breaks MCP: a protocol error, not a
+// success printed as null (QA), and nothing cached.
+func TestResultWithoutItsArray(t *testing.T) {
+	for _, answer := range []string{`{"result": null}`, `{"result": {}}`, `{"result": {"messages": "x", "contents": "x"}}`} {
+		srv := fakeServer(t, "srv", fakemcp.Spec{
+			Prompts:   []fakemcp.Prompt{{Name: "p", Text: "hi"}},
+			Resources: []fakemcp.Resource{{URI: "file:///a", Text: "a"}},
+			Answers:   map[string]json.RawMessage{"prompts/get": json.RawMessage(answer), "resources/read": json.RawMessage(answer)},
+		})
+		e := newEngine(t, srv)
+		if err := e.Start(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			_, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.p"})
+			if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "answered prompts/get with a result that breaks MCP: it has no messages array") {
+				t.Errorf("%s: prompt: %v", answer, err)
+			}
+			_, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a"})
+			if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "answered resources/read with a result that breaks MCP: it has no contents array") {
+				t.Errorf("%s: resource: %v", answer, err)
+			}
+		}
+	}
+}

@@ -81,6 +81,9 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	if err != nil {
 		return nil, err
 	}
+	if err := requireArray(srvName, "prompts/get", "messages", raw); err != nil {
+		return nil, err
+	}
 	if s.unanswered.Load() == unanswered {
 		e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg().CacheTTL)
 	}

@@ -89,6 +89,9 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if err := requireArray(s.cfg().Name, "resources/read", "contents", raw); err != nil {
+		return nil, err
+	}
 	if s.unanswered.Load() == unanswered { // see promptOnce
 		e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
 	}
