@@ -78,15 +78,19 @@ func OpenRotating(path string, maxBytes int64, keep int) (*RotatingFile, error) 
 // directory removed meanwhile (rm -rf of the state directory) is made
 // again, 0700.
 func (r *RotatingFile) open() error {
-	f, err := openLog(r.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, derr := os.Lstat(filepath.Dir(r.path)); errors.Is(derr, fs.ErrNotExist) {
-			if derr := privateDir(filepath.Dir(r.path)); derr != nil {
-				return derr
-			}
-			f, err = openLog(r.path)
+	// Its directory must be the user's own, not a symlink: one removed
+	// (rm -rf of the state directory) and made again by another user, in
+	// a directory they share, would get the logs. One that is gone is made
+	// again, 0700.
+	dir := filepath.Dir(r.path)
+	if err := ownDir(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := privateDir(dir); err != nil {
+			return err
 		}
+	} else if err != nil {
+		return err
 	}
+	f, err := openLog(r.path)
 	if err != nil {
 		return err
 	}
@@ -170,10 +174,11 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 	// Also every few seconds: a file removed (its directory and all) is
 	// otherwise written to, unseen, until checkEvery bytes later.
 	if r.unchecked >= r.checkEvery || over() || time.Since(r.checked) >= recheckEvery {
+		// One that cannot be opened again (its directory made again by
+		// another user) is not: p goes to the file it has, removed or
+		// not, and it looks again in a while (current set checked).
 		if !r.current() {
-			if err := r.reopen(); err != nil {
-				return 0, fmt.Errorf("opening %s again: %w", r.path, err)
-			}
+			r.reopen()
 		}
 	}
 	if over() {

@@ -272,27 +272,50 @@ func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, mode, err := openOwnDir(dir)
 	if err != nil {
-		if st, lerr := os.Lstat(dir); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
-			return &unsafeDirError{dir, "is a symbolic link; mcpctl keeps its files only in a directory of its own"}
-		}
-		return &fs.PathError{Op: "open", Path: dir, Err: err}
+		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &fs.PathError{Op: "stat", Path: dir, Err: err}
-	}
-	if int(st.Uid) != os.Getuid() {
-		return &unsafeDirError{dir, fmt.Sprintf("belongs to another user (uid %d), who could read or replace what mcpctl keeps there", st.Uid)}
-	}
-	if st.Mode&0o777 != 0o700 {
+	if mode&0o777 != 0o700 {
 		if err := unix.Fchmod(fd, 0o700); err != nil {
 			return &fs.PathError{Op: "chmod", Path: dir, Err: err}
 		}
 	}
 	return nil
+}
+
+// ownDir checks that dir is a directory of the user's own, not a symlink
+// (it changes nothing: a program's log directory may be shared on
+// purpose); an error wrapping fs.ErrNotExist when it is not there.
+func ownDir(dir string) error {
+	fd, _, err := openOwnDir(dir)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// openOwnDir opens dir without following a symlink, so that what is
+// checked is what the caller changes, and checks that it is the user's.
+func openOwnDir(dir string) (fd int, mode uint32, err error) {
+	fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if st, lerr := os.Lstat(dir); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return -1, 0, &unsafeDirError{dir, "is a symbolic link; mcpctl keeps its files only in a directory of its own"}
+		}
+		return -1, 0, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, 0, &fs.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	if int(st.Uid) != os.Getuid() {
+		unix.Close(fd)
+		return -1, 0, &unsafeDirError{dir, fmt.Sprintf("belongs to another user (uid %d), who could read or replace what mcpctl keeps there", st.Uid)}
+	}
+	return fd, uint32(st.Mode), nil
 }
 
 // checkLogFile checks that the log at path, if there, is a regular file

@@ -279,3 +279,59 @@ func TestRotatingFileDirRemoved(t *testing.T) {
 		t.Errorf("audit.log holds %q", data)
 	}
 }
+
+// A state directory removed and made again by someone else (here a symlink
+// to elsewhere; as root, also a directory of another user's) does not get
+// the logs: they go on to the removed file, where the refusal said they go
+// (QA: they were written into the directory just refused).
+func TestRotatingFileDirReplacedNotFollowed(t *testing.T) {
+	cases := map[string]func(t *testing.T, dir, elsewhere string){
+		"symlink": func(t *testing.T, dir, elsewhere string) {
+			if err := os.Symlink(elsewhere, dir); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	if os.Getuid() == 0 {
+		cases["another user's"] = func(t *testing.T, dir, _ string) {
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, replace := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := sharedStateSession(t)
+			if err := s.MakeDirs(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := OpenRotating(s.AuditFile(), 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			elsewhere := t.TempDir()
+			if err := os.RemoveAll(s.StateDir); err != nil {
+				t.Fatal(err)
+			}
+			replace(t, s.StateDir, elsewhere)
+			if reopened, err := r.Recheck(); reopened || err == nil {
+				t.Errorf("Recheck of a directory not ours: reopened %v, %v", reopened, err)
+			}
+			r.mu.Lock()
+			r.checked = r.checked.Add(-recheckEvery)
+			r.mu.Unlock()
+			if _, err := r.Write([]byte("audit\n")); err != nil {
+				t.Errorf("a write: %v (it goes to the file it has)", err)
+			}
+			for _, dir := range []string{s.StateDir, elsewhere} {
+				if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+					t.Errorf("%s got %v", dir, entries)
+				}
+			}
+		})
+	}
+}
