@@ -230,6 +230,36 @@ func TestCallerGivingUpIsNoServerFailure(t *testing.T) {
 	}
 }
 
+// Servers stopped by hand, then started by hand and failing, are said to
+// be left out of a listing: they let their lists go at the stop, and the
+// listing left them out in silence, exit 0 (QA round 2).
+func TestListSaysStartedByHandAndFailed(t *testing.T) {
+	code := 3
+	c := fakeServer(t, "c", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	b := fakeServer(t, "b", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	b.DependsOn = []string{"c"}
+	d := fakeServer(t, "d", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, b, c, d)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop("b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(fakemcp.Spec{Exit: &code})
+	if err := os.WriteFile(c.Args[len(c.Args)-1], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t), "b"); err == nil {
+		t.Fatal("b started, its dependency failing")
+	}
+	tools, err := e.Tools("")
+	var ee *Error
+	if len(tools) != 1 || tools[0].Name() != "d.echo" || !errors.As(err, &ee) || !strings.Contains(ee.Message, "the list leaves out servers b, c") {
+		t.Errorf("tools %v, err %v", tools, err)
+	}
+}
+
 func TestDisabledServer(t *testing.T) {
 	dir := t.TempDir()
 	on := fakeServer(t, "on", fakemcp.Spec{})

@@ -808,13 +808,14 @@ func (s *server) settle() {
 	}
 }
 
-// failedUnlisted reports whether a server failed to start and was never
-// listed: it offers nothing, for want of a start (one that starts on use,
-// one a reload added, one a command without a session could not start).
+// failedUnlisted reports whether a server failed to start and has no
+// lists to show: it offers nothing, for want of a start (one that starts
+// on use, one a reload added, one a command without a session could not
+// start, one started again by hand after a stop, which let its lists go).
 func (s *server) failedUnlisted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.snap == nil && s.offered == nil && s.state == StateUnavailable
+	return s.snap == nil && s.state == StateUnavailable
 }
 
 // unlistedError says which of servers (in their order) failed to start to
