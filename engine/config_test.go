@@ -260,6 +260,38 @@ func TestListSaysStartedByHandAndFailed(t *testing.T) {
 	}
 }
 
+// Starts of each server of a chain, at once (as a command without a
+// session starts them), tell a dependent why it did not start once, not
+// once per start (QA round 2: a watch got the same event two or three
+// times).
+func TestDependentToldOnce(t *testing.T) {
+	code := 3
+	c := fakeServer(t, "c", fakemcp.Spec{Exit: &code})
+	b := fakeServer(t, "b", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	b.DependsOn = []string{"c"}
+	a := fakeServer(t, "a", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	a.DependsOn = []string{"b", "c"}
+	e := newEngine(t, a, b, c)
+	sub := e.Events(EventFilter{Types: []string{EventState}, Servers: []string{"a", "b"}})
+	defer sub.Close()
+	var waits []func() error
+	for _, name := range []string{"a", "b", "c"} {
+		waits = append(waits, e.StartAsync(ctx(t), name))
+	}
+	for _, wait := range waits {
+		wait()
+	}
+	told := map[string]int{}
+	for len(sub.C) > 0 {
+		if ev := <-sub.C; ev.To == StateUnavailable {
+			told[ev.Server]++
+		}
+	}
+	if told["a"] != 1 || told["b"] != 1 {
+		t.Errorf("unavailable told %v times, want once each", told)
+	}
+}
+
 func TestDisabledServer(t *testing.T) {
 	dir := t.TempDir()
 	on := fakeServer(t, "on", fakemcp.Spec{})
