@@ -198,6 +198,13 @@ func TestCutChainBlamesTheFailure(t *testing.T) {
 			t.Errorf("a hint blames a dependency: %q", h)
 		}
 	}
+	// Each server the failure called off is named (QA round 2: one named
+	// to start, and called off, was not).
+	for _, name := range []string{"mid", "leaf"} {
+		if want := "server " + name + ": start called off, as server x failed to start"; !slices.Contains(ee.Hint, want) {
+			t.Errorf("hints %q lack %q", ee.Hint, want)
+		}
+	}
 	for _, st := range e.Status() {
 		switch st.Name {
 		case "mid", "leaf":

@@ -405,11 +405,14 @@ func (e *Engine) runStart(ctx context.Context, targets, fresh []*server, marks m
 	if len(failed) == 1 {
 		out = failed[0].clone() // the server's kept error is not changed
 	}
+	// Which servers the failure kept from starting, or called off: the
+	// one a call named, perhaps, which the message does not name. Their
+	// status says why (notStarted, or their start's own words).
 	for _, ee := range interrupted {
-		if errors.Is(ee, errDependency) {
-			// Which servers the failure kept from starting: the one a
-			// call named, perhaps, which the message does not name.
-			out.hint("%s", ee.Message)
+		if s, err := e.lookup(ee.Server); err == nil {
+			if why := s.status().LastError; why != "" && !slices.Contains(out.Hint, why) {
+				out.hint("%s", why)
+			}
 		}
 	}
 	return out
