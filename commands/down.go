@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,8 +59,10 @@ func runDown(ctx context.Context, env *Env) error {
 		client.OnConfigMismatch = func(files []string) { runs = files }
 		st, err := client.Status(ctx)
 		switch {
+		case err == nil && runs != nil && byEnv && slices.ContainsFunc(client.ExpectConfig, func(f string) bool { return slices.Contains(runs, f) }):
+			// One of its files (it runs several): this project's.
 		case err == nil && runs != nil && byEnv:
-			return usagef(fmt.Sprintf("session %s (named by $MCPCTL_SESSION) runs %s, not %s found here: mcpctl down refused", st.Session.Name, strings.Join(runs, ", "), strings.Join(client.ExpectConfig, ", ")),
+			return usagef(fmt.Sprintf("session %s (named by $MCPCTL_SESSION) runs %s, not %s, the config this command found: mcpctl down refused", st.Session.Name, strings.Join(runs, ", "), strings.Join(client.ExpectConfig, ", ")),
 				"unset MCPCTL_SESSION to stop the session of "+strings.Join(client.ExpectConfig, ", "),
 				fmt.Sprintf("or name it to stop it: mcpctl --session %s down", shellWord(st.Session.Name)))
 		case err == nil && runs != nil:
