@@ -205,6 +205,7 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any) e
 		if err := json.Unmarshal([]byte(h), &unlisted); err != nil || unlisted.Message == "" {
 			return errorf(KindInternal, "", "bad answer from the session to %s %s: a %s header that is not an error", method, path, PartialHeader)
 		}
+		unlisted.startTimedOut = resp.Header.Get(partialTimedOutHeader) == "1"
 		return &unlisted
 	}
 	return nil

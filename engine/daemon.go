@@ -51,6 +51,10 @@ const NoWaitHeader = "Mcpctl-No-Wait"
 // [Engine.Tools]): the body holds the others' items.
 const PartialHeader = "Mcpctl-Partial"
 
+// partialTimedOutHeader, beside [PartialHeader], says what [StartTimedOut]
+// reads of its error, which is not part of an [Error]'s JSON.
+const partialTimedOutHeader = "Mcpctl-Partial-Start-Timed-Out"
+
 // A Daemon serves an [Engine] over HTTP on a unix socket: the background
 // session that `mcpctl up` starts. Its API (all under /v1):
 //
@@ -495,6 +499,9 @@ func get[Out any](fn func(*http.Request) (Out, error)) http.HandlerFunc {
 			// and the error beside them.
 			data, _ := json.Marshal(unlisted)
 			w.Header().Set(PartialHeader, headerLine(string(data)))
+			if StartTimedOut(unlisted) {
+				w.Header().Set(partialTimedOutHeader, "1")
+			}
 		}
 		writeJSON(w, http.StatusOK, v)
 	}

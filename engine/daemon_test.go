@@ -145,7 +145,8 @@ func TestStartTimedOutThroughSession(t *testing.T) {
 	c := serveDaemon(t, e)
 	_, called := c.CallTool(ctx(t), &CallRequest{Name: "slow.echo"})
 	_, listed := c.Tools(ctx(t), "slow")
-	for what, err := range map[string]error{"in-process": inProcess, "a call through the session": called, "a listing through the session": listed} {
+	_, listedAll := c.Tools(ctx(t), "") // leaves it out, alone
+	for what, err := range map[string]error{"in-process": inProcess, "a call through the session": called, "a listing through the session": listed, "a listing of all": listedAll} {
 		if !StartTimedOut(err) {
 			t.Errorf("%s: StartTimedOut false for %v", what, err)
 		}

@@ -101,8 +101,12 @@ func ServerAnswer(err error) *jsonrpc.Error {
 // StartTimedOut reports whether err is a server's start that ran out its
 // startupTimeout, rather than one that failed for a reason of its own.
 func StartTimedOut(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.startTimedOut
+	for ; err != nil; err = errors.Unwrap(err) {
+		if e, ok := err.(*Error); ok && e != nil && e.startTimedOut {
+			return true // the start's own error, or one that wraps it
+		}
+	}
+	return false
 }
 
 // Error, Unwrap, Hints and Is work on a nil *Error too, which an error

@@ -843,6 +843,7 @@ func unlistedError(servers []*server, failed map[*server]error) *Error {
 		e := errorf(KindUnavailable, names[0], "the list leaves out server %s: it could not start: %s", names[0], why)
 		if start != nil {
 			e.Stderr, e.Stdout = start.Stderr, start.Stdout
+			e.startTimedOut = StartTimedOut(errs[0])
 		}
 		return e.hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
 	}
