@@ -62,8 +62,8 @@ lines on stderr with --progress. Ctrl-C or --timeout tells the server to
 cancel (exit 130 or 4). A tool whose execution.taskSupport is "required"
 runs as a task (MCP 2025-11-25): created, polled with its status shown as
 progress (each change of it a sign of life for --timeout), its result
-fetched, and cancelled on Ctrl-C; --task runs an "optional" one as a task
-too.
+fetched, and cancelled on Ctrl-C or --timeout; --task runs an "optional"
+one as a task too.
 
 The timeout counts from the last sign of life: each progress notification
 gives the call the timeout again, up to 10 times the timeout in all. A call

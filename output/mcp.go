@@ -55,7 +55,7 @@ func content(b *strings.Builder, c map[string]json.RawMessage) {
 			json.Unmarshal(t, &text)
 			line(b, text)
 		} else {
-			line(b, fmt.Sprintf("[resource %s (%s), %s]", str(r["uri"]), str(r["mimeType"]), dataSize(str(r["blob"]))))
+			line(b, fmt.Sprintf("[resource %s%s, %s]", str(r["uri"]), mimeOf(r), dataSize(str(r["blob"]))))
 		}
 	default:
 		compact, _ := json.Marshal(c)
@@ -103,10 +103,7 @@ func ResourceContents(w io.Writer, raw json.RawMessage) error {
 			line(&b, text)
 			continue
 		}
-		kind := ""
-		if mt := str(c["mimeType"]); mt != "" {
-			kind = " (" + mt + ")" // a server need not say
-		}
+		kind := mimeOf(c)
 		size, ok := decodedSize(str(c["blob"]))
 		if ok {
 			size += "; write it with --output-file FILE" // which refuses what is not base64
@@ -144,6 +141,15 @@ func line(b *strings.Builder, s string) {
 	if !strings.HasSuffix(s, "\n") {
 		b.WriteByte('\n')
 	}
+}
+
+// mimeOf is " (TYPE)" of a resource's mimeType, or "": a server need not
+// say.
+func mimeOf(r map[string]json.RawMessage) string {
+	if mt := str(r["mimeType"]); mt != "" {
+		return " (" + mt + ")"
+	}
+	return ""
 }
 
 func str(raw json.RawMessage) string {

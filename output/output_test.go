@@ -312,6 +312,14 @@ func TestResourceContentsBlobWithoutMIMEType(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
+	// Nor an embedded resource in a tool's result.
+	b.Reset()
+	if err := ToolResult(&b, json.RawMessage(`{"content": [{"type": "resource", "resource": {"uri": "x://c", "blob": "aGk="}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[resource x://c, 2 bytes]\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
 }
 
 // A blob or an image that is not base64 says so, where a size was made up
