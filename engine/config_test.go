@@ -697,6 +697,51 @@ func disableFailed(t *testing.T, srv *config.Server) {
 	}
 }
 
+// While a reload stops the server it replaces (slow to stop), status
+// shows it stopping, with its pid, not the new one stopped, and not the
+// slow reload's note a server "stopped" with nothing to wait for (QA
+// round 2).
+func TestReloadStatusWhileTheOldOneStops(t *testing.T) {
+	srv := fakeServer(t, "srv", fakemcp.Spec{IgnoreStdinEOF: true, IgnoreSIGTERM: true, Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.ShutdownTimeout = 2 * time.Second
+	e := newEngine(t, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid := e.Status()[0].PID
+	changed := *srv
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&changed}})
+		done <- err
+	}()
+	seen := map[State]bool{}
+	for st := e.Status()[0]; ; st = e.Status()[0] {
+		if st.State == StateStopped {
+			t.Fatalf("status said stopped during the reload: %+v", st)
+		}
+		if st.State == StateStopping && st.PID != pid {
+			t.Errorf("stopping with pid %d, want the old one's %d", st.PID, pid)
+		}
+		seen[st.State] = true
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !seen[StateStopping] {
+				t.Errorf("status never said stopping: saw %v", seen)
+			}
+			if st := waitState(t, e, "srv", StateReady); st.PID == pid {
+				t.Errorf("the old process %d still runs", pid)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // A server stopped by hand whose settings change takes them and stays
 // stopped, as Stop promises, until Start names it.
 func TestReloadKeepsHeldServerStopped(t *testing.T) {
@@ -962,7 +1007,7 @@ func TestRequestDuringReloadRestartWaits(t *testing.T) {
 		defer close(done)
 		e.Reload(ctx(t), &config.Config{Servers: []*config.Server{&changed}})
 	}()
-	waitState(t, e, "srv", StateStopped) // the new server, before its start
+	waitState(t, e, "srv", StateStopping) // the old one, the new one waiting to start
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo"}); err != nil {
 		t.Errorf("a call during the reload's restart: %v", err)
 	}

@@ -113,6 +113,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			s.lc.held = true
 			s.inherit(prev)
 			replaced[s] = prev
+			s.predecessor.Store(prev)
 			res.Updated = append(res.Updated, sc.Name)
 			stop = append(stop, prev)
 		default:
@@ -133,6 +134,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 			s = newServer(e, sc)
 			s.inherit(prev)
 			replaced[s] = prev
+			s.predecessor.Store(prev)
 			stop = append(stop, prev)
 			// One started by hand or on use runs again, as the restart
 			// said; one that was not running (manual, lazy), or is
@@ -191,6 +193,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 	e.stopAll(stop)
 	for _, s := range order {
 		if prev := replaced[s]; prev != nil {
+			s.predecessor.Store(nil)
 			s.tellDisabled(prev.status().State)
 		}
 	}

@@ -28,6 +28,9 @@ import (
 // session, its state and the snapshot of what it offers.
 type server struct {
 	e *Engine
+	// predecessor, while a reload stops it, is the server this one
+	// replaces: status shows it (stopping, its pid) until it is gone.
+	predecessor atomic.Pointer[server]
 	// unanswered counts the questions of the server nothing answered
 	// (declined for want of an answerer): an answer got meanwhile is not
 	// cached, its decline having been no one's.
@@ -913,6 +916,9 @@ func (s *server) setEditError(why string) {
 }
 
 func (s *server) status() ServerStatus {
+	if prev := s.predecessor.Load(); prev != nil && s.currentState() == StateStopped {
+		return prev.status() // still stopping: what runs of it is that
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	state := s.state
