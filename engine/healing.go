@@ -140,7 +140,7 @@ func (l *healingListener) listenAgain() (old net.Listener, done bool, err error)
 		return nil, true, nil
 	}
 	// A cleaner of /tmp may have taken the directory too, lock and all.
-	err = ensureDir(filepath.Dir(l.path))
+	err = privateDir(filepath.Dir(l.path))
 	if err == nil && l.relock != nil {
 		if err = l.relock(); errors.Is(err, ErrSessionRunning) {
 			// Another session took the lock: the path is its own now.

@@ -42,7 +42,12 @@ type RotatingFile struct {
 	size      int64     // of the file, as last seen, and what this one wrote since
 	unchecked int64     // bytes written since the file was last looked at
 	checked   time.Time // when it was last looked at
-	onRotate  func(*os.File)
+	// What its directory was at the first open: opened again, it must
+	// be so still (open).
+	dirSeen  bool
+	dirOwner int
+	dirLink  bool
+	onRotate func(*os.File)
 }
 
 // recheckEvery is how often, at most, a writer looks whether its file is
@@ -78,28 +83,43 @@ func OpenRotating(path string, maxBytes int64, keep int) (*RotatingFile, error) 
 // directory removed meanwhile (rm -rf of the state directory) is made
 // again, 0700.
 func (r *RotatingFile) open() error {
-	// Its directory must be the user's own, not a symlink: one removed
-	// (rm -rf of the state directory) and made again by another user, in
-	// a directory they share, would get the logs. One that is gone is made
-	// again, 0700.
+	// Its directory, opened again, must be as it was: one removed (rm -rf
+	// of the state directory) and made again by another user in a
+	// directory they share, or put back as a symlink, would get the logs.
+	// One that is gone is made again, 0700.
 	dir := filepath.Dir(r.path)
-	if err := ownDir(dir); errors.Is(err, fs.ErrNotExist) {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		if err := privateDir(dir); err != nil {
 			return err
 		}
-	} else if err != nil {
+		st, err = os.Lstat(dir)
+	}
+	if err != nil {
 		return err
+	}
+	owner, link := -1, st.Mode()&os.ModeSymlink != 0
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
+	switch {
+	case !r.dirSeen:
+		r.dirSeen, r.dirOwner, r.dirLink = true, owner, link
+	case link && !r.dirLink:
+		return &unsafeDirError{dir, "is a symbolic link now; mcpctl keeps its files only in a directory of its own"}
+	case owner != r.dirOwner && owner != os.Getuid():
+		return &unsafeDirError{dir, fmt.Sprintf("belongs to another user (uid %d) now, who could read or replace what mcpctl keeps there", owner)}
 	}
 	f, err := openLog(r.path)
 	if err != nil {
 		return err
 	}
-	st, err := f.Stat()
+	fst, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return err
 	}
-	r.f, r.size, r.unchecked, r.checked = f, st.Size(), 0, time.Now()
+	r.f, r.size, r.unchecked, r.checked = f, fst.Size(), 0, time.Now()
 	return nil
 }
 
@@ -181,10 +201,11 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 			r.reopen()
 		}
 	}
-	if over() {
-		if err := r.rotate(); err != nil {
-			return 0, fmt.Errorf("rotating %s: %w", r.path, err)
-		}
+	if over() && r.rotate() != nil {
+		// No new file could be opened (its directory is not the user's
+		// any more): p goes on to the one it has, and the next try comes
+		// a maxBytes later.
+		r.size = 0
 	}
 	n, err := r.f.Write(p)
 	r.size += int64(n)
@@ -206,13 +227,13 @@ func (r *RotatingFile) rotate() error {
 		if locked {
 			unix.Flock(int(old.Fd()), unix.LOCK_UN)
 		}
-		old.Close()
+		if r.f != old {
+			old.Close() // a new one is open; else the old one goes on
+		}
 	}()
 	if locked && !r.current() {
-		r.f = nil
 		return r.openNew() // another process rotated it
 	}
-	r.f = nil
 	if r.keep == 0 {
 		os.Remove(r.path)
 	} else {

@@ -130,7 +130,13 @@ func (s *server) setState(st State, cause *Error) { s.setStateNote(st, cause, ""
 // (the event's message), e.g. "restart 1 of 3 in 1s".
 func (s *server) setStateNote(st State, cause *Error, note string) {
 	if s.state == st && (cause == nil || cause == s.lastErr || s.lastErr != nil && cause.Message == s.lastErr.Message) && note == "" {
-		return // no news: the same error again (each start of a chain tells a dependent why it did not start)
+		// No news: the same error again (each start of a chain tells a
+		// dependent why it did not start). Its details (stderr, hints)
+		// may be newer: they are kept.
+		if cause != nil {
+			s.lastErr = cause
+		}
+		return
 	}
 	from := s.state
 	if s.state != st {

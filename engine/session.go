@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -136,7 +135,7 @@ func (s *Session) MakeDirs() error {
 // ensureRuntimeDir makes the runtime directory, or checks an existing one
 // (ensureDir): another user must not be able to plant a socket there.
 func (s *Session) ensureRuntimeDir() error {
-	if err := ensureDir(s.Dir); err != nil {
+	if err := privateDir(s.Dir); err != nil { // another user must not be able to plant a socket there
 		return s.dirError("runtime", s.Dir, s.dirFrom, err)
 	}
 	return nil
@@ -156,10 +155,12 @@ func (s *Session) EnsureStateDir() error {
 		}
 	}
 	for _, f := range []string{s.LogFile(), s.AuditFile()} {
-		if err := checkLogFile(f); err != nil {
+		lf, err := openLog(f)
+		if err != nil {
 			return errorf(KindUsage, "", "%v", err).
 				hint("remove it; mcpctl makes it again: rm %s", f)
 		}
+		lf.Close()
 	}
 	return nil
 }
@@ -255,10 +256,6 @@ func (s *Session) AuditFile() string { return filepath.Join(s.StateDir, "audit.l
 // ServerLogDir holds one <server>.log per server.
 func (s *Session) ServerLogDir() string { return filepath.Join(s.StateDir, "servers") }
 
-// ensureDir makes the runtime directory, or checks that an existing one is
-// ours and private: another user must not be able to plant a socket there.
-func ensureDir(dir string) error { return privateDir(dir) }
-
 // An unsafeDirError says why a directory is not one of the user's own.
 type unsafeDirError struct{ dir, why string }
 
@@ -285,17 +282,6 @@ func privateDir(dir string) error {
 	return nil
 }
 
-// ownDir checks that dir is a directory of the user's own, not a symlink
-// (it changes nothing: a program's log directory may be shared on
-// purpose); an error wrapping fs.ErrNotExist when it is not there.
-func ownDir(dir string) error {
-	fd, _, err := openOwnDir(dir)
-	if err == nil {
-		unix.Close(fd)
-	}
-	return err
-}
-
 // openOwnDir opens dir without following a symlink, so that what is
 // checked is what the caller changes, and checks that it is the user's.
 func openOwnDir(dir string) (fd int, mode uint32, err error) {
@@ -316,32 +302,6 @@ func openOwnDir(dir string) (fd int, mode uint32, err error) {
 		return -1, 0, &unsafeDirError{dir, fmt.Sprintf("belongs to another user (uid %d), who could read or replace what mcpctl keeps there", st.Uid)}
 	}
 	return fd, uint32(st.Mode), nil
-}
-
-// checkLogFile checks that the log at path, if there, is a regular file
-// of ours, and makes it 0600. Its directory is private by then, so nobody
-// else can change what is at path between the look and the chmod.
-func checkLogFile(path string) error {
-	st, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if st.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link; mcpctl writes its logs only to files of its own", path)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file; mcpctl writes its logs only to files of its own", path)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to another user (uid %d); mcpctl writes its logs only to files of its own", path, sys.Uid)
-	}
-	if st.Mode().Perm() != 0o600 {
-		return os.Chmod(path, 0o600)
-	}
-	return nil
 }
 
 // ErrSessionRunning is returned by [Listen] when a session already answers

@@ -135,6 +135,7 @@ func TestStateLogSymlinkRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, log := range []string{s.AuditFile(), s.LogFile()} {
+		os.Remove(log) // MakeDirs made it: planted in its place
 		if err := os.Symlink(victim, log); err != nil {
 			t.Fatal(err)
 		}
