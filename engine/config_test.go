@@ -299,6 +299,29 @@ func TestDependentToldOnce(t *testing.T) {
 	}
 }
 
+// The same error told again is no news for a watch, but its newer details
+// (the stderr lines, hints the later telling has) are what status and
+// requests give (final read: they were dropped with the event).
+func TestSameErrorKeepsNewerDetails(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{}))
+	s, _ := e.lookup("srv")
+	sub := e.Events(EventFilter{Types: []string{EventState}})
+	defer sub.Close()
+	s.mu.Lock()
+	s.setState(StateUnavailable, errorf(KindUnavailable, "srv", "server srv closed its stdout"))
+	later := errorf(KindUnavailable, "srv", "server srv closed its stdout").hint("start it again with: mcpctl restart srv")
+	later.Stderr = []string{"boom"}
+	s.setState(StateUnavailable, later)
+	got := s.unavailableLocked()
+	s.mu.Unlock()
+	if len(got.Stderr) != 1 || len(got.Hint) != 1 {
+		t.Errorf("the error given: %+v, want the later one's stderr and hint", got)
+	}
+	if n := len(sub.C); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+}
+
 func TestDisabledServer(t *testing.T) {
 	dir := t.TempDir()
 	on := fakeServer(t, "on", fakemcp.Spec{})

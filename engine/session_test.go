@@ -309,7 +309,7 @@ func TestRotatingFileDirReplacedNotFollowed(t *testing.T) {
 			if err := s.MakeDirs(); err != nil {
 				t.Fatal(err)
 			}
-			r, err := OpenRotating(s.AuditFile(), 0, -1)
+			r, err := OpenRotating(s.AuditFile(), 16, -1) // rotating at 16 bytes too
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,8 +325,10 @@ func TestRotatingFileDirReplacedNotFollowed(t *testing.T) {
 			r.mu.Lock()
 			r.checked = r.checked.Add(-recheckEvery)
 			r.mu.Unlock()
-			if _, err := r.Write([]byte("audit\n")); err != nil {
-				t.Errorf("a write: %v (it goes to the file it has)", err)
+			for range 4 { // past the size a rotation comes at, which cannot open a new file
+				if _, err := r.Write([]byte("audit line\n")); err != nil {
+					t.Errorf("a write: %v (it goes to the file it has)", err)
+				}
 			}
 			for _, dir := range []string{s.StateDir, elsewhere} {
 				if entries, _ := os.ReadDir(dir); len(entries) > 0 {
