@@ -214,7 +214,7 @@ func firstText(result json.RawMessage) string {
 	json.Unmarshal(result, &r)
 	for _, c := range r.Content {
 		if c.Type == "text" && c.Text != "" {
-			return firstLine(strings.Join(strings.Fields(c.Text), " "), 200)
+			return c.Text // whole: redacted before it is cut (toolError.Error)
 		}
 	}
 	return ""

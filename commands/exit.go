@@ -63,7 +63,7 @@ func (e *toolError) Error() string {
 	if e.filter != nil {
 		msg := e.name + " reported an error (isError)"
 		if e.said != "" {
-			msg += ": " + e.said + ";"
+			msg += ": " + firstLine(strings.Join(strings.Fields(e.said), " "), 200) + ";"
 		}
 		return msg + " and " + e.filter.Error()
 	}
@@ -90,10 +90,22 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 	if env.redact == nil || te == nil && !errors.As(err, &je) {
 		return
 	}
-	msg, ok := env.redact(hideCutValues(info.Message))
-	info.Message = msg
+	ok := true
+	redact := func(text string) string {
+		r, done := env.redact(hideCutValues(text))
+		ok = ok && done
+		return r
+	}
+	if te != nil {
+		// Whole, then cut: a secret the cut splits is not found.
+		te.said = redact(te.said)
+		te.filter = errors.New(redact(te.filter.Error()))
+		info.Message = te.Error()
+	} else {
+		info.Message = redact(info.Message)
+	}
 	if info.Text != "" {
-		info.Text, _ = env.redact(hideCutValues(info.Text))
+		info.Text = redact(info.Text)
 	}
 	if !ok {
 		info.Hints = append(info.Hints, "the session could not hide its servers' secrets in this error (an older mcpctl?): restart it with this one: mcpctl down && mcpctl up")
@@ -106,36 +118,36 @@ const cutValue = "<a value cut short: not shown>"
 // hideCutValues replaces the values a --jq error quotes cut short (gojq
 // previews a value in at most 30 bytes, ending ` ..."`, ` ...]` or
 // ` ...}`) with cutValue: a secret cut short is not whole, and no
-// redaction finds it.
+// redaction finds it. Rightmost first: a cut value inside another's
+// preview (["Loading ...", ...) goes with the outer one.
 func hideCutValues(msg string) string {
-	for _, cut := range []struct {
-		open  byte
-		trail string
-	}{{'"', ` ..."`}, {'[', ` ...]`}, {'{', ` ...}`}} {
-		for from := 0; ; {
-			i := strings.Index(msg[from:], cut.trail)
-			if i < 0 {
+	openers := map[byte]byte{'"': '"', ']': '[', '}': '{'}
+	for limit := len(msg); ; {
+		i := strings.LastIndex(msg[:limit], " ...")
+		if i < 0 {
+			return msg
+		}
+		end := i + len(" ...") + 1
+		open, ok := byte(0), false
+		if end <= len(msg) {
+			open, ok = openers[msg[end-1]]
+		}
+		// The preview begins with its opener, 27 to 30 bytes before its
+		// end (a rune is not split).
+		start := -1
+		for k := max(end-30, 0); ok && k <= end-27; k++ {
+			if msg[k] == open && (open != '"' || k == 0 || msg[k-1] != '\\') {
+				start = k
 				break
 			}
-			end := from + i + len(cut.trail)
-			// The preview begins with its opener, 27 to 30 bytes before
-			// its end (a rune is not split).
-			start := -1
-			for k := max(end-30, 0); k <= end-len(cut.trail)-1 && k <= end-27; k++ {
-				if msg[k] == cut.open && (cut.open != '"' || k == 0 || msg[k-1] != '\\') {
-					start = k
-					break
-				}
-			}
-			if start < 0 {
-				from = end
-				continue
-			}
-			msg = msg[:start] + cutValue + msg[end:]
-			from = start + len(cutValue)
 		}
+		if start < 0 {
+			limit = i
+			continue
+		}
+		msg = msg[:start] + cutValue + msg[end:]
+		limit = start
 	}
-	return msg
 }
 
 // errorInfo is the one place an error becomes an exit code and the text or

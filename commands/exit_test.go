@@ -124,6 +124,8 @@ func TestHideCutValues(t *testing.T) {
 		`cannot iterate over: array (["sk-live-0123456789abc ...])`:                    `cannot iterate over: array (` + cutValue + `)`,
 		`tonumber cannot be applied to "a\"b-0123456789abcdefghi ...": x`:              `tonumber cannot be applied to ` + cutValue + `: x`,
 		`tonumber cannot be applied to "short": invalid number`:                        `tonumber cannot be applied to "short": invalid number`,
+		`cannot add: string ("status: ") and array (["Loading ...","key sk-li ...])`:   `cannot add: string ("status: ") and array (` + cutValue + `)`,
+		`cannot add: object ({"a":"Loading ...","k":"s ...}) and string ("x")`:         `cannot add: object (` + cutValue + `) and string ("x")`,
 	} {
 		if got := hideCutValues(in); got != want {
 			t.Errorf("hideCutValues(%s)\n = %s\nwant %s", in, got, want)
