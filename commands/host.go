@@ -166,6 +166,9 @@ type hostOptions struct {
 	// startWithin, when set, bounds the servers' start: a request's
 	// --timeout, which the user means for the whole command.
 	startWithin time.Duration
+	// abandon, closed, gives the servers' start up (serve's client went
+	// away while they started); the config is still loaded and checked.
+	abandon <-chan struct{}
 }
 
 // withHostOpts is withHost with options for the servers it starts.
@@ -246,11 +249,24 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	// begin starts the servers (marked as starting, so that a request
 	// waits for them); wait gives the start's error once it is over.
+	startCtx := ctx
+	if hopts.abandon != nil {
+		var cancel context.CancelFunc
+		startCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-hopts.abandon:
+				cancel()
+			case <-startCtx.Done():
+			}
+		}()
+	}
 	begin := func() (wait func() error) {
 		if hopts.partial && len(names) == 0 {
-			return startEach(ctx, e, cfg)
+			return startEach(startCtx, e, cfg)
 		}
-		return e.StartAsync(ctx, names...)
+		return e.StartAsync(startCtx, names...)
 	}
 	if hopts.early != nil && hopts.startWithin == 0 {
 		// The watch goes on as they start (a subscription it makes

@@ -161,17 +161,18 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
 	started := func() {}
+	var gone <-chan struct{}
 	if ln == nil {
 		// Over stdio a client that closed its end of stdout is gone, even
 		// if it sends nothing more: serve ends then, not at its next answer.
 		var stop func()
 		ctx, stop = untilOutputClosed(ctx, env.Out)
 		defer stop()
-		ctx, started = untilInputClosedWhileStarting(ctx, env)
+		gone, started = inputGoneWhileStarting(env)
 		defer started()
 	}
 	all := func(*config.Config) ([]string, error) { return nil, nil }
-	err = env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true}, func(h host) error {
+	err = env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true, abandon: gone}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
 		if opts.manage {
 			hb.manage = managerOf(h)
@@ -198,53 +199,72 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		}
 		return err
 	})
-	if err != nil && ctx.Err() != nil {
-		// Ended so while its servers started: as it ends later.
+	if err != nil && (ctx.Err() != nil || isClosed(gone)) && errorInfo(err).ExitCode != exitUsage {
+		// Ended so while its servers started: as it ends later. A config
+		// or usage error is said still, as without a signal.
 		return nil
 	}
 	return err
 }
 
-// untilInputClosedWhileStarting returns ctx ended once the client closed
+// inputGoneWhileStarting returns a channel closed once the client closed
 // stdin, having sent nothing, while the servers start: serve reads stdin
 // only once they have, and a client gone would otherwise wait for them, up
 // to each one's startupTimeout. A client that sent its requests before it
 // closed stdin (a shell pipe) is answered, however long the start takes.
 // started ends the watching: from then on serve reads stdin, and its end.
-func untilInputClosedWhileStarting(ctx context.Context, env *Env) (_ context.Context, started func()) {
+func inputGoneWhileStarting(env *Env) (gone <-chan struct{}, started func()) {
 	f, ok := env.In.(*os.File)
 	if !ok {
-		return ctx, func() {}
+		return nil, func() {}
 	}
-	const gone = "the client closed stdin before the servers started, having sent nothing: nothing to serve"
+	const note = "the client closed stdin before the servers started, having sent nothing: nothing to serve"
+	ch := make(chan struct{})
 	if isDevNull(f) {
-		env.note(gone)
-		ctx, cancel := context.WithCancel(ctx)
-		cancel()
-		return ctx, func() {}
+		env.note(note)
+		close(ch)
+		return ch, func() {}
 	}
 	hung, stopWatching := hangup(f, pollReadHangup)
 	if hung == nil {
-		return ctx, func() {}
+		return nil, func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	// The look at what waits unread, and started, one at a time: once
+	// serve reads stdin, it has nothing unread, sent or not.
+	var mu sync.Mutex
+	serving := false
 	go func() {
 		select {
 		case <-hung:
 		case <-done:
 			return
 		}
-		if unread(f) > 0 {
+		mu.Lock()
+		defer mu.Unlock()
+		if serving || unread(f) > 0 {
 			return // requests to answer once the servers are up
 		}
-		env.note(gone)
-		cancel()
+		env.note(note)
+		close(ch)
 	}()
-	return ctx, sync.OnceFunc(func() {
+	return ch, sync.OnceFunc(func() {
+		mu.Lock()
+		serving = true
+		mu.Unlock()
 		stopWatching()
 		close(done)
 	})
+}
+
+// isClosed reports whether ch (nil: never) is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // serveToken checks the HTTP flags and returns the bearer token to require
