@@ -162,6 +162,13 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		// Removed while the session runs: it makes it again, and its logs
 		// in it, within a few seconds.
 		if !awaitFiles(ctx, 3*time.Second, sess.LogFile(), sess.AuditFile()) {
+			if _, err := os.Lstat(sess.StateDir); err == nil {
+				// Something else in its place (a symlink, a file): the
+				// session refuses to make it there.
+				return &engine.Error{Kind: engine.KindConfig,
+					Message: fmt.Sprintf("no logs: the state directory %s of session %s is not a directory of the user's own (a symlink, or a file), so the session cannot make it again", sess.StateDir, sess.Name),
+					Hint:    []string{fmt.Sprintf("remove it, and the session makes it again within a few seconds: rm %s", sess.StateDir)}}
+			}
 			return &engine.Error{Kind: engine.KindUnavailable,
 				Message: fmt.Sprintf("no logs: the state directory %s of session %s is missing; the session runs, and makes it again within a few seconds", sess.StateDir, sess.Name),
 				Hint:    []string{"try again in a moment: mcpctl logs", "if it stays missing, the session cannot make it again; restart it: mcpctl down && mcpctl up"}}
