@@ -302,8 +302,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 		defer resp.Body.Close()
 		var wire wireError
 		if json.NewDecoder(resp.Body).Decode(&wire) == nil && wire.Error != nil {
-			wire.Error.startTimedOut = wire.StartTimedOut
-			return nil, wire.Error
+			return nil, wire.error()
 		}
 		return nil, errorf(KindInternal, "", "the session answered %s %s with %s", method, path, resp.Status)
 	}

@@ -168,9 +168,7 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 		if err := json.Unmarshal(line, &msg); err != nil {
 			return err
 		}
-		if msg.Error != nil {
-			msg.Error.startTimedOut = msg.StartTimedOut
-		}
+
 		switch {
 		case msg.Ask != nil:
 			asks.ask(ctx, *msg.Ask)
@@ -183,7 +181,7 @@ func (c *Client) callStreaming(ctx context.Context, req *CallRequest) (*CallResu
 				req.OnProgress(*msg.Progress)
 			}
 		case msg.Error != nil:
-			return msg.Error
+			return msg.wireError.error()
 		case msg.Result != nil:
 			res = msg.Result
 		}
@@ -215,8 +213,7 @@ func (c *Client) stream(ctx context.Context, method, path string, body any, onLi
 		if bytes.HasPrefix(line, []byte(`{"error":`)) {
 			var wire wireError
 			if json.Unmarshal(line, &wire) == nil && wire.Error != nil {
-				wire.Error.startTimedOut = wire.StartTimedOut
-				return wire.Error
+				return wire.error()
 			}
 		}
 		if err := onLine(line); err != nil {

@@ -777,7 +777,18 @@ func writeError(w http.ResponseWriter, err error) {
 	if code == 0 {
 		code = http.StatusInternalServerError
 	}
-	writeJSON(w, code, wireError{Error: e, StartTimedOut: e.startTimedOut})
+	writeJSON(w, code, newWireError(e, err))
+}
+
+// newWireError is e, err as the session tells it, as sent.
+func newWireError(e *Error, err error) wireError {
+	return wireError{Error: e, StartTimedOut: StartTimedOut(err)}
+}
+
+// error is the error the session sent, as read.
+func (w wireError) error() *Error {
+	w.Error.startTimedOut = w.StartTimedOut
+	return w.Error
 }
 
 // wireError is an error as the session sends it: with what [StartTimedOut]

@@ -137,19 +137,29 @@ func TestCallUnderWayWhenSessionStops(t *testing.T) {
 func TestStartTimedOutThroughSession(t *testing.T) {
 	slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "10s", Tools: []fakemcp.Tool{{Name: "echo"}}})
 	slow.Activation, slow.StartupTimeout = "lazy", 300*time.Millisecond
-	e := newEngine(t, slow)
+	top := fakeServer(t, "top", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	top.Activation, top.DependsOn = "lazy", []string{"slow"}
+	e := newEngine(t, slow, top)
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	_, inProcess := e.CallTool(ctx(t), &CallRequest{Name: "slow.echo"})
+	_, dependentInProcess := e.CallTool(ctx(t), &CallRequest{Name: "top.echo"}) // wraps slow's timeout
 	c := serveDaemon(t, e)
 	_, called := c.CallTool(ctx(t), &CallRequest{Name: "slow.echo"})
+	_, dependent := c.CallTool(ctx(t), &CallRequest{Name: "top.echo"})
 	_, listed := c.Tools(ctx(t), "slow")
-	_, listedAll := c.Tools(ctx(t), "") // leaves it out, alone
-	for what, err := range map[string]error{"in-process": inProcess, "a call through the session": called, "a listing through the session": listed, "a listing of all": listedAll} {
+	for what, err := range map[string]error{"in-process": inProcess, "a call through the session": called, "a listing through the session": listed,
+		"a dependent's call": dependentInProcess, "a dependent's call through the session": dependent} {
 		if !StartTimedOut(err) {
 			t.Errorf("%s: StartTimedOut false for %v", what, err)
 		}
+	}
+	// A listing of all that leaves it out, alone.
+	alone := newEngine(t, slow)
+	alone.Start(ctx(t))
+	if _, err := serveDaemon(t, alone).Tools(ctx(t), ""); !StartTimedOut(err) {
+		t.Errorf("a listing of all: StartTimedOut false for %v", err)
 	}
 }
 

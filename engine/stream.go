@@ -73,8 +73,7 @@ type rawLine []byte
 // end writes the last line: {"result": v} or {"error": e}.
 func (s *ndjson) end(v any, err error) {
 	if err != nil {
-		e := sessionError(err)
-		s.line(wireError{Error: e, StartTimedOut: e.startTimedOut})
+		s.line(newWireError(sessionError(err), err))
 		return
 	}
 	if res, ok := v.(*CallResult); ok && res != nil {
