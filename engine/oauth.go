@@ -323,10 +323,9 @@ func (ss *storedSource) update(refused string) (*oauth2.Token, error) {
 			if refused != "" && saved.Token.Valid() {
 				// Refused, and nothing to renew it with: dead, and
 				// expired in the file for auth status to say so.
+				// Not saved (a full disk, say): said no differently.
 				saved.Token.Expiry = time.Now()
-				if err := ss.store.save(saved); err != nil {
-					return err
-				}
+				ss.store.save(saved)
 				return errors.New("there is no refresh token")
 			}
 			return errors.New("the token expired and there is no refresh token")
