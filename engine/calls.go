@@ -152,18 +152,10 @@ func (h *handle) holdDeadline() (resume func()) {
 	return h.deadline.Load().hold()
 }
 
-// requireArray refuses a result (of method, from server) that is not a
-// JSON object with the array field MCP requires of it: a null result, say,
-// which the SDK takes for none, and which was printed as a success.
-func requireArray(server, method, field string, raw json.RawMessage) error {
-	ms, err := members(raw)
-	if err == nil {
-		for _, m := range ms {
-			if m.key == field && len(m.value) > 0 && m.value[0] == '[' {
-				return nil
-			}
-		}
-	}
+// brokenResult is the error of a result (of method, from server) without
+// the array field MCP requires of it: a null result, say, which the SDK
+// takes for none, and which was printed as a success.
+func brokenResult(server, method, field string) *Error {
 	return errorf(KindProtocol, server, "server %s answered %s with a result that breaks MCP: it has no %s array", server, method, field).
 		hint("tell the server's authors; with MCPCTL_TRACE=1, mcpctl up logs each message as sent (servers/%s.wire.jsonl)", server)
 }

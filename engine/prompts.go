@@ -75,14 +75,17 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	key := cacheKey(srvName, "prompts/get", params)
 	defer s.askers.add(h.reader())()
 	unanswered := s.unanswered.Load()
+	var got *mcp.GetPromptResult
 	raw, err := h.doFor(ctx, "prompts/get", "prompt "+req.Name, req.TimeoutMs, func(ctx context.Context) (any, error) {
-		return h.cs.GetPrompt(ctx, params)
+		var err error
+		got, err = h.cs.GetPrompt(ctx, params)
+		return got, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := requireArray(srvName, "prompts/get", "messages", raw); err != nil {
-		return nil, err
+	if got == nil || got.Messages == nil {
+		return nil, brokenResult(srvName, "prompts/get", "messages")
 	}
 	if s.unanswered.Load() == unanswered {
 		e.cache.put(key, srvName, "prompts/get", "", raw, s.cfg().CacheTTL)

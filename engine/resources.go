@@ -83,14 +83,17 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	defer h.release()
 	defer s.askers.add(h.reader())()
 	unanswered := s.unanswered.Load()
+	var got *mcp.ReadResourceResult
 	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
-		return h.cs.ReadResource(ctx, params)
+		var err error
+		got, err = h.cs.ReadResource(ctx, params)
+		return got, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := requireArray(s.cfg().Name, "resources/read", "contents", raw); err != nil {
-		return nil, err
+	if got == nil || got.Contents == nil {
+		return nil, brokenResult(s.cfg().Name, "resources/read", "contents")
 	}
 	if s.unanswered.Load() == unanswered { // see promptOnce
 		e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
