@@ -77,8 +77,12 @@ const partialTimedOutHeader = "Mcpctl-Partial-Start-Timed-Out"
 //	POST /servers/start           ServersRequest → []ServerStatus (also stop, restart)
 //	POST /reload                  ReloadRequest (optional) → loads the config again and applies it → ReloadResult
 //	POST /shutdown                stops every server, then the session → Status
+//	POST /redact                  {"text": T} → T with the servers' secrets hidden
 //
-// Errors are {"error": Error} with a status code that follows the kind.
+// Errors are {"error": Error, "startTimedOut": true when [StartTimedOut]}
+// with a status code that follows the kind. A list that leaves out
+// servers answers with the others' items, its error in the
+// Mcpctl-Partial header (and Mcpctl-Partial-Start-Timed-Out: 1 beside).
 type Daemon struct {
 	engine *Engine
 	info   SessionInfo

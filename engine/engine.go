@@ -652,8 +652,9 @@ func precheck(targets []*server, running bool) (map[*server]*Error, error) {
 	return nil, nil
 }
 
-// failChecked marks the servers precheck refused that are not running,
-// nor stopped by hand, unavailable with why, so that their status says it.
+// failChecked marks servers that are not running, nor stopped by hand,
+// unavailable with why, so that their status says it: those precheck
+// refused, and those a start never began (notStarted).
 func failChecked(first map[*server]*Error) {
 	for s, e := range first {
 		s.mu.Lock()

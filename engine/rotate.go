@@ -30,7 +30,10 @@ const (
 // checkEvery bytes it writes (an eighth of MaxBytes, at most 256 KiB) and
 // before it rotates, so that the others'
 // writes count, a file another rotated is left for the new one, and one
-// rotation happens where several decided on it.
+// rotation happens where several decided on it; and every 2 s, so that a
+// file removed (its directory and all) is opened again, in a directory
+// made again, unless that directory became a symlink or another user's
+// (the writes then go on to the file it has).
 type RotatingFile struct {
 	path       string
 	maxBytes   int64
@@ -192,7 +195,8 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 	}
 	over := func() bool { return r.size > 0 && r.size+int64(len(p)) > r.maxBytes }
 	// Also every few seconds: a file removed (its directory and all) is
-	// otherwise written to, unseen, until checkEvery bytes later.
+	// otherwise written to, unseen, until checkEvery bytes later. One that
+	// cannot be opened again, or rotated, goes on to the file it has.
 	if r.unchecked >= r.checkEvery || over() || time.Since(r.checked) >= recheckEvery {
 		// One that cannot be opened again (its directory made again by
 		// another user) is not: p goes to the file it has, removed or

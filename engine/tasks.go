@@ -142,8 +142,8 @@ func (h *handle) taskGaveUp(caller, ctx context.Context, err error, t *task, too
 	var e *Error
 	switch {
 	case life != nil && context.Cause(ctx) == errTimedOut:
-		// Worded as a call's timeout is (see explain); told before the
-		// cancellation below, which may take a while, is sent.
+		// Worded as a call's timeout is (see explain), before the
+		// cancellation below is sent (it may take up to 5 s).
 		timeout := life.timeout
 		gone := fmt.Sprintf("the task of %s did not finish in time; it was cancelled", tool.Name())
 		switch capped, ran := life.reachedCap(); {
