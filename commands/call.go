@@ -46,7 +46,8 @@ Arguments:
                  boolean, object or array property is parsed as one
   key:=json      raw JSON (n:=5, tags:='["a","b"]', s:='"text"')
   key=@file      the file's content as the value; key:=@file reads JSON;
-                 key=@- reads stdin (as it is, a last newline kept)
+                 key=@- reads stdin (as it is, a last newline kept; a
+                 file's UTF-8 BOM is dropped)
   key=\@x        a value that starts with @
   --args JSON    a JSON object of arguments, or @FILE, or - for stdin;
                  key=value pairs are applied over it

@@ -20,7 +20,11 @@ func newDownCmd(env *Env) *cli.Command {
 		Usage: "Stop the session and all its servers",
 		Description: `Stops every server of the session (close stdin, SIGTERM, then SIGKILL to
 each server's whole process group) and then the session itself, and removes
-its socket. With no session running it says so and exits 0.
+its socket. With no session running it says so and exits 0. A session
+named by --session or $MCPCTL_SESSION that runs other files than -c names
+is not stopped (exit 2), nor one named by $MCPCTL_SESSION alone where
+another project's config is found: a down in one project's trap would stop
+another project's session.
 
   mcpctl down
   mcpctl -c examples/mcp.json down`,

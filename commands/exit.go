@@ -108,7 +108,7 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 		info.Text = redact(info.Text)
 	}
 	if !ok {
-		info.Hints = append(info.Hints, "the session could not hide its servers' secrets in this error (an older mcpctl?): restart it with this one: mcpctl down && mcpctl up")
+		info.Hints = append(info.Hints, "the session could not hide its servers' secrets in this error, so it is not shown: run the command again; a session of an older mcpctl cannot, restart it with this one: mcpctl down && mcpctl up")
 	}
 }
 

@@ -190,7 +190,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		if r, err := client.Redact(ctx, text); err == nil {
 			return r, true
 		}
-		return redactedWhole, false // a session of an older mcpctl, or gone: nothing is known
+		return redactedWhole, false // a session of an older mcpctl, or gone: nothing is known (see redactResultError)
 	}
 	err = fn(client)
 	if !errors.Is(err, engine.ErrNoSession) {
