@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,9 +167,10 @@ type hostOptions struct {
 	// startWithin, when set, bounds the servers' start: a request's
 	// --timeout, which the user means for the whole command.
 	startWithin time.Duration
-	// abandon, closed, gives the servers' start up (serve's client went
-	// away while they started); the config is still loaded and checked.
-	abandon <-chan struct{}
+	// startCtx, when set, is the servers' start's, where ctx is what else
+	// the command does: serve gives their start up when its client went
+	// away while they started, the config still loaded and checked.
+	startCtx context.Context
 }
 
 // withHostOpts is withHost with options for the servers it starts.
@@ -249,19 +251,7 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 	}
 	// begin starts the servers (marked as starting, so that a request
 	// waits for them); wait gives the start's error once it is over.
-	startCtx := ctx
-	if hopts.abandon != nil {
-		var cancel context.CancelFunc
-		startCtx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-hopts.abandon:
-				cancel()
-			case <-startCtx.Done():
-			}
-		}()
-	}
+	startCtx := cmp.Or(hopts.startCtx, ctx)
 	begin := func() (wait func() error) {
 		if hopts.partial && len(names) == 0 {
 			return startEach(startCtx, e, cfg)

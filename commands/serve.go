@@ -161,18 +161,21 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	}
 	os.Setenv(serveSelfEnv, sess.Name)
 	started := func() {}
-	var gone <-chan struct{}
+	// The servers' start ends with startCtx: a signal, or (over stdio)
+	// the client gone while they start.
+	startCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
 	if ln == nil {
 		// Over stdio a client that closed its end of stdout is gone, even
 		// if it sends nothing more: serve ends then, not at its next answer.
 		var stop func()
 		ctx, stop = untilOutputClosed(ctx, env.Out)
 		defer stop()
-		gone, started = inputGoneWhileStarting(env)
+		started = inputGoneWhileStarting(env, giveUp)
 		defer started()
 	}
 	all := func(*config.Config) ([]string, error) { return nil, nil }
-	err = env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true, abandon: gone}, func(h host) error {
+	err = env.withHostOpts(ctx, all, hostOptions{guard: true, partial: true, serving: true, startCtx: startCtx}, func(h host) error {
 		hb := newHub(env, h, sess.Name)
 		if opts.manage {
 			hb.manage = managerOf(h)
@@ -199,7 +202,7 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 		}
 		return err
 	})
-	if err != nil && (ctx.Err() != nil || isClosed(gone)) && errorInfo(err).ExitCode != exitUsage {
+	if err != nil && startCtx.Err() != nil && errorInfo(err).ExitCode != exitUsage {
 		// Ended so while its servers started: as it ends later. A config
 		// or usage error is said still, as without a signal.
 		return nil
@@ -207,27 +210,26 @@ func runServe(ctx context.Context, env *Env, opts serveOptions) error {
 	return err
 }
 
-// inputGoneWhileStarting returns a channel closed once the client closed
-// stdin, having sent nothing, while the servers start: serve reads stdin
+// inputGoneWhileStarting calls giveUp once the client closed stdin,
+// having sent nothing, while the servers start: serve reads stdin
 // only once they have, and a client gone would otherwise wait for them, up
 // to each one's startupTimeout. A client that sent its requests before it
 // closed stdin (a shell pipe) is answered, however long the start takes.
 // started ends the watching: from then on serve reads stdin, and its end.
-func inputGoneWhileStarting(env *Env) (gone <-chan struct{}, started func()) {
+func inputGoneWhileStarting(env *Env, giveUp func()) (started func()) {
 	f, ok := env.In.(*os.File)
 	if !ok {
-		return nil, func() {}
+		return func() {}
 	}
 	const note = "the client closed stdin before the servers started, having sent nothing: nothing to serve"
-	ch := make(chan struct{})
 	if isDevNull(f) {
 		env.note(note)
-		close(ch)
-		return ch, func() {}
+		giveUp()
+		return func() {}
 	}
 	hung, stopWatching := hangup(f, pollReadHangup)
 	if hung == nil {
-		return nil, func() {}
+		return func() {}
 	}
 	done := make(chan struct{})
 	// The look at what waits unread, and started, one at a time: once
@@ -246,25 +248,15 @@ func inputGoneWhileStarting(env *Env) (gone <-chan struct{}, started func()) {
 			return // requests to answer once the servers are up
 		}
 		env.note(note)
-		close(ch)
+		giveUp()
 	}()
-	return ch, sync.OnceFunc(func() {
+	return sync.OnceFunc(func() {
 		mu.Lock()
 		serving = true
 		mu.Unlock()
 		stopWatching()
 		close(done)
 	})
-}
-
-// isClosed reports whether ch (nil: never) is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // serveToken checks the HTTP flags and returns the bearer token to require
