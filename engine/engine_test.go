@@ -446,9 +446,7 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 2000})
 		other <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); e.servers["srv"].requests.now.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitRequestInFlight(e, "srv")
 	_, err = e.CallTool(ctx(t), &CallRequest{Name: "srv.print", TimeoutMs: 300})
 	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "meanwhile server srv wrote 2 lines to stdout that were not JSON-RPC") || ee.Stdout != nil {
 		t.Errorf("beside another request: %v (stdout %q)", err, ee.Stdout)
@@ -461,9 +459,7 @@ func TestCallTimeoutStrayStdout(t *testing.T) {
 		_, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.quiet", TimeoutMs: 1000})
 		quiet <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); e.servers["srv"].requests.now.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitRequestInFlight(e, "srv")
 	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.printquick"}); err != nil {
 		t.Fatal(err)
 	}
@@ -1044,5 +1040,13 @@ func TestStartArgumentsTooLong(t *testing.T) {
 	err := newEngine(t, srv).Start(ctx(t))
 	if KindOf(err) != KindConfig || !strings.Contains(err.Error(), "more than the system passes a program") {
 		t.Errorf("start: %v (%s)", err, KindOf(err))
+	}
+}
+
+// waitRequestInFlight waits, up to 5 s, for a request to server to be in
+// flight.
+func waitRequestInFlight(e *Engine, server string) {
+	for deadline := time.Now().Add(5 * time.Second); e.servers[server].requests.now.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
