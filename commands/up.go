@@ -186,7 +186,8 @@ func runUp(ctx context.Context, env *Env, opts upOptions) error {
 // droppedConn reports whether err is a connection the session closed
 // mid-answer, as one that is ending does.
 func droppedConn(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+	// EPIPE: the request was written as the session closed the connection.
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // errSessionGone: the session alreadyUp waited for ended.
