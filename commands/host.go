@@ -216,6 +216,14 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 		return err
 	}
 	opts := env.engineOptions(sess, slog.New(&hintedWarnings{env: env}))
+	if err := sess.CheckStateDir(); err != nil {
+		// Not refused, as up is: the command needs no logs to run.
+		env.note("warning: %s; its servers' stderr is not logged", err.Message)
+		for _, h := range err.Hint {
+			env.note("hint: %s", h)
+		}
+		opts.LogDir = ""
+	}
 	opts.ShutdownGrace = oneShotGrace
 	opts.LazyLists = true
 	if hopts.guard {

@@ -165,6 +165,26 @@ func (s *Session) EnsureStateDir() error {
 	return nil
 }
 
+// CheckStateDir makes the session's state directories, or checks existing
+// ones, as [Session.EnsureStateDir] does, for a command that runs its
+// servers without a session: it writes only their stderr logs there. It
+// fails only for a directory that is not the user's own (a symlink,
+// another user's), whose logs another could read or redirect; one that
+// cannot be made leaves the logs unwritten, as a read-only home would.
+func (s *Session) CheckStateDir() *Error {
+	for _, dir := range []string{s.StateDir, s.ServerLogDir()} {
+		err := privateDir(dir)
+		var unsafe *unsafeDirError
+		if errors.As(err, &unsafe) {
+			return s.dirError("state", dir, s.stateFrom, err)
+		}
+		if err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
 // dirError explains why the session's runtime or state directory dir
 // cannot be used, and which variable it comes from (from, "" for the
 // default).
