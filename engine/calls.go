@@ -109,10 +109,10 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 		}
 	})()
 	call := &asker{caller: req.Caller, sampling: req.Sampling, elicitation: req.Elicitation, hold: h.holdDeadline, ctx: ctx}
-	defer s.askers.add(call)()
 	if support == "required" || (support == "optional" && req.Task) {
-		return h.callTask(ctx, tool, args, token, req)
+		return h.callTask(ctx, tool, args, token, req, call)
 	}
+	defer s.askers.add(call)()
 	what := "the call to " + tool.Name()
 	for round := 0; ; round++ {
 		raw, err := h.doFor(ctx, "tools/call", what, req.TimeoutMs, func(ctx context.Context) (any, error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -135,5 +136,28 @@ func TestTaskTimeoutProgressNotifications(t *testing.T) {
 	defer mu.Unlock()
 	if got == 0 {
 		t.Error("the caller got none of the task's progress notifications")
+	}
+}
+
+// Time spent answering a task's question is not counted toward its
+// timeout, as for a call: a person takes 1.2s over a form in a task with
+// a 500ms timeout, and the task ends with their answer.
+func TestTaskTimeoutHeldWhileAnswering(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25", Tasks: true, Tools: []fakemcp.Tool{
+		{Name: "ask", TaskSupport: "required", Sleep: "10ms", Elicit: formAsk}}})
+	slow := func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		select {
+		case <-time.After(1200 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return json.RawMessage(`{"action":"accept","content":{"name":"ann"}}`), nil
+	}
+	res, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.ask", TimeoutMs: 500, Elicitation: slow})
+	if err != nil {
+		t.Fatalf("a task timed out while its caller answered its question: %v", err)
+	}
+	if text := resultText(t, res); !strings.Contains(text, `"ann"`) {
+		t.Errorf("the task's result is not the answer: %s", text)
 	}
 }

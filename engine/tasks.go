@@ -55,7 +55,9 @@ func registerTaskMethods(c *mcp.Client) {
 // does from its last progress, up to progressCap times it in all: a change
 // of its status or statusMessage, or a progress notification for it. A
 // poll that finds it as it was is none: a task stuck "working" times out.
-func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage, token string, req *CallRequest) (*CallResult, error) {
+// Time its caller spends answering its questions (call's) counts toward
+// neither.
+func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage, token string, req *CallRequest, call *asker) (*CallResult, error) {
 	e := h.s.e
 	name := h.s.cfg().Name
 	caller := ctx      // its deadline is the caller's; TimeoutMs's is not
@@ -67,7 +69,12 @@ func (h *handle) callTask(ctx context.Context, tool *Tool, args json.RawMessage,
 		life = newDeadline(time.Duration(req.TimeoutMs)*time.Millisecond, func() { cancel(errTimedOut) })
 		defer life.stop()
 		defer e.alsoOnProgress(token, func(Progress) { life.extend() })()
+		call.hold = func() (resume func()) {
+			request, task := h.holdDeadline(), life.hold()
+			return func() { task(); request() }
+		}
 	}
+	defer h.s.askers.add(call)()
 	perRequest := h.s.requestTimeout(0)
 	raw, err := h.do(withTask(ctx, taskTTL), "tools/call", "the call to "+tool.Name(), perRequest, func(ctx context.Context) (any, error) {
 		params := &mcp.CallToolParams{Name: tool.Tool, Arguments: args}

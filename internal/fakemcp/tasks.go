@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tasks (MCP 2025-11-25) as a receiver does them, for tools with a
@@ -15,7 +16,8 @@ import (
 // and tasks/cancel follow the spec. A task tool's Progress is not
 // notifications but steps of its status: its statusMessage becomes "step i
 // of n" at each, Sleep apart (so the work takes Progress times Sleep); a
-// task without it says "started" until it ends.
+// task without it says "started" until it ends. A task tool's Elicit is
+// asked once the steps are done, with the task input_required meanwhile.
 
 type fakeTask struct {
 	id      string
@@ -79,7 +81,33 @@ func (f *fake) callAsTask(ctx context.Context, c *conn, req *jsonrpc.Request) bo
 				f.mu.Unlock()
 			}
 		}
-		res := map[string]any{"content": []map[string]any{{"type": "text", "text": string(p.Arguments)}}}
+		answer := string(p.Arguments)
+		if t.Elicit != nil {
+			// input_required while the client answers, over the
+			// session's stream, as the spec has a task ask.
+			f.mu.Lock()
+			task.status, task.message = "input_required", t.Elicit.Message
+			f.mu.Unlock()
+			var schema any
+			if t.Elicit.RequestedSchema != nil {
+				schema = t.Elicit.RequestedSchema
+			}
+			for ss := range f.srv.Sessions() {
+				res, err := ss.Elicit(work, &mcp.ElicitParams{Message: t.Elicit.Message, RequestedSchema: schema})
+				if err != nil {
+					answer = "elicitation failed: " + err.Error()
+				} else {
+					out, _ := json.Marshal(res)
+					answer = string(out)
+				}
+			}
+			f.mu.Lock()
+			if task.status == "input_required" {
+				task.status, task.message = "working", "answered"
+			}
+			f.mu.Unlock()
+		}
+		res := map[string]any{"content": []map[string]any{{"type": "text", "text": answer}}}
 		status := "completed"
 		if t.Error != "" {
 			res = map[string]any{"isError": true, "content": []map[string]any{{"type": "text", "text": t.Error}}}
@@ -117,7 +145,7 @@ func (f *fake) taskRequest(ctx context.Context, c *conn, req *jsonrpc.Request) {
 		c.reply(ctx, req.ID, w, nil)
 	case "tasks/cancel":
 		f.mu.Lock()
-		if task.status != "working" {
+		if task.status != "working" && task.status != "input_required" {
 			f.mu.Unlock()
 			c.reply(ctx, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "task is already " + task.status})
 			return
