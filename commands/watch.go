@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -58,7 +59,8 @@ server running, as a request does. A server not running when the watch
 begins (lazy, stopped), or that a reload adds (or removes and adds back), is
 set to the --log-level when it starts, and subscribed again. A server
 --server names that a reload removes is said on stderr; the watch goes on,
-as it does past an event a --jq filter fails on (said on stderr).
+as it does past an event a --jq filter fails on (said on stderr; as jq
+does, the watch then ends with exit 2 where it would have exited 0).
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
@@ -135,6 +137,8 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 		defer cancel()
 	}
 	seen := 0
+	var filterFailed int // events the --jq filter failed on
+	var firstFailure *output.JQError
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
 		return h.Watch(wctx, req, func(ev engine.Event) error {
@@ -149,6 +153,9 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 				// As jq does with a stream: this event's failure is
 				// said, and the watch goes on with the next.
 				env.note("warning: %s, on a %s event; the watch goes on", je.Msg, ev.Type)
+				if filterFailed++; firstFailure == nil {
+					firstFailure = je
+				}
 				return nil
 			}
 			if err != nil {
@@ -164,6 +171,19 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 			return nil
 		})
 	})
+	err = watchEnd(err, ctx, wctx, opts, seen)
+	if err == nil && filterFailed > 0 {
+		// As jq ends a stream it failed on part of: what was shown is
+		// not all there was, which a script must not take for success.
+		return &output.JQError{Msg: fmt.Sprintf("the --jq filter failed on %d event(s); the first: %s", filterFailed, strings.TrimPrefix(firstFailure.Msg, "--jq filter failed: ")),
+			Caret: []string{"skip the events it does not fit, e.g. with select(...) or a trailing ?"}}
+	}
+	return err
+}
+
+// watchEnd is the error a watch ends with, from its callback's or its
+// host's (err) and why its contexts ended; nil for the ends asked for.
+func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int) error {
 	switch {
 	case errors.Is(err, errWatchDone):
 		return nil
