@@ -154,6 +154,10 @@ func TestStartTimedOutThroughSession(t *testing.T) {
 		if !StartTimedOut(err) {
 			t.Errorf("%s: StartTimedOut false for %v", what, err)
 		}
+		// The package's word: DeadlineExceeded is the caller's own.
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a startupTimeout run out reads as the caller's deadline: %v", what, err)
+		}
 	}
 	// A listing of all that leaves it out, alone.
 	alone := newEngine(t, slow)

@@ -620,6 +620,11 @@ func (s *server) startFailure(ctx, sctx context.Context, proc *process, err erro
 	if proc != nil {
 		e.Stdout = proc.stdoutTail.last(10)
 	}
+	if e.startTimedOut {
+		// Its startupTimeout's deadline, not the caller's (see the
+		// package doc), as through a session.
+		return notCallers(e.wrap(err))
+	}
 	return e.wrap(err)
 }
 
