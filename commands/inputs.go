@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,9 +26,9 @@ func (env *Env) canAsk() bool {
 
 // askInput asks for the value of a VS Code input on the terminal: a
 // password without echo, a pickString as a numbered choice. The value is
-// kept in memory only.
+// kept in memory only. An answer that will not do is said, and asked
+// again, up to inputTries times: a typo need not end the command.
 func (env *Env) askInput(in config.Input) (string, error) {
-	stdin := env.In.(*os.File)
 	label := in.Description
 	if label == "" {
 		label = in.ID
@@ -44,6 +45,32 @@ func (env *Env) askInput(in config.Input) (string, error) {
 	if in.Default != "" && !in.Password {
 		label += fmt.Sprintf(" [%s]", in.Default)
 	}
+	for try := 1; ; try++ {
+		answer, err := env.askOnce(in, label)
+		if err == nil {
+			return answer, nil
+		}
+		var bad badAnswer
+		if !errors.As(err, &bad) || try == inputTries {
+			return "", err
+		}
+		fmt.Fprintf(env.ErrOut, "mcpctl: %s; %s\n", bad.why, bad.what)
+	}
+}
+
+// inputTries is how often an input is asked before its wrong answers
+// end the command.
+const inputTries = 3
+
+// A badAnswer is an answer to an input that will not do: why, and what
+// would.
+type badAnswer struct{ why, what string }
+
+func (b badAnswer) Error() string { return b.why }
+
+// askOnce asks for in once, under label.
+func (env *Env) askOnce(in config.Input, label string) (string, error) {
+	stdin := env.In.(*os.File)
 	prompt := func() { fmt.Fprintf(env.ErrOut, "mcpctl: %s: ", label) }
 	var answer string
 	var err error
@@ -64,15 +91,13 @@ func (env *Env) askInput(in config.Input) (string, error) {
 		if n, err := strconv.Atoi(answer); err == nil && n >= 1 && n <= len(in.Options) {
 			answer = in.Options[n-1]
 		}
-		for _, o := range in.Options {
-			if o == answer {
-				return answer, nil
-			}
+		if slices.Contains(in.Options, answer) {
+			return answer, nil
 		}
-		return "", fmt.Errorf("%q is not one of the choices", answer)
+		return "", badAnswer{fmt.Sprintf("%q is not one of the choices", answer), "type its number or its name"}
 	}
 	if answer == "" {
-		return "", errors.New("nothing was entered")
+		return "", badAnswer{"nothing was entered", "type a value, or Ctrl-C to stop"}
 	}
 	return answer, nil
 }

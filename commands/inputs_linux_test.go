@@ -99,8 +99,16 @@ func TestInputsAskedOnTerminal(t *testing.T) {
 	}()
 	scr.waitFor("2) us")
 	scr.waitFor("mcpctl: choose [eu]: ")
+	// A mistake is said, and asked again.
+	master.WriteString("eu-west\n")
+	scr.waitFor(`mcpctl: "eu-west" is not one of the choices; type its number or its name`)
+	scr.waitFor("mcpctl: choose [eu]: ")
+	master.WriteString("3\n")
+	scr.waitFor(`mcpctl: "3" is not one of the choices`)
 	master.WriteString("2\n")
 	scr.waitFor("mcpctl: Your name (name): ")
+	master.WriteString("\n")
+	scr.waitFor("mcpctl: nothing was entered; type a value, or Ctrl-C to stop")
 	master.WriteString("Ada\n")
 	scr.waitFor("mcpctl: API key (api-key): ")
 	master.WriteString("s3cret-k3y\n")
@@ -157,5 +165,35 @@ func TestLookingCommandsAskNothing(t *testing.T) {
 		if args[0] == "status" && !strings.Contains(stdout.String(), "run a command that starts the servers (mcpctl up), which asks for it") {
 			t.Errorf("status: %s", stdout.String())
 		}
+	}
+}
+
+// Three wrong answers end the command (exit 2), naming the input.
+func TestInputWrongThriceEnds(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(`{
+  "inputs": [{"id": "region", "type": "pickString", "options": ["eu", "us"]}],
+  "servers": {"s": {"command": "sh", "args": ["${input:region}"]}}
+}`), 0o644)
+	master, tty := openPTY(t)
+	scr := newScreen(t, master)
+	var stdout bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(context.Background(), []string{"mcpctl", "-c", filepath.Join(dir, "mcp.json"), "config", "show", "--resolved", "--show-secrets"}, tty, &stdout, tty)
+	}()
+	for _, typed := range []string{"a", "b", "c"} {
+		scr.waitFor("mcpctl: choose: ")
+		scr.buf.Reset()
+		master.WriteString(typed + "\n")
+	}
+	select {
+	case c := <-code:
+		scr.waitFor(`${input:region} has no value: \"c\" is not one of the choices","hints":["set MCPCTL_INPUT_REGION"]`)
+		if c != 2 || stdout.Len() > 0 {
+			t.Fatalf("exit %d, stdout %q; terminal:\n%s", c, stdout.String(), scr.buf.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("mcpctl did not finish; terminal:\n%s", scr.buf.String())
 	}
 }
