@@ -488,7 +488,11 @@ func (env *Env) runningSessionOf(named []string) *engine.Session {
 	if _, err := os.Stat(sess.Socket); err != nil || !sess.Running() {
 		return nil
 	}
-	env.note("warning: config %s no longer exists; using the session it started", strings.Join(gone, ", "))
+	if len(gone) == 1 {
+		env.note("warning: config %s no longer exists; using the session it started", gone[0])
+	} else {
+		env.note("warning: configs %s no longer exist; using the session they started", strings.Join(gone, ", "))
+	}
 	return sess
 }
 
