@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -65,12 +66,12 @@ dependency graph, and checks what the files alone do not show: that each
 command is found on PATH, that cwd and envFile exist, that limits can be
 applied. Every problem is listed, each with file:line:column and the field.
 Nothing is started. Inputs are not asked for. Exits 0 when the config is
-valid, 2 when it is not.
+valid, 2 when it is not, or is not found (the report says so too).
 
   mcpctl config validate
   mcpctl config validate --jq '.errors[].text'`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := noArgs(cmd); err != nil {
+			if err := noFileArgs(cmd); err != nil {
 				return err
 			}
 			return runConfigValidate(env)
@@ -84,6 +85,19 @@ func runConfigValidate(env *Env) error {
 		return err
 	}
 	paths, err := env.configPaths()
+	if nf := (*config.NotFoundError)(nil); errors.As(err, &nf) {
+		// A report still, for a script reading .valid; the error, with
+		// its hint, is said on stderr as for any command.
+		issue := configIssue{File: nf.Path, Message: nf.Error(), Hint: strings.Join(nf.Hints(), "; "), Text: nf.Error()}
+		files := []string{}
+		if nf.Path != "" {
+			files = append(files, nf.Path)
+		}
+		if perr := p.Print(validation{Files: files, Servers: []string{}, Errors: []configIssue{issue}}, func(io.Writer) error { return nil }); perr != nil {
+			return perr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -160,7 +174,7 @@ values, and whatever came from the environment or an input, are shown as
 			&cli.BoolFlag{Name: "show-secrets", Usage: "show env and header values and expanded secrets", Destination: &showSecrets},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := noArgs(cmd); err != nil {
+			if err := noFileArgs(cmd); err != nil {
 				return err
 			}
 			p, err := env.Printer()
@@ -223,7 +237,7 @@ else the first that exists of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json,
   mcpctl config path
   mcpctl config path -r --jq '.files[0]'`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := noArgs(cmd); err != nil {
+			if err := noFileArgs(cmd); err != nil {
 				return err
 			}
 			p, err := env.Printer()
@@ -253,4 +267,15 @@ else the first that exists of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json,
 			return found
 		},
 	}
+}
+
+// noFileArgs refuses arguments to a config command that reads the config
+// files: one given a file (mcpctl config validate mcp.json) is told how to
+// name it.
+func noFileArgs(cmd *cli.Command) error {
+	if cmd.Args().Len() == 0 {
+		return nil
+	}
+	return usagef(cmd.FullName()+" takes no arguments",
+		fmt.Sprintf("name a config file with -c, before the command: mcpctl -c %s %s", shellWord(cmd.Args().First()), strings.TrimPrefix(cmd.FullName(), "mcpctl ")))
 }
