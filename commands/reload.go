@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,20 +137,32 @@ func runReload(ctx context.Context, env *Env) error {
 		return err
 	}
 	if len(res.Failed) > 0 {
-		msgs := make([]string, len(res.Failed))
-		kind := engine.KindConfig // when every failure is the config's
-		for i, f := range res.Failed {
-			msgs[i] = f.Message
-			if f.Kind != engine.KindConfig {
-				kind = engine.KindUnavailable
-			}
-		}
-		hint := "fix the config and it reloads by itself; see mcpctl status, and the log: " + sess.LogFile()
-		if kind != engine.KindConfig {
-			// The config is applied; the servers are what failed.
-			hint = "the config is applied, and these servers are down: see why with mcpctl logs SERVER; start one again with: mcpctl restart SERVER"
-		}
-		return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"), Hint: []string{hint}}
+		return reloadFailed(res.Failed, sess)
 	}
 	return nil
+}
+
+// reloadFailed is the error of a reload whose servers did not start, with
+// hints for each: a server its config is at fault for (a command not
+// found) gets its own, one that failed as it ran how to see why and start
+// it again. The config is applied either way.
+func reloadFailed(failed []*engine.Error, sess *engine.Session) error {
+	msgs := make([]string, len(failed))
+	kind := engine.KindConfig // when every failure is the config's
+	var hints []string
+	for i, f := range failed {
+		msgs[i] = f.Message
+		if f.Kind == engine.KindConfig {
+			for _, h := range f.Hint {
+				if !slices.Contains(hints, h) {
+					hints = append(hints, h)
+				}
+			}
+			continue
+		}
+		kind = engine.KindUnavailable
+		hints = append(hints, fmt.Sprintf("server %[1]s is down: see why with: mcpctl logs %[1]s; start it again with: mcpctl restart %[1]s", f.Server))
+	}
+	hints = append(hints, "fix the config and it reloads by itself; see mcpctl status, and the log: "+sess.LogFile())
+	return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"), Hint: hints}
 }
