@@ -54,7 +54,9 @@ Arguments:
 
 Arguments are checked against the tool's input schema before the server sees
 them; a violation exits 2 naming the property and the rule. A result the
-tool marks as an error (isError) is printed and exits 1. A result whose
+tool marks as an error (isError) is printed and exits 1; with --jq, the
+error on stderr also says the result's first text, which the filter may
+have left out. A result whose
 structuredContent breaks the tool's outputSchema (or is missing) is printed
 as sent, with a warning on stderr and in _meta["mcpctl/warnings"].
 
@@ -145,7 +147,9 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	var je *output.JQError
 	if res.IsError && (err == nil || errors.As(err, &je)) {
 		te := &toolError{name: opts.name, server: res.Server, filter: err}
-		if err != nil {
+		if err != nil || env.format.JQ != "" {
+			// The filter may have kept why from being printed (--jq
+			// .structuredContent gives null): stderr tells it.
 			te.said = firstText(res.Result)
 		}
 		return te

@@ -51,23 +51,27 @@ func usagef(msg string, hints ...string) error { return &usageError{msg: msg, hi
 // A toolError is a result the tool itself marked as failed (isError). The
 // result is printed; the exit code says it failed. filter is why --jq
 // failed on that result, if it did: the tool's failure still decides the
-// exit code.
+// exit code. said is the result's first text when a --jq filter ran on
+// it, which may have left it out of what was printed.
 type toolError struct {
 	name   string // server.tool
 	server string
 	filter error
-	said   string // the result's first text, told when the filter kept it from being printed
+	said   string // the result's first text, told when a filter may have kept it from being printed
 }
 
 func (e *toolError) Error() string {
+	msg := e.name + " reported an error (isError)"
+	if e.said != "" {
+		msg += ": " + firstLine(strings.Join(strings.Fields(e.said), " "), 200)
+	}
 	if e.filter != nil {
-		msg := e.name + " reported an error (isError)"
 		if e.said != "" {
-			msg += ": " + firstLine(strings.Join(strings.Fields(e.said), " "), 200) + ";"
+			msg += ";"
 		}
 		return msg + " and " + e.filter.Error()
 	}
-	return e.name + " reported an error (isError)"
+	return msg
 }
 
 // redactedWhole stands for a text that could not be redacted.
@@ -84,7 +88,7 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 		je *output.JQError
 		te *toolError
 	)
-	if errors.As(err, &te) && te.filter == nil {
+	if errors.As(err, &te) && te.filter == nil && te.said == "" {
 		return // no text of the server's in it: "srv.tool reported an error (isError)"
 	}
 	if env.redact == nil || te == nil && !errors.As(err, &je) {
@@ -99,7 +103,9 @@ func redactResultError(env *Env, err error, info *output.ErrorInfo) {
 	if te != nil {
 		// Whole, then cut: a secret the cut splits is not found.
 		te.said = redact(te.said)
-		te.filter = errors.New(redact(te.filter.Error()))
+		if te.filter != nil {
+			te.filter = errors.New(redact(te.filter.Error()))
+		}
 		info.Message = te.Error()
 	} else {
 		info.Message = redact(info.Message)
