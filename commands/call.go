@@ -61,9 +61,12 @@ structuredContent breaks the tool's outputSchema (or is missing) is printed
 as sent, with a warning on stderr and in _meta["mcpctl/warnings"].
 
 Progress the server reports is a live line on stderr on a terminal, or JSON
-lines on stderr with --progress. Ctrl-C or --timeout tells the server to
-cancel (exit 130 or 4). A tool whose execution.taskSupport is "required"
-runs as a task (MCP 2025-11-25): created, polled with its status shown as
+lines on stderr with --progress, even with -q:
+{"progress":{"progress":1,"total":3,"message":"..."}} (a task's also have
+its status and taskId; total and message only when the server sends them).
+Ctrl-C or --timeout tells the server to cancel (exit 130 or 4). A tool
+whose execution.taskSupport is "required" runs as a task (MCP 2025-11-25):
+created, polled with its status shown as
 progress (each change of it a sign of life for --timeout), its result
 fetched, and cancelled on Ctrl-C or --timeout; --task runs an "optional"
 one as a task too.

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,5 +188,16 @@ func TestCompletionScriptsParse(t *testing.T) {
 				t.Fatalf("%s -n %s: %v\n%s", c.shell, c.file, err, out)
 			}
 		})
+	}
+}
+
+// TestRootHelpExitCodes checks that mcpctl --help names every exit code:
+// an agent that has only the binary learns them there.
+func TestRootHelpExitCodes(t *testing.T) {
+	help := newRootCmd(&Env{}).Description
+	for _, e := range ExitCodes {
+		if !regexp.MustCompile(fmt.Sprintf(`(^|[\s:;(])%d `, e.Code)).MatchString(help) {
+			t.Errorf("mcpctl --help does not name exit code %d (%s)", e.Code, e.Meaning)
+		}
 	}
 }

@@ -77,6 +77,15 @@ it is.
 Without a session each command starts the servers it needs and stops them
 before it exits; "mcpctl up" only makes it fast.
 
+An error goes to stderr, as one JSON line when stdout is not a terminal
+(or with --json, --jq): {"error":{"code","exitCode","message","server",
+"hints","details"}}.
+Exit codes: 0 success; 1 the tool's result is isError (still printed);
+2 usage or config; 3 a server is unavailable; 4 timeout; 5 a server's
+JSON-RPC error; 6 no session; 7 authorization needed; 130 interrupted
+(128 + the signal's number); 141 the output's reader went away (man mcpctl
+has the whole table).
+
 ` + envHelp(),
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "read servers from `FILE`; repeat to merge files (default: $MCPCTL_CONFIG, else the first of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json, ./mcp.toml, ./.codex/config.toml)", Destination: &env.configFlags},
