@@ -383,6 +383,26 @@ func TestStartupTimeout(t *testing.T) {
 	}
 }
 
+// A start that timed out shows what the server wrote to stderr before,
+// not what it wrote after mcpctl closed its pipes: Node's EPIPE stack
+// trace read as a crash of the server's own.
+func TestStartupTimeoutStderrBeforeGivingUp(t *testing.T) {
+	dir := t.TempDir()
+	s := &config.Server{
+		Name: "slow", Type: "stdio", Command: "/bin/sh", Cwd: dir, Source: "test:1:1",
+		Args:           []string{"-c", `echo warming up >&2; cat > /dev/null; echo "Error: write EPIPE" >&2; sleep 5`},
+		StartupTimeout: 300 * time.Millisecond,
+	}
+	err := newEngine(t, s).Start(ctx(t))
+	var ee *Error
+	if !errors.As(err, &ee) || !StartTimedOut(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if !slices.Equal(ee.Stderr, []string{"warming up"}) {
+		t.Errorf("stderr shown = %q, want only what came before the timeout", ee.Stderr)
+	}
+}
+
 // A server that writes other things than MCP to stdout until its startup
 // timeout passes times out, once: it is not reported (and retried) as
 // killed by the SIGPIPE that mcpctl's closing its stdout then gives it.

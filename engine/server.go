@@ -471,6 +471,12 @@ func (s *server) connect(ctx context.Context) error {
 		// after the startup deadline is mcpctl's doing, not a crash.
 		deadline, _ := sctx.Deadline()
 		timedOut := sctx.Err() == context.DeadlineExceeded && !proc.exitedBefore(deadline)
+		var saidBefore []string
+		if timedOut {
+			// What it writes once its pipes are closed (Node's EPIPE
+			// stack trace) is mcpctl's doing, not why it was slow.
+			saidBefore = proc.stderrTail(10)
+		}
 		proc.closeStdin()
 		if cs != nil {
 			cs.Close()
@@ -480,6 +486,9 @@ func (s *server) connect(ctx context.Context) error {
 		proc.awaitExit(500 * time.Millisecond)
 		proc.awaitStdout(250 * time.Millisecond)
 		failure := s.startFailure(ctx, sctx, proc, err, timedOut, proc == nil && !conn.httpAnswered.Load())
+		if e := (*Error)(nil); timedOut && errors.As(failure, &e) && e.startTimedOut {
+			e.Stderr = saidBefore
+		}
 		grace := time.Duration(0)
 		if ctx.Err() != nil {
 			// Not a failure: a start cut short (the engine closing, a
