@@ -191,6 +191,12 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	case opts.server != "":
 		path = filepath.Join(sess.ServerLogDir(), opts.server+".log")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !opts.follow {
+			if pid := env.runningPID(ctx, opts.server); pid != 0 {
+				// Its log went with a removed state directory: the
+				// session opens it again at the server's next line.
+				env.note("server %s (pid %d) has written no stderr since its log was removed", opts.server, pid)
+				return nil
+			}
 			hint := "a server's log is written once the session, or a command run without it, starts it; see: mcpctl status"
 			if names := logNames(sess.ServerLogDir()); len(names) > 0 {
 				hint = "servers with a log: " + strings.Join(names, ", ")
@@ -543,4 +549,23 @@ func awaitFiles(ctx context.Context, d time.Duration, paths ...string) bool {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// runningPID is the pid of the session's server name when it runs; 0 when
+// it does not, or no session answers.
+func (env *Env) runningPID(ctx context.Context, name string) int {
+	client, _, err := env.client()
+	if err != nil {
+		return 0
+	}
+	st, err := client.Status(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, s := range st.Servers {
+		if s.Name == name && s.PID != 0 {
+			return s.PID
+		}
+	}
+	return 0
 }
