@@ -150,9 +150,11 @@ func reloadFailed(failed []*engine.Error, sess *engine.Session) error {
 	msgs := make([]string, len(failed))
 	kind := engine.KindConfig // when every failure is the config's
 	var hints []string
+	configs := 0
 	for i, f := range failed {
 		msgs[i] = f.Message
 		if f.Kind == engine.KindConfig {
+			configs++
 			for _, h := range f.Hint {
 				if !slices.Contains(hints, h) {
 					hints = append(hints, h)
@@ -161,8 +163,10 @@ func reloadFailed(failed []*engine.Error, sess *engine.Session) error {
 			continue
 		}
 		kind = engine.KindUnavailable
-		hints = append(hints, fmt.Sprintf("server %[1]s is down: see why with: mcpctl logs %[1]s; start it again with: mcpctl restart %[1]s", f.Server))
+		hints = append(hints, fmt.Sprintf("the config is applied, and server %[1]s is down: see why with: mcpctl logs %[1]s; start it again with: mcpctl restart %[1]s", f.Server))
 	}
-	hints = append(hints, "fix the config and it reloads by itself; see mcpctl status, and the log: "+sess.LogFile())
+	if configs > 0 {
+		hints = append(hints, "fix the config and it reloads by itself; see mcpctl status, and the log: "+sess.LogFile())
+	}
 	return &engine.Error{Kind: kind, Message: strings.Join(msgs, "\n"), Hint: hints}
 }
