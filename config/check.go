@@ -74,16 +74,18 @@ func (s *Server) Check() []*CheckError {
 		for i, root := range s.Roots {
 			// server-filesystem skips a root that is not there, and
 			// serves the others, or the project, unsaid.
+			field := fmt.Sprintf("roots[%d]", i)
 			if strings.ContainsRune(root, 0) {
-				add("roots", fmt.Sprintf("roots[%d] holds a NUL byte, which a path cannot carry", i), "remove it")
+				add(field, field+" holds a NUL byte, which a path cannot carry", "remove it")
 			} else if _, err := os.Stat(root); err != nil {
-				add("roots", fmt.Sprintf("roots[%d] %s does not exist", i, s.Redact(root)), "create it, or fix roots")
+				add(field, fmt.Sprintf("%s %s does not exist", field, s.Redact(root)), "create it, or fix roots")
 			}
 		}
 		for i, a := range s.Args {
 			if strings.ContainsRune(a, 0) {
 				// exec cannot pass it: "invalid argument", at start.
-				add("args", fmt.Sprintf("args[%d] holds a NUL byte, which a program's arguments cannot carry", i), "remove it")
+				field := fmt.Sprintf("args[%d]", i)
+				add(field, field+" holds a NUL byte, which a program's arguments cannot carry", "remove it")
 			}
 		}
 		if strings.ContainsRune(s.Command, 0) {
@@ -97,7 +99,7 @@ func (s *Server) Check() []*CheckError {
 		limit := fmt.Sprintf("Linux passes a program no argument or environment string over %d KiB", maxArgString>>10)
 		for i, a := range s.Args {
 			if too(len(a)) {
-				add("args", fmt.Sprintf("args[%d] is %d bytes: %s", i, len(a), limit), "pass it in a file the server reads")
+				add(fmt.Sprintf("args[%d]", i), fmt.Sprintf("args[%d] is %d bytes: %s", i, len(a), limit), "pass it in a file the server reads")
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
@@ -119,14 +121,17 @@ func (s *Server) Check() []*CheckError {
 		case runtime.GOOS != "linux":
 			add("limits", "limits can be applied only on Linux", "remove limits, or run on Linux")
 		case s.Limits.Processes > 0 && os.Geteuid() == 0:
-			add("limits", "limits.processes cannot be applied to a server run by root (RLIMIT_NPROC does not bind root)", "remove limits.processes, or run mcpctl as another user")
+			add("limits.processes", "limits.processes cannot be applied to a server run by root (RLIMIT_NPROC does not bind root)", "remove limits.processes, or run mcpctl as another user")
 		}
-		for _, msg := range aboveHardLimits(s.Limits) {
-			add("limits", msg, "lower it, or raise the hard limit (ulimit -H) before mcpctl starts")
+		for _, l := range aboveHardLimits(s.Limits) {
+			add("limits."+l.field, l.msg, "lower it, or raise the hard limit (ulimit -H) before mcpctl starts")
 		}
 	}
 	return errs
 }
+
+// A limitProblem is why one limit (field, of limits) cannot be applied.
+type limitProblem struct{ field, msg string }
 
 // maxArgString is Linux's MAX_ARG_STRLEN: the longest argument or
 // environment string (with its NUL) exec takes.
@@ -163,7 +168,7 @@ func (s *Server) CheckCwd() error {
 // the PATH the server itself will get, and relative to its cwd.
 func (s *Server) ResolveCommand() (string, error) {
 	notFound := func() error {
-		hint := fmt.Sprintf("install %s, or fix the command of server %s", s.Redact(s.Command), s.Name)
+		hint := s.notFoundHint()
 		// A whole command line in "command": its first word is a program.
 		// Split as shown (redacted first: a secret may hold a space).
 		shown := s.Redact(strings.TrimSpace(s.Command))
@@ -188,7 +193,14 @@ func (s *Server) ResolveCommand() (string, error) {
 			p = filepath.Join(s.Cwd, p)
 		}
 		st, err := os.Stat(p)
-		if err != nil {
+		var pe *fs.PathError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", notFound()
+		case errors.As(err, &pe):
+			// Not a directory on the way, no permission: not "not found".
+			return "", s.checkError("command", fmt.Sprintf("%s cannot be used: %v", s.Redact(s.Command), pe.Err), "fix the command, or the permissions on its way")
+		case err != nil:
 			return "", notFound()
 		}
 		if st.IsDir() {
@@ -203,6 +215,40 @@ func (s *Server) ResolveCommand() (string, error) {
 		return p, s.checkRunnable(p)
 	}
 	return "", notFound()
+}
+
+// notFoundHint says where the server's command was looked for, when it
+// was not found: a path, from its cwd; a name, on its PATH.
+func (s *Server) notFoundHint() string {
+	shown := s.Redact(s.Command)
+	switch {
+	case filepath.IsAbs(s.Command):
+		return fmt.Sprintf("there is no such file: fix the command of server %s", s.Name)
+	case strings.ContainsRune(s.Command, '/'):
+		// A relative path is the server's cwd's, which need not be the
+		// project directory.
+		hint := fmt.Sprintf("a relative command is found from the server's cwd, %s, which has no %s", s.Redact(s.Cwd), shown)
+		if s.dir != "" && s.dir != s.Cwd && isProgram(filepath.Join(s.dir, s.Command)) {
+			rel := strings.TrimPrefix(filepath.ToSlash(filepath.Clean(s.Command)), "./")
+			hint += fmt.Sprintf(`; the project directory has it: write "command": "${workspaceFolder}/%s"`, s.Redact(rel))
+		}
+		return hint
+	}
+	if _, own := s.Env["PATH"]; own {
+		// The server's env sets its PATH (not shown: env values are
+		// secrets), which mcpctl's own may have the program on.
+		if p := lookPathIn(s.Command, os.Getenv("PATH"), s.Cwd); p != "" {
+			return fmt.Sprintf(`%s is not on the PATH the server's env gives it, but is in %s: add that directory to env.PATH, or write "command": %q`, shown, filepath.Dir(p), p)
+		}
+		return fmt.Sprintf("%s is not on the PATH the server's env gives it: install it there, or fix env.PATH", shown)
+	}
+	return fmt.Sprintf("install %s, or fix the command of server %s", shown, s.Name)
+}
+
+// isProgram says whether p is an executable file.
+func isProgram(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // runs says whether the first word of line names a program: then line is
@@ -226,15 +272,20 @@ func (s *Server) lookPath(name string) string {
 	if !ok {
 		pathEnv = os.Getenv("PATH")
 	}
+	return lookPathIn(name, pathEnv, s.Cwd)
+}
+
+// lookPathIn finds an executable file called name in the directories of
+// pathEnv, relative ones relative to cwd; "" when there is none.
+func lookPathIn(name, pathEnv, cwd string) string {
 	for _, dir := range filepath.SplitList(pathEnv) {
 		if dir == "" {
 			dir = "."
 		}
 		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(s.Cwd, dir)
+			dir = filepath.Join(cwd, dir)
 		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		if p := filepath.Join(dir, name); isProgram(p) {
 			return p
 		}
 	}

@@ -150,6 +150,7 @@ type Server struct {
 
 	where   map[string]string // field → file:line:col
 	root    string            // the server as its file names it: servers.NAME, mcp_servers.NAME
+	dir     string            // the project directory of its file; "" when built in Go
 	secrets []string          // values that came from the environment or inputs
 	forms   []string          // what Redact replaces, made from the first formsOf secrets
 	formsOf int
@@ -239,12 +240,20 @@ func (s *Server) FieldName(field string) string {
 }
 
 // Where returns the place of a field of the server (e.g. "mcp.json:9:7"),
-// or of the server itself when the field is not written.
+// or of the server itself when the field is not written. A part of a
+// field (roots[1], limits.memory) not placed itself is placed at the
+// field.
 func (s *Server) Where(field string) string {
-	if w, ok := s.where[field]; ok {
-		return w
+	for {
+		if w, ok := s.where[field]; ok {
+			return w
+		}
+		i := strings.LastIndexAny(field, ".[")
+		if i <= 0 {
+			return s.Source
+		}
+		field = field[:i]
 	}
-	return s.Source
 }
 
 // Redact replaces the server's secret values (from the environment and

@@ -361,7 +361,7 @@ func TestZeroDurationString(t *testing.T) {
 		t.Errorf("cacheTTL %v", ttl)
 	}
 	_, err = Parse("inline", []byte(`{"servers": {"a": {"command": "x", "requestTimeout": "0"}}}`), t.TempDir(), nil)
-	if err == nil || !strings.HasSuffix(err.Error(), "servers.a.requestTimeout: expected a duration above zero") {
+	if err == nil || !strings.HasSuffix(err.Error(), `servers.a.requestTimeout: expected a duration above zero, got "0"`) {
 		t.Errorf("requestTimeout 0: %v", err)
 	}
 }
@@ -586,14 +586,69 @@ func TestArgWithNUL(t *testing.T) {
 }
 
 // A root that is not there is refused: server-filesystem skipped it and
-// served the other roots, or the project, unsaid.
+// served the other roots, or the project, unsaid. The error is placed at
+// that root, and names it.
 func TestRootMissing(t *testing.T) {
-	cfg, err := loadFile(t, "mcp.json", `{"servers": {"a": {"command": "sh", "roots": [".", "./typo-dir"]}}}`, nil)
+	body := `{"servers": {"a": {"command": "sh", "roots": [".", "./typo-dir"]}}}`
+	cfg, err := loadFile(t, "mcp.json", body, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := cfg.Check()
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "roots[1] "+filepath.Join(cfg.Dir, "typo-dir")+" does not exist") {
-		t.Errorf("check: %v", errs)
+		t.Fatalf("check: %v", errs)
+	}
+	e := errs[0].AsConfigError()
+	if col := strings.Index(body, `"./typo-dir"`) + 1; e.Field != "servers.a.roots[1]" || e.Line != 1 || e.Col != col {
+		t.Errorf("placed at %d:%d %s, want 1:%d servers.a.roots[1]", e.Line, e.Col, e.Field, col)
+	}
+}
+
+// A command not found gets a hint that says where it was looked for: a
+// relative path from the server's cwd (and the project directory's, when
+// it is there), an absolute path not there at all, a name on the PATH the
+// server's own env gives it.
+func TestCommandNotFoundHints(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	os.WriteFile(filepath.Join(dir, "bin", "x"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "bin", "onpath"), []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", filepath.Join(dir, "bin")+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	for _, tc := range []struct {
+		name   string
+		server map[string]any
+		want   string // the hint; $DIR is dir
+	}{
+		{"relative, in the project directory", map[string]any{"command": "./bin/x", "cwd": "sub"},
+			`a relative command is found from the server's cwd, $DIR/sub, which has no ./bin/x; the project directory has it: write "command": "${workspaceFolder}/bin/x"`},
+		{"relative, nowhere", map[string]any{"command": "bin/nope", "cwd": "sub"},
+			`a relative command is found from the server's cwd, $DIR/sub, which has no bin/nope`},
+		{"absolute", map[string]any{"command": filepath.Join(dir, "nope.sh")},
+			"there is no such file: fix the command of server a"},
+		{"hidden by the server's own PATH", map[string]any{"command": "onpath", "env": map[string]any{"PATH": "/nonexistent"}},
+			`onpath is not on the PATH the server's env gives it, but is in $DIR/bin: add that directory to env.PATH, or write "command": "$DIR/bin/onpath"`},
+		{"on no PATH", map[string]any{"command": "mcpctl-no-such-program", "env": map[string]any{"PATH": "/nonexistent"}},
+			"mcpctl-no-such-program is not on the PATH the server's env gives it: install it there, or fix env.PATH"},
+		{"a name", map[string]any{"command": "mcpctl-no-such-program"},
+			"install mcpctl-no-such-program, or fix the command of server a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"servers": map[string]any{"a": tc.server}})
+			p := filepath.Join(dir, "mcp.json")
+			os.WriteFile(p, body, 0o644)
+			cfg, err := Load(p, Options{LookupEnv: env(nil), WorkDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := cfg.Check()
+			want := strings.ReplaceAll(tc.want, "$DIR", dir)
+			if len(errs) != 1 || !slices.Equal(errs[0].Hints(), []string{want}) {
+				t.Errorf("%v\nwant hint %q", errs, want)
+				for _, e := range errs {
+					t.Logf("hints %q", e.Hints())
+				}
+			}
+		})
 	}
 }

@@ -149,7 +149,7 @@ hint: a variable's name is not empty and has no '='`},
 		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)
 hint: e.g. "github" or "my-server"`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},
-		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero`},
+		{"zero duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 0}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero, got 0`},
 		{"timeout twice", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"1s\", \"timeout\": 2}}}"}}, nil, `mcp.json:1:60: servers.a.timeout: timeout is another name for startupTimeout; give one of them`},
 		{"raw line break in a string", [][2]string{{"mcp.json", "{\n  \"servers\": {\n    \"a\": {\"command\": \"x\n\"}}}"}}, nil, `mcp.json:3:22: invalid JSON: a string holds a line break or another control character
 hint: write it escaped: \n, \t`},
@@ -209,7 +209,7 @@ hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
 hint: e.g. bearer_token_env_var = "GITHUB_TOKEN"`},
 		{"Codex header variable not a name", [][2]string{{"config.toml", "[mcp_servers.a]\nurl = \"https://x.example/mcp\"\nenv_http_headers = { X-K = 5 }\n"}}, nil, `config.toml:3:28: mcp_servers.a.env_http_headers.X-K: expected the name of an environment variable, got number
 hint: e.g. env_http_headers = { X-Api-Key = "API_KEY" }`},
-		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: must be >= 0, got -5`},
+		{"negative duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": -5}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration above zero, got -5`},
 		{"TOML with Codex's table and mcp.toml's", [][2]string{{"mixed.toml", "model = \"o3\"\n[mcp_servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\n"}}, nil, `mixed.toml:4:2: servers: both [mcp_servers] (Codex) and [servers] are present
 hint: keep one: [mcp_servers.NAME] (Codex's config.toml) or [servers.NAME] (mcp.toml)`},
 		{"Codex servers not a table", [][2]string{{"config.toml", "mcp_servers = 5\n"}}, nil, `config.toml:1:1: mcp_servers: expected a table of servers, got number
@@ -217,6 +217,73 @@ hint: give each server a table: [mcp_servers.NAME] with command = "..."`},
 		{"enum value near an allowed one", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "activation": "lazzy"}}}`}}, nil, `mcp.json:1:50: servers.a.activation: expected one of "eager", "lazy", "manual", "transient", got "lazzy"
 hint: did you mean "lazy"?`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
+		// Codex: a header two fields set is an error naming both, not the
+		// one a map's order chose; an empty token variable is as unset.
+		{"Codex bearer token and an Authorization header", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\nhttp_headers = { Authorization = \"Bearer other\" }\n"}}, map[string]string{"TOK": "abc"}, `config.toml:3:24: mcp_servers.r.bearer_token_env_var: http_headers and bearer_token_env_var both set the Authorization header
+hint: keep one of them`},
+		{"Codex header from two fields, names in other cases", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { x-key = \"1\" }\nenv_http_headers = { X-Key = \"K\" }\n"}}, map[string]string{"K": "2"}, `config.toml:4:30: mcp_servers.r.env_http_headers.X-Key: http_headers and env_http_headers both set the X-Key header
+hint: keep one of them`},
+		{"Codex bearer token variable empty", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\n"}}, map[string]string{"TOK": ""}, `config.toml:3:24: mcp_servers.r.bearer_token_env_var: ${TOK} is set, but empty
+hint: set TOK to the token (bearer_token_env_var names it)`},
+		// A URL net/url refuses, or a dialer would, says why.
+		{"URL port out of range", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http://127.0.0.1:99999/x"}}}`}}, nil, `mcp.json:1:27: servers.a.url: the URL's port 99999 is out of range: a port is from 1 to 65535`},
+		{"URL port not a number", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http://127.0.0.1:abc/x"}}}`}}, nil, `mcp.json:1:27: servers.a.url: the URL's port is not a number from 1 to 65535
+hint: e.g. :8080 after the host`},
+		{"URL with a space in its host", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http://exa mple.com/x"}}}`}}, nil, `mcp.json:1:27: servers.a.url: the URL's host holds a space
+hint: remove it; in the path, write a space as %20`},
+		{"URL with a bad escape", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "https://h/a b%zz"}}}`}}, nil, `mcp.json:1:27: servers.a.url: the URL holds a % that does not start an escape (% and two hex digits)
+hint: write a % itself as %25`},
+		{"URL with a scheme misspelt, and a space", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "htp://foo bar"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "htp://foo bar"
+hint: did you mean http://?`},
+		{"not a URL at all", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "not a url"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "not a url"
+hint: write the server's address, e.g. http://localhost:8080/mcp`},
+		// What the schema takes, validate takes: zero where above zero is
+		// wanted is said so.
+		{"zero durations and sizes", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\",\n  \"idleTimeout\": \"0s\",\n  \"healthCheck\": {\"interval\": 0},\n  \"limits\": {\"memory\": \"0\", \"cpuTime\": \"0m0s\"},\n  \"cacheTTL\": -1}}}"}}, nil, `mcp.json:2:18: servers.a.idleTimeout: expected a duration above zero, got "0s"
+mcp.json:3:31: servers.a.healthCheck.interval: expected a duration above zero, got 0
+mcp.json:4:24: servers.a.limits.memory: expected a size above zero, got "0"
+mcp.json:4:40: servers.a.limits.cpuTime: expected a duration above zero, got "0m0s"
+mcp.json:5:15: servers.a.cacheTTL: expected a duration of 0 or more, got -1`},
+		{"duration too long, as a number", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "startupTimeout": 90000}}}`}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration of at most 24h, got 90000`},
+		{"duration too long, as a string", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "requestTimeout": "48h"}}}`}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration of at most 24h, got "48h"`},
+		// Hints that fit the field and the value.
+		{"hints fit the value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"node\",\n  \"env\": {\"A\": true},\n  \"maxRestarts\": 2.5,\n  \"inheritEnv\": \"yes\"},\n \"b\": {\"command\": \"node\", \"disabledTools\": [\"x\"]}}}"}}, nil, `mcp.json:2:16: servers.a.env.A: expected string, got boolean
+mcp.json:3:18: servers.a.maxRestarts: expected integer, got number
+mcp.json:4:17: servers.a.inheritEnv: expected boolean or array, got string
+mcp.json:5:27: servers.b.disabledTools: unknown field
+hint: write it in double quotes, as a string: "true"
+hint: write a whole number, without a fraction
+hint: write true or false, without quotes, or a list: ["AWS_*", "HTTPS_PROXY"]
+hint: did you mean "excludeTools"? (globs of the tools to hide)`},
+		{"Codex's own name, for another client's", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\ndisabledTools = [\"y\"]\n"}}, nil, `config.toml:3:1: mcp_servers.a.disabledTools: unknown field
+hint: did you mean "disabled_tools"?`},
+		// TOML's mistakes, said with what to do.
+		{"TOML string not quoted", [][2]string{{"mcp.toml", "[servers.a]\ncommand = node\n"}}, nil, `mcp.toml:2:11: invalid TOML: a value that is not quoted (a string needs quotes)
+hint: write strings in double quotes: command = "node"; true, false and numbers go bare`},
+		{"TOML backslash", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"C:\\Users\\me\"\n"}}, nil, `mcp.toml:2:16: invalid TOML: a string holds a backslash that is not a TOML escape
+hint: write a backslash as \\ ("C:\\Users\\me"), or quote with single quotes, which take every character as written ('C:\Users\me')`},
+		{"TOML table twice", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\n\n[servers.a]\ncommand = \"y\"\n"}}, nil, `mcp.toml:4:2: servers.a: invalid TOML: table [servers.a] is defined twice (first at 1:2)
+hint: remove one, or give it another name`},
+		{"TOML field twice", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\ncommand = \"y\"\n"}}, nil, `mcp.toml:3:1: servers.a.command: invalid TOML: duplicate field "command"
+hint: remove one of the two`},
+		{"TOML column in characters", [][2]string{{"mcp.toml", "[servers.a]\nargs = [\"é\", x]\n"}}, nil, `mcp.toml:2:14: invalid TOML: a value that is not quoted (a string needs quotes)
+hint: write strings in double quotes: command = "node"; true, false and numbers go bare`},
+		// Bytes that are not UTF-8 would reach the server as U+FFFD.
+		{"not UTF-8, JSON", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"node\",\n  \"args\": [\"caf\xe9\"]}}}"}}, nil, `mcp.json:2:16: the file is not UTF-8 text: a byte here is not UTF-8
+hint: save it as UTF-8 (it may be Latin-1 or Windows-1252); a value that is not text cannot be passed in a config`},
+		{"not UTF-8, TOML", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"node\" # caf\xe9\n"}}, nil, `mcp.toml:2:23: the file is not UTF-8 text: a byte here is not UTF-8
+hint: save it as UTF-8 (it may be Latin-1 or Windows-1252); a value that is not text cannot be passed in a config`},
+		// The format is the name's: a file in another one says so.
+		{"TOML in a file read as JSON", [][2]string{{"conf.txt", "# servers\n[servers.a]\ncommand = \"x\"\n"}}, nil, `conf.txt:1:1: invalid JSON: invalid character '#' at start of value
+hint: this looks like TOML, which mcpctl reads only from a file named .toml; conf.txt is read as JSON`},
+		{"YAML", [][2]string{{"x.yaml", "servers:\n  a:\n    command: x\n"}}, nil, `x.yaml:1:1: invalid JSON: a word that is not quoted (a key or a value)
+hint: mcpctl does not read YAML: write the config as JSON (a .json file) or TOML (a .toml file)`},
+		{"JSON in a file read as TOML", [][2]string{{"mcp.toml", `{"servers": {"a": {"command": "x"}}}`}}, nil, `mcp.toml:1:1: invalid TOML: invalid character at start of key: U+007B '{'
+hint: this looks like JSON, which mcpctl reads from a file not named .toml; mcp.toml is read as TOML`},
+		{"servers under a misspelt key", [][2]string{{"mcp.json", `{"sever": {"a": {"command": "x"}}}`}}, nil, `mcp.json:1:2: sever: unknown field
+hint: did you mean "servers"?`},
+		// The server itself is never the dependency suggested: a cycle.
+		{"unknown dependency near the server's own name", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "dependsOn": ["aa"]}, "b": {"command": "x"}}}`}}, nil, `mcp.json:1:50: servers.a.dependsOn[0]: unknown server "aa"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

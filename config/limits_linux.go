@@ -13,7 +13,7 @@ import (
 // aboveHardLimits says which of l's limits exceed the hard limits mcpctl
 // itself runs under: mcpctl sets a server's limits with prlimit, and only a
 // process with CAP_SYS_RESOURCE may raise a hard limit.
-func aboveHardLimits(l Limits) []string {
+func aboveHardLimits(l Limits) []limitProblem {
 	if mayRaiseLimits() {
 		return nil
 	}
@@ -21,7 +21,7 @@ func aboveHardLimits(l Limits) []string {
 	if l.CPUTime > 0 {
 		cpuHard = uint64((l.CPUTime+time.Second-1)/time.Second) + 1
 	}
-	var out []string
+	var out []limitProblem
 	for _, lim := range []struct {
 		field string
 		res   int
@@ -37,7 +37,7 @@ func aboveHardLimits(l Limits) []string {
 		if lim.want == 0 || unix.Getrlimit(lim.res, &rl) != nil || rl.Max == unix.RLIM_INFINITY || lim.want <= rl.Max {
 			continue
 		}
-		out = append(out, fmt.Sprintf("limits.%s %s is above the hard limit mcpctl runs under (%d), which only a privileged process may raise", lim.field, lim.shown, rl.Max))
+		out = append(out, limitProblem{lim.field, fmt.Sprintf("limits.%s %s is above the hard limit mcpctl runs under (%d), which only a privileged process may raise", lim.field, lim.shown, rl.Max)})
 	}
 	return out
 }

@@ -43,6 +43,10 @@ func TestLimitAboveHardLimit(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), want) || !strings.Contains(errs[0].Error(), "mcp.json:2:") {
 		t.Errorf("over: %v, want one error saying %q at its place", errs, want)
 	}
+	// At the value, named to the limit: not at "limits".
+	if e := errs[0].AsConfigError(); e.Field != "servers.over.limits.cpuTime" || e.Line != 2 || e.Col != 51 {
+		t.Errorf("placed at %d:%d %s, want 2:51 servers.over.limits.cpuTime", e.Line, e.Col, e.Field)
+	}
 	if errs := cfg.Server("within").Check(); len(errs) != 0 {
 		t.Errorf("within: %v", errs)
 	}

@@ -3,4 +3,4 @@
 package config
 
 // aboveHardLimits: limits apply on Linux only, which Check says.
-func aboveHardLimits(Limits) []string { return nil }
+func aboveHardLimits(Limits) []limitProblem { return nil }

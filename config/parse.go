@@ -28,17 +28,96 @@ import (
 // config, and compiling costs milliseconds.
 var configSchema = sync.OnceValue(func() *schemas.Schema { return schemas.MustCompile(schemas.ConfigJSON) })
 
-// typeHint says how to write a value of a type in want, the value being
-// of type got, without repeating the value (it may be a secret).
-func typeHint(want []string, got string) string {
-	wants := func(t string) bool { return slices.Contains(want, t) }
+// explain says a schema violation of the document to a person: its
+// message and a hint.
+func (d *document) explain(v schemas.Violation) (msg, hint string) {
+	if len(v.Suggest) > 0 {
+		hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
+	}
+	if v.Unknown && len(v.Path) == 3 && otherClientsNames[v.Path[2]] != "" {
+		hint = otherClientsNames[v.Path[2]]
+	}
+	msg = v.Message
 	switch {
-	case wants("string") && (got == "number" || got == "boolean" || got == "integer"):
+	case v.Keyword == "propertyNames":
+		msg = serverNameRule
+		if hint == "" {
+			hint = `e.g. "github" or "my-server"`
+		}
+	case v.Keyword == "enum" && hint == "":
+		hint = enumHint(msg)
+	case v.Keyword == "type" && hint == "" && len(v.Path) > 0:
+		hint = typeHint(v.Path[len(v.Path)-1], v.Want, v.Got, valueAt(d.root, v.Path))
+	case v.Def == "duration" || v.Def == "durationOrZero" || v.Def == "size":
+		// The schema's patterns and bounds say it to a machine; say it
+		// to a person.
+		msg = valueWords(v.Def, valueAt(d.root, v.Path))
+	}
+	return msg, hint
+}
+
+// looksLikeServers says whether v, a top-level value, is what "servers"
+// holds: objects with a command or a url.
+func looksLikeServers(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return false
+	}
+	for _, s := range m {
+		obj, ok := s.(map[string]any)
+		if !ok || (obj["command"] == nil && obj["url"] == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueAt is the value at path in a JSON-shaped document, or nil.
+func valueAt(v any, path []string) any {
+	for _, p := range path {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[p]
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// listExamples are lists as each field that takes one holds them.
+var listExamples = map[string]string{
+	"args": `["-y", "@scope/server"]`, "dependsOn": `["db"]`, "dependencies": `["db"]`,
+	"includeTools": `["read_*"]`, "excludeTools": `["write_*"]`, "roots": `["./docs"]`,
+	"inheritEnv": `["AWS_*", "HTTPS_PROXY"]`, "options": `["small", "large"]`,
+}
+
+// typeHint says how to write a value of a type in want for field, the
+// value (v) being of type got. It repeats no value that may be a secret:
+// only true or false.
+func typeHint(field string, want []string, got string, v any) string {
+	wants := func(t string) bool { return slices.Contains(want, t) }
+	list := cmp.Or(listExamples[field], `["a", "b"]`)
+	switch {
+	case wants("string") && got == "boolean":
+		return fmt.Sprintf(`write it in double quotes, as a string: "%v"`, v)
+	case wants("string") && (got == "number" || got == "integer"):
 		return `write it in double quotes, as a string: "8080"`
+	case wants("boolean") && wants("array"):
+		return "write true or false, without quotes, or a list: " + list
 	case wants("array"):
-		return `write a list, one item each: ["-y", "@scope/server"]`
+		return "write a list, one item each: " + list
 	case wants("boolean"):
 		return "write true or false, without quotes"
+	case wants("integer") && got == "number":
+		// Not quoted: JSON Schema's number that is not an integer.
+		return "write a whole number, without a fraction"
 	case wants("number") || wants("integer"):
 		return "write the number without quotes"
 	case wants("object"):
@@ -47,10 +126,60 @@ func typeHint(want []string, got string) string {
 	return ""
 }
 
-// patternWords says in words what the schema's patterns want.
-var patternWords = map[string]string{
-	`^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`:     `a duration such as "30s" or "1m30s", or a number of seconds`,
-	`^[0-9]+(\.[0-9]+)?\s*([kKmMgGtT](i?[bB])?|[bB])?$`: `a size such as "512MiB" or "1G", or a number of bytes`,
+// valueWords says what a value of the schema's $defs duration,
+// durationOrZero or size (def) must be, given v, which is not one.
+func valueWords(def string, v any) string {
+	got := ", got " + jsonText(v)
+	switch def {
+	case "duration", "durationOrZero":
+		d, ok := durationOf(v)
+		switch {
+		case ok && d < 0 && def == "durationOrZero":
+			return "expected a duration of 0 or more" + got
+		case ok && d <= 0:
+			return "expected a duration above zero" + got
+		case ok && d > maxDuration:
+			return "expected a duration of at most 24h" + got
+		}
+		return `expected a duration such as "30s" or "1m30s", or a number of seconds` + got
+	case "size":
+		n, err := sizeOf(v)
+		switch {
+		case err == nil && n <= 0:
+			return "expected a size above zero" + got
+		case err == nil:
+			return "expected a size of at most 1 EiB" + got
+		}
+	}
+	return `expected a size such as "512MiB" or "1G", or a number of bytes` + got
+}
+
+// durationOf reads a duration as the config writes one, a string or a
+// number of seconds.
+func durationOf(v any) (time.Duration, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return 0, false
+		}
+		if f > maxDuration.Seconds() {
+			return maxDuration + 1, true
+		}
+		return time.Duration(f * float64(time.Second)), true
+	case string:
+		d, err := time.ParseDuration(v)
+		return d, err == nil
+	}
+	return 0, false
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // maxDuration bounds every duration in the config: beyond it a value is a
@@ -121,6 +250,14 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		d.dir = f.dir
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
+			if v.Unknown && len(v.Path) == 1 && len(v.Suggest) == 0 && looksLikeServers(d.root[v.Path[0]]) {
+				// "sever": too far from "servers" in letters, but it holds
+				// servers.
+				v.Suggest = []string{"servers"}
+				if claudeShape {
+					v.Suggest = []string{"mcpServers"}
+				}
+			}
 			// A file in Claude's shape may be an app's whole config
 			// (claude_desktop_config.json: globalShortcut, ...): its other
 			// top-level keys are the app's, unless one is close to a key of
@@ -131,32 +268,7 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 			if claudeShape && v.Unknown && len(v.Path) == 3 && v.Path[0] == "mcpServers" && otherClientsFields[v.Path[2]] {
 				continue
 			}
-			hint := ""
-			if len(v.Suggest) > 0 {
-				hint = fmt.Sprintf("did you mean %q?", v.Suggest[0])
-			}
-			if v.Unknown && len(v.Path) == 3 && otherClientsNames[v.Path[2]] != "" {
-				hint = otherClientsNames[v.Path[2]]
-			}
-			msg := v.Message
-			switch {
-			case v.Keyword == "propertyNames":
-				msg = serverNameRule
-				if hint == "" {
-					hint = `e.g. "github" or "my-server"`
-				}
-			case v.Keyword == "enum" && hint == "":
-				hint = enumHint(msg)
-			case v.Keyword == "type" && hint == "":
-				hint = typeHint(v.Want, v.Got)
-			case v.Keyword == "pattern":
-				// The schema's patterns say it to a machine; say it to a person.
-				for pattern, what := range patternWords {
-					if strings.HasPrefix(msg, "does not match pattern "+pattern) {
-						msg = "expected " + what + strings.TrimPrefix(msg, "does not match pattern "+pattern)
-					}
-				}
-			}
+			msg, hint := d.explain(v)
 			d.errorAt(v.Path, v.Unknown || v.Keyword == "propertyNames", msg, hint)
 			// Decoding trusts the schema: what it faults is not decoded.
 			switch {
@@ -436,12 +548,10 @@ func (r *fieldReader) duration(field string, zeroOK bool) (time.Duration, bool) 
 		d, parsed = pd, err == nil
 	}
 	switch {
-	case !parsed || d > maxDuration:
-		r.d.errorAt(path, false, fmt.Sprintf("expected a duration such as \"30s\" or a number of seconds, at most %s", maxDuration), "")
-	case d == 0 && zeroOK:
+	case parsed && d == 0 && zeroOK:
 		return 0, true
-	case d <= 0:
-		r.d.errorAt(path, false, "expected a duration above zero", "")
+	case !parsed || d <= 0 || d > maxDuration:
+		r.d.errorAt(path, false, valueWords("duration", v), "")
 	default:
 		return d, true
 	}
@@ -456,7 +566,10 @@ func (r *fieldReader) strings(field string) []string {
 	r.note(field, path)
 	var out []string
 	for i, e := range v.([]any) {
-		out = append(out, r.str(field, append(append([]string(nil), path...), strconv.Itoa(i)), e))
+		at := append(append([]string(nil), path...), strconv.Itoa(i))
+		// Each placed: a check of the server names the one at fault.
+		r.s.where[fmt.Sprintf("%s[%d]", field, i)] = r.d.whereValue(at)
+		out = append(out, r.str(field, at, e))
 	}
 	return out
 }
@@ -558,7 +671,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		ShutdownTimeout: DefaultShutdownTimeout, CacheTTL: DefaultCacheTTL,
 		Activation: "eager", Restart: "never", MaxRestarts: DefaultMaxRestarts, FailureThreshold: DefaultFailureThreshold,
 		Cwd: vars.WorkspaceFolder, Source: d.where(sp), where: map[string]string{}, raw: obj, shown: map[string]string{},
-		root: schemas.FieldPath(d.writtenPath(sp)),
+		root: schemas.FieldPath(d.writtenPath(sp)), dir: vars.WorkspaceFolder,
 	}
 	r := &fieldReader{d: d, server: sp, obj: obj, defaults: defaults, s: s, vars: vars, kind: ownKind(obj)}
 
@@ -627,6 +740,7 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 		}
 	}
 	s.Headers = r.stringMap("headers")
+	r.checkBearer()
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -728,6 +842,20 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	return s
 }
 
+// checkBearer refuses the variable of Codex's bearer_token_env_var when it
+// is set but empty, as Codex does: the server would get "Authorization:
+// Bearer " and answer unauthorized.
+func (r *fieldReader) checkBearer() {
+	name := r.d.bearerVars[r.server[len(r.server)-1]]
+	if disabled, _ := r.obj["disabled"].(bool); name == "" || disabled || r.vars.unresolved || r.vars.LookupEnv == nil {
+		return
+	}
+	if v, ok := r.vars.LookupEnv(name); ok && v == "" {
+		r.d.errorAt(append(append([]string(nil), r.server...), "headers", "Authorization"), false,
+			"${"+name+"} is set, but empty", fmt.Sprintf("set %s to the token (bearer_token_env_var names it)", name))
+	}
+}
+
 // hookVars matches the variables a hook is given as it runs, written
 // ${MCPCTL_SERVER} or ${MCPCTL_SERVER:-default}, and $$ (a $ already left
 // to the shell), so that one pass tells them apart.
@@ -800,6 +928,17 @@ var otherClientsNames = map[string]string{
 	"serverUrl":     `a remote server's address is "url" here (serverUrl is Windsurf's name)`,
 	"httpUrl":       `a remote server's address is "url" here (httpUrl is Gemini CLI's name for a streamable HTTP one)`,
 	"transportType": `the transport is "type" here: "http", "sse" or "ws"`,
+	// Names for filtering tools, and others, that spelling alone does not
+	// lead to ("disabledTools" is nearest "disabled").
+	"disabledTools":     `did you mean "excludeTools"? (globs of the tools to hide)`,
+	"disabled_tools":    `did you mean "excludeTools"? (globs of the tools to hide)`,
+	"excludedTools":     `did you mean "excludeTools"? (globs of the tools to hide)`,
+	"allowedTools":      `did you mean "includeTools"? (globs of the only tools to offer)`,
+	"enabledTools":      `did you mean "includeTools"? (globs of the only tools to offer)`,
+	"enabled_tools":     `did you mean "includeTools"? (globs of the only tools to offer)`,
+	"enabled":           `a server is on unless "disabled": true`,
+	"workingDirectory":  `did you mean "cwd"? (the server's working directory)`,
+	"working_directory": `did you mean "cwd"? (the server's working directory)`,
 }
 
 // foreign refuses the fields of the other kind of server that the server
@@ -860,43 +999,98 @@ func (r *fieldReader) checkTransport() {
 			d.errorAt(p, true, "command is for stdio servers", `remove it, or remove "type"`)
 		}
 		if _, p, ok := r.get("url"); ok {
-			u, err := url.Parse(s.URL)
-			schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[s.Type]
-			scheme, rest, hasScheme := strings.Cut(s.URL, "://")
-			switch {
-			case strings.TrimSpace(s.URL) != s.URL:
-				// A space at the end passes for part of the path: a 404.
-				d.errorAt(p, false, "the URL has white space at its start or end", "remove it")
-			case !hasScheme || (err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme))):
-				// Shown: a URL without a scheme parsed as one (127.0.0.1:
-				// 8080/mcp fails to, "first path segment ... colon").
-				msg := fmt.Sprintf("expected a URL starting with %s:// or %s://", schemes[0], schemes[1])
-				if strings.Contains(s.URL, "@") {
-					// Not shown: it may hold a password.
-					d.errorAt(p, false, msg, "")
-					break
-				}
-				hint := ""
-				if !hasScheme && !looksSchemed().MatchString(s.URL) {
-					hint = fmt.Sprintf("e.g. %s://%s", schemes[0], s.Redact(s.URL))
-				}
-				d.errorAt(p, false, fmt.Sprintf("%s, got %q", msg, s.Redact(s.URL)), hint)
-			case err != nil || u.Host == "":
-				// Not shown: what fails to parse may hide its password.
-				hint := ""
-				host, _, _ := strings.Cut(rest, "/")
-				host = host[strings.LastIndex(host, "@")+1:]
-				switch {
-				case strings.Contains(rest, "@"):
-					hint = "in a user or password, write @ : / ? # as %40 %3A %2F %3F %23"
-				case strings.Count(host, ":") > 1 && !strings.HasPrefix(host, "["):
-					hint = fmt.Sprintf("an IPv6 address goes in brackets, e.g. %s://[::1]:8080/mcp", strings.ToLower(scheme))
-				}
-				d.errorAt(p, false, "not a URL with a host", hint)
+			if msg, hint := urlProblem(s.URL, s.Type, s.Redact); msg != "" {
+				d.errorAt(p, false, msg, hint)
 			}
 		}
 	}
 	_ = d
+}
+
+// urlProblem says what is wrong with the url of a server of type typ, or
+// "" when nothing is: its scheme, its host and port, its escapes. The URL
+// is shown (redacted) only when it has no @: what fails to parse may hide
+// a password, which redaction does not know.
+func urlProblem(raw, typ string, redact func(string) string) (msg, hint string) {
+	schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[typ]
+	scheme, rest, hasScheme := strings.Cut(raw, "://")
+	if strings.TrimSpace(raw) != raw {
+		// A space at the end passes for part of the path: a 404.
+		return "the URL has white space at its start or end", "remove it"
+	}
+	if !hasScheme || !slices.Contains(schemes, strings.ToLower(scheme)) {
+		return schemeProblem(raw, scheme, hasScheme, schemes, redact)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return parseProblem(err, scheme, rest)
+	}
+	if u.Host == "" {
+		return "not a URL with a host", ""
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("the URL's port %s is out of range: a port is from 1 to 65535", p), ""
+		}
+	}
+	return "", ""
+}
+
+// schemeProblem is urlProblem's for a URL without the scheme its type
+// takes (schemes), with a hint to write one where it is clear which.
+func schemeProblem(raw, scheme string, hasScheme bool, schemes []string, redact func(string) string) (msg, hint string) {
+	msg = fmt.Sprintf("expected a URL starting with %s:// or %s://", schemes[0], schemes[1])
+	if strings.Contains(raw, "@") {
+		return msg, "" // not shown: it may hold a password
+	}
+	switch {
+	case hasScheme:
+		if near := schemas.Closest(strings.ToLower(scheme), schemes); len(near) > 0 {
+			hint = fmt.Sprintf("did you mean %s://?", near[0])
+		}
+	case looksSchemed().MatchString(raw):
+		// http:/host: a scheme, mistyped after it.
+	case isHostAndPath(raw):
+		// Shown: a URL without a scheme parsed as one (127.0.0.1:
+		// 8080/mcp fails to, "first path segment ... colon").
+		hint = fmt.Sprintf("e.g. %s://%s", schemes[0], redact(raw))
+	default:
+		hint = fmt.Sprintf("write the server's address, e.g. %s://localhost:8080/mcp", schemes[0])
+	}
+	return fmt.Sprintf("%s, got %q", msg, redact(raw)), hint
+}
+
+// isHostAndPath says whether s reads as a URL once a scheme is put before
+// it: a host, a port perhaps, a path.
+func isHostAndPath(s string) bool {
+	u, err := url.Parse("http://" + s)
+	return err == nil && u.Host != "" && !strings.ContainsAny(s, " \t")
+}
+
+// parseProblem says why net/url refused a URL (err) that has a scheme and
+// rest after it, without showing it.
+func parseProblem(err error, scheme, rest string) (msg, hint string) {
+	host, _, _ := strings.Cut(rest, "/")
+	host = host[strings.LastIndex(host, "@")+1:]
+	var ee url.EscapeError
+	var he url.InvalidHostError
+	switch why := errors.Unwrap(err); {
+	case strings.Contains(rest, "@"):
+		return "not a URL with a host", "in a user or password, write @ : / ? # as %40 %3A %2F %3F %23"
+	case strings.Count(host, ":") > 1 && !strings.HasPrefix(host, "["):
+		return "not a URL with a host", fmt.Sprintf("an IPv6 address goes in brackets, e.g. %s://[::1]:8080/mcp", strings.ToLower(scheme))
+	case errors.As(why, &ee):
+		return "the URL holds a % that does not start an escape (% and two hex digits)", "write a % itself as %25"
+	case errors.As(why, &he) && string(he) == " ":
+		return "the URL's host holds a space", "remove it; in the path, write a space as %20"
+	case errors.As(why, &he):
+		return fmt.Sprintf("the URL's host holds %q, which a host name cannot", string(he)), ""
+	case why != nil && strings.HasPrefix(why.Error(), "invalid port"):
+		return "the URL's port is not a number from 1 to 65535", "e.g. :8080 after the host"
+	case why != nil && strings.Contains(why.Error(), "control character"):
+		return "the URL holds a control character", "remove it"
+	}
+	return "not a URL with a host", ""
 }
 
 func (r *fieldReader) limits() {
@@ -907,10 +1101,14 @@ func (r *fieldReader) limits() {
 	r.note("limits", p)
 	m := v.(map[string]any)
 	at := func(k string) []string { return append(append([]string(nil), p...), k) }
+	for k := range m {
+		// Placed at the value: a check says it is too high.
+		r.s.where["limits."+k] = r.d.whereValue(at(k))
+	}
 	if e, ok := m["memory"]; ok {
 		n, err := parseSize(e)
 		if err != nil {
-			r.d.errorAt(at("memory"), false, err.Error(), `write a size such as "512MiB" or a number of bytes`)
+			r.d.errorAt(at("memory"), false, err.Error(), "")
 		}
 		r.s.Limits.Memory = n
 	}
@@ -960,12 +1158,28 @@ func (r *fieldReader) globs(field string) []string {
 // parseSize reads 512MiB, 1G, 800k, 1.5g or a number of bytes. The units
 // k, m, g and t are powers of 1024, with or without "i" and "B".
 func parseSize(v any) (int64, error) {
+	f, err := sizeOf(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case f <= 0:
+		return 0, fmt.Errorf("expected a size above zero, got %s", jsonText(v))
+	case f > 1<<60:
+		return 0, fmt.Errorf("expected a size of at most 1 EiB, got %s", jsonText(v))
+	case f != math.Trunc(f):
+		return 0, fmt.Errorf("expected a whole number of bytes, got %s", jsonText(v))
+	}
+	return int64(f), nil
+}
+
+// sizeOf is the number of bytes a size says, however many.
+func sizeOf(v any) (float64, error) {
 	if n, ok := v.(json.Number); ok {
 		f, err := n.Float64()
-		if err != nil || f != math.Trunc(f) || f < 1 || f > 1<<60 {
+		if err != nil {
 			return 0, fmt.Errorf("expected a size in bytes, got %s", n)
 		}
-		return int64(f), nil
+		return f, nil
 	}
 	s := strings.TrimSpace(v.(string))
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
@@ -974,15 +1188,12 @@ func parseSize(v any) (int64, error) {
 		num, unit = s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("expected a size, got %q", s)
-	}
 	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i")
 	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[unit]
-	if mult == 0 || f*mult < 1 || f*mult > 1<<60 {
-		return 0, fmt.Errorf("expected a size such as \"512MiB\", got %q", s)
+	if err != nil || mult == 0 {
+		return 0, fmt.Errorf(`expected a size such as "512MiB" or "1G", or a number of bytes, got %q`, s)
 	}
-	return int64(f * mult), nil
+	return f * mult, nil
 }
 
 // readEnvFile reads KEY=VALUE lines: blank lines and # comments are
@@ -1048,7 +1259,9 @@ func checkDependencies(servers []*Server, known map[string]bool) Errors {
 				// Not readable: its own errors are reported.
 			case d == nil:
 				hint := ""
-				if near := schemas.Closest(dep, names); len(near) > 0 {
+				// Never the server itself: that would be a cycle.
+				others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == s.Name })
+				if near := schemas.Closest(dep, others); len(near) > 0 {
 					hint = fmt.Sprintf("did you mean %q?", near[0])
 				}
 				errs = append(errs, errorAtPlace(where, fmt.Sprintf("servers.%s.dependsOn[%d]", s.Name, i), fmt.Sprintf("unknown server %q", dep), hint))

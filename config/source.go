@@ -2,17 +2,21 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/pelletier/go-toml/v2"
@@ -41,6 +45,10 @@ type document struct {
 	unusable bool
 
 	pos *positions // made on first use
+
+	// bearerVars are the variables Codex's bearer_token_env_var names,
+	// by server: an empty one is refused, as Codex refuses it.
+	bearerVars map[string]string
 }
 
 // fault marks field of server as faulted ("" for the server as a whole):
@@ -100,6 +108,12 @@ func (d *document) where(path []string) string {
 	return fmt.Sprintf("%s:%d:%d", d.file, line, col)
 }
 
+// whereValue is where the value at path is, not its key.
+func (d *document) whereValue(path []string) string {
+	line, col := d.at(path, false)
+	return fmt.Sprintf("%s:%d:%d", d.file, line, col)
+}
+
 // readDocument decodes a config file: TOML by its extension, else JSON with
 // the comments and trailing commas VS Code allows.
 func readDocument(file string, data []byte) (*document, error) {
@@ -112,6 +126,13 @@ func readDocument(file string, data []byte) (*document, error) {
 		return nil, &Error{File: file, Line: 1, Col: 1, Msg: "the file is UTF-16 text, not UTF-8",
 			Hint: "save it as UTF-8 (Windows PowerShell 5's > writes UTF-16)"}
 	}
+	if off := invalidUTF8(data); off >= 0 {
+		// JSON decoding would read the byte as U+FFFD, silently: a
+		// server would get another argument than the one written.
+		line, col := LineCol(data, off)
+		return nil, &Error{File: file, Line: line, Col: col, Msg: "the file is not UTF-8 text: a byte here is not UTF-8",
+			Hint: "save it as UTF-8 (it may be Latin-1 or Windows-1252); a value that is not text cannot be passed in a config"}
+	}
 	if onlyComments(data, strings.EqualFold(filepath.Ext(file), ".toml")) {
 		hint := `a config names its servers: {"servers": {"NAME": {"command": "..."}}}`
 		if strings.EqualFold(filepath.Ext(file), ".toml") {
@@ -119,10 +140,68 @@ func readDocument(file string, data []byte) (*document, error) {
 		}
 		return nil, &Error{File: file, Msg: "the file is empty", Hint: hint}
 	}
+	read := readJSON
 	if strings.EqualFold(filepath.Ext(file), ".toml") {
-		return readTOML(file, data)
+		read = readTOML
 	}
-	return readJSON(file, data)
+	d, err := read(file, data)
+	var e *Error
+	if errors.As(err, &e) && e.Line > 0 && strings.HasPrefix(e.Msg, "invalid ") {
+		e.Hint = cmp.Or(formatHint(file, data), e.Hint)
+	}
+	return d, err
+}
+
+// formatHint says, for a file that is not valid in the format its name
+// chose, that the name chooses it, when the file is likely in another
+// format; "" when it is not.
+func formatHint(file string, data []byte) string {
+	ext := strings.ToLower(filepath.Ext(file))
+	switch {
+	case ext == ".yaml" || ext == ".yml":
+		return "mcpctl does not read YAML: write the config as JSON (a .json file) or TOML (a .toml file)"
+	case ext != ".toml" && looksLikeTOML(data):
+		return fmt.Sprintf("this looks like TOML, which mcpctl reads only from a file named .toml; %s is read as JSON", filepath.Base(file))
+	case ext == ".toml" && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")):
+		return fmt.Sprintf("this looks like JSON, which mcpctl reads from a file not named .toml; %s is read as TOML", filepath.Base(file))
+	}
+	return ""
+}
+
+// tomlLine matches a line that only TOML starts with: a [table] header or
+// a key = value. Compiled on first use: only a file in the wrong format
+// needs it.
+var tomlLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\[\[?[A-Za-z0-9_. -]+\]\]?\s*(#.*)?$|[A-Za-z0-9_-]+(\s*\.\s*[A-Za-z0-9_-]+)*\s*=)`)
+})
+
+// looksLikeTOML says whether the first line of data that is not blank
+// nor a # comment is one only TOML has.
+func looksLikeTOML(data []byte) bool {
+	for line := range bytes.Lines(data) {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		return tomlLine().Match(t)
+	}
+	return false
+}
+
+// invalidUTF8 returns the offset of the first byte of data that is not
+// UTF-8, or -1.
+func invalidUTF8(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 // isUTF16 reports whether data is UTF-16 text: its byte order mark, or,
@@ -295,8 +374,7 @@ func readTOML(file string, data []byte) (*document, error) {
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
-			line, col := de.Position()
-			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid TOML: " + strings.TrimPrefix(de.Error(), "toml: ")}
+			return nil, tomlError(file, data, de)
 		}
 		return nil, &Error{File: file, Msg: "invalid TOML: " + err.Error()}
 	}
@@ -325,6 +403,114 @@ func readTOML(file string, data []byte) (*document, error) {
 		}
 	}
 	return d, nil
+}
+
+// tomlError places go-toml's error in the file (its column counts bytes,
+// ours characters) and says it in words, with a hint where one helps.
+func tomlError(file string, data []byte, de *toml.DecodeError) *Error {
+	line, col := de.Position()
+	off := offsetOf(data, line, col)
+	line, col = LineCol(data, off)
+	msg := strings.TrimPrefix(de.Error(), "toml: ")
+	e := &Error{File: file, Line: line, Col: col, Msg: "invalid TOML: " + msg}
+	switch {
+	case strings.HasPrefix(msg, "expected keyword "), strings.HasSuffix(msg, " at start of value"):
+		// node reads as the start of nan, sk-... as no value at all.
+		e.Msg = "invalid TOML: a value that is not quoted (a string needs quotes)"
+		e.Hint = `write strings in double quotes: command = "node"; true, false and numbers go bare`
+	case strings.HasPrefix(msg, "expected newline but got"):
+		e.Msg = "invalid TOML: something follows the value on its line"
+		e.Hint = `write one key = value a line, a string in double quotes: command = "node"`
+	case strings.Contains(msg, "escape"):
+		e.Msg = "invalid TOML: a string holds a backslash that is not a TOML escape"
+		e.Hint = `write a backslash as \\ ("C:\\Users\\me"), or quote with single quotes, which take every character as written ('C:\Users\me')`
+	case strings.HasPrefix(msg, "table ") && strings.Contains(msg, " already exists"):
+		e.Field = schemas.FieldPath(de.Key())
+		e.Msg = fmt.Sprintf("invalid TOML: table [%s] is defined twice", strings.Join(de.Key(), "."))
+		if first := tomlTableOffset(data, de.Key()); first >= 0 && first < off {
+			l, c := LineCol(data, first)
+			e.Msg += fmt.Sprintf(" (first at %d:%d)", l, c)
+		}
+		e.Hint = "merge the two tables into one"
+		if k := de.Key(); len(k) == 2 && (k[0] == "servers" || k[0] == "mcpServers" || k[0] == "mcp_servers") {
+			e.Hint = "remove one, or give it another name"
+		}
+	case strings.HasPrefix(msg, "key ") && strings.HasSuffix(msg, " is already defined"):
+		path := append(tomlTableBefore(data, off), de.Key()...)
+		if name := strings.TrimSuffix(strings.TrimPrefix(msg, "key "), " is already defined"); len(path) == 0 || path[len(path)-1] != name {
+			path = append(path, name) // in an inline table: its key is the table's
+		}
+		e.Field = schemas.FieldPath(path)
+		e.Msg = fmt.Sprintf("invalid TOML: duplicate field %q", path[len(path)-1])
+		e.Hint = "remove one of the two"
+	}
+	return e
+}
+
+// offsetOf is the offset of a 1-based line and byte column in data.
+func offsetOf(data []byte, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return len(data)
+		}
+		off += i + 1
+	}
+	return min(off+col-1, len(data))
+}
+
+// tomlHeaders calls f with the path and offset of each [table] header of
+// data, in order, until f returns false or parsing fails.
+func tomlHeaders(data []byte, f func(path []string, off int) bool) {
+	var p unstable.Parser
+	p.Reset(data)
+	for p.NextExpression() {
+		n := p.Expression()
+		if n.Kind != unstable.Table && n.Kind != unstable.ArrayTable {
+			continue
+		}
+		var path []string
+		off := -1
+		for it := n.Key(); it.Next(); {
+			k := it.Node()
+			if off < 0 {
+				off = int(k.Raw.Offset)
+			}
+			path = append(path, string(k.Data))
+		}
+		if !f(path, off) {
+			return
+		}
+	}
+}
+
+// tomlTableOffset is the offset of the first header of the table at
+// path, or -1.
+func tomlTableOffset(data []byte, path []string) int {
+	at := -1
+	tomlHeaders(data, func(p []string, off int) bool {
+		if slices.Equal(p, path) {
+			at = off
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+// tomlTableBefore is the path of the table the key at off is in: that of
+// the last header before it.
+func tomlTableBefore(data []byte, off int) []string {
+	var table []string
+	tomlHeaders(data, func(p []string, at int) bool {
+		if at > off {
+			return false
+		}
+		table = p
+		return true
+	})
+	return table
 }
 
 // tomlDates returns the paths of the dates and times in decoded TOML.
@@ -514,8 +700,6 @@ func (d *document) fromCodex() {
 			continue
 		}
 		s := map[string]any{}
-		headers := map[string]any{}
-		headersFrom := "" // the field that made headers: http_headers if written
 		for k, val := range in {
 			to, known := codexFields[k]
 			if !known {
@@ -530,7 +714,11 @@ func (d *document) fromCodex() {
 				if h := otherClientsNames[k]; h != "" {
 					// Another client's name for url: said so, and the
 					// server is faulted, not also "command required".
-					hint = h
+					// (A name of Codex's own near it is the better hint:
+					// disabled_tools for disabledTools.)
+					if hint == "" {
+						hint = h
+					}
 					d.fault(name, k)
 				}
 				line, col := d.place(d.ix.at([]string{"mcp_servers", name, k}, true))
@@ -538,11 +726,7 @@ func (d *document) fromCodex() {
 				continue
 			}
 			// bad reports a field of this server that Codex would refuse.
-			bad := func(msg, hint string, at ...string) {
-				path := append([]string{"mcp_servers", name, k}, at...)
-				line, col := d.place(d.ix.at(path, false))
-				d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
-			}
+			bad := func(msg, hint string) { d.codexBad(name, k, nil, msg, hint) }
 			switch k {
 			case "enabled":
 				b, ok := val.(bool)
@@ -565,48 +749,8 @@ func (d *document) fromCodex() {
 				f, _ := n.Float64()
 				s["startupTimeout"] = json.Number(strconv.FormatFloat(f/1000, 'g', -1, 64))
 				origin[name+"\x00startupTimeout"] = k
-			case "bearer_token_env_var":
-				v, ok := val.(string)
-				if !ok || !validVarName(v) {
-					bad("expected the name of an environment variable, got "+codexShown(val), `e.g. bearer_token_env_var = "GITHUB_TOKEN"`)
-					continue
-				}
-				headers["Authorization"] = "Bearer ${" + v + "}"
-				headerOrigin[name+"\x00Authorization"] = []string{k}
-				if headersFrom == "" {
-					headersFrom = k
-				}
-			case "env_http_headers":
-				m, ok := val.(map[string]any)
-				if !ok {
-					bad("expected a table of header names and environment variable names, got "+typeName(val), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`)
-					continue
-				}
-				for h, v := range m {
-					s, ok := v.(string)
-					if !ok || !validVarName(s) {
-						bad("expected the name of an environment variable, got "+codexShown(v), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`, h)
-						continue
-					}
-					headers[h] = "${" + s + "}"
-					headerOrigin[name+"\x00"+h] = []string{k, h}
-				}
-				if headersFrom == "" {
-					headersFrom = k
-				}
-			case "http_headers":
-				m, ok := val.(map[string]any)
-				if !ok {
-					// Dropped, the server would run without its
-					// Authorization, and fail as unauthorized.
-					bad("expected a table of header names and values, got "+typeName(val), `e.g. http_headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`)
-					continue
-				}
-				headersFrom = k
-				for h, v := range m {
-					headers[h] = v
-					headerOrigin[name+"\x00"+h] = []string{k, h}
-				}
+			case "bearer_token_env_var", "env_http_headers", "http_headers":
+				// Below, in a fixed order: see codexHeaders.
 			case "env_vars":
 				// Codex passes these besides its basic variables: mcpctl's
 				// inheritEnv list.
@@ -623,9 +767,9 @@ func (d *document) fromCodex() {
 				origin[name+"\x00"+to] = k
 			}
 		}
-		if len(headers) > 0 {
+		if headers, from := d.codexHeaders(name, in, headerOrigin); len(headers) > 0 {
 			s["headers"] = headers
-			origin[name+"\x00headers"] = headersFrom
+			origin[name+"\x00headers"] = from
 		}
 		if _, local := in["command"]; local && s["inheritEnv"] == nil {
 			// Without env_vars Codex passes a server only its basic
@@ -654,6 +798,75 @@ func (d *document) fromCodex() {
 		}
 		return w
 	}
+}
+
+// codexBad reports field of a Codex server, or the part of it at at, as
+// one Codex would refuse.
+func (d *document) codexBad(server, field string, at []string, msg, hint string) {
+	path := append([]string{"mcp_servers", server, field}, at...)
+	line, col := d.place(d.ix.at(path, false))
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Col: col, Field: schemas.FieldPath(path), Msg: msg, Hint: hint})
+}
+
+// codexHeaders makes the headers of a Codex server (in) from its three
+// fields, in this order: http_headers, env_http_headers,
+// bearer_token_env_var. A header two of them set is an error naming both:
+// taken from either, it was the one a map's order chose. from is the
+// field the headers are placed at, http_headers if written; origin gets
+// where each header is written.
+func (d *document) codexHeaders(server string, in map[string]any, origin map[string][]string) (headers map[string]any, from string) {
+	headers = map[string]any{}
+	setBy := map[string]string{} // a header's name in lower case → the field that set it
+	set := func(field, h string, v any, at ...string) {
+		if first, dup := setBy[strings.ToLower(h)]; dup {
+			d.codexBad(server, field, at, fmt.Sprintf("%s and %s both set the %s header", first, field, h), "keep one of them")
+			return
+		}
+		setBy[strings.ToLower(h)] = field
+		headers[h] = v
+		origin[server+"\x00"+h] = append([]string{field}, at...)
+		from = cmp.Or(from, field)
+	}
+	if val, ok := in["http_headers"]; ok {
+		m, ok := val.(map[string]any)
+		if !ok {
+			// Dropped, the server would run without its
+			// Authorization, and fail as unauthorized.
+			d.codexBad(server, "http_headers", nil, "expected a table of header names and values, got "+typeName(val), `e.g. http_headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }`)
+		}
+		for _, h := range slices.Sorted(maps.Keys(m)) {
+			set("http_headers", h, m[h], h)
+		}
+		if ok {
+			from = "http_headers" // even when it is empty
+		}
+	}
+	if val, ok := in["env_http_headers"]; ok {
+		m, ok := val.(map[string]any)
+		if !ok {
+			d.codexBad(server, "env_http_headers", nil, "expected a table of header names and environment variable names, got "+typeName(val), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`)
+		}
+		for _, h := range slices.Sorted(maps.Keys(m)) {
+			if v, ok := m[h].(string); ok && validVarName(v) {
+				set("env_http_headers", h, "${"+v+"}", h)
+				continue
+			}
+			d.codexBad(server, "env_http_headers", []string{h}, "expected the name of an environment variable, got "+codexShown(m[h]), `e.g. env_http_headers = { X-Api-Key = "API_KEY" }`)
+		}
+	}
+	if val, ok := in["bearer_token_env_var"]; ok {
+		v, ok := val.(string)
+		if !ok || !validVarName(v) {
+			d.codexBad(server, "bearer_token_env_var", nil, "expected the name of an environment variable, got "+codexShown(val), `e.g. bearer_token_env_var = "GITHUB_TOKEN"`)
+		} else {
+			set("bearer_token_env_var", "Authorization", "Bearer ${"+v+"}")
+			if d.bearerVars == nil {
+				d.bearerVars = map[string]string{}
+			}
+			d.bearerVars[server] = v
+		}
+	}
+	return headers, from
 }
 
 // codexShown is a value Codex wanted a variable name for, as the message

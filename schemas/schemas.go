@@ -61,6 +61,10 @@ type Violation struct {
 	// value's.
 	Want []string `json:"-"`
 	Got  string   `json:"-"`
+	// Def names the entry of the schema's $defs whose pattern or bound
+	// failed ("duration"), "" when the rule is in none: a caller can say
+	// what such a value must be in words.
+	Def string `json:"-"`
 }
 
 // Field renders the path the way people write it: servers.fs.args[1].
@@ -278,7 +282,7 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "const", Message: "expected " + jsonText(k.Want) + s.got(k.Got)})
 		return
 	case *kind.Pattern:
-		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "pattern", Message: "does not match pattern " + k.Want + s.got(k.Got)})
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "pattern", Message: "does not match pattern " + k.Want + s.got(k.Got), Def: defOf(e.SchemaURL)})
 		return
 	case *kind.Format:
 		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "format", Message: "is not a valid " + k.Want + s.got(k.Got)})
@@ -342,7 +346,18 @@ func (s *Schema) bound(e *jsonschema.ValidationError, keyword, rule string, want
 	if !s.Redact {
 		msg += ", got " + ratText(got)
 	}
-	return Violation{Path: e.InstanceLocation, Keyword: keyword, Message: msg}
+	return Violation{Path: e.InstanceLocation, Keyword: keyword, Message: msg, Def: defOf(e.SchemaURL)}
+}
+
+// defOf is the name of the $defs entry a schema location is in, e.g.
+// "duration" of mcpctl:///schema.json#/$defs/duration/anyOf/1.
+func defOf(location string) string {
+	_, rest, ok := strings.Cut(location, "#/$defs/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
 }
 
 func ratText(r *big.Rat) string {
