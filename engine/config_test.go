@@ -765,6 +765,42 @@ func TestReloadStatusWhileTheOldOneStops(t *testing.T) {
 	}
 }
 
+// A server a reload restarts reads as starting while its start waits for
+// a dependency's, never as stopped: it was read so between its old one's
+// stop and its own start.
+func TestReloadStatusWhileItWaitsForADependency(t *testing.T) {
+	dep := fakeServer(t, "dep", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	srv.DependsOn = []string{"dep"}
+	e := newEngine(t, dep, srv)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	slowDep := *fakeServer(t, "dep", fakemcp.Spec{StartDelay: "1s", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	changed := *srv
+	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&slowDep, &changed}})
+		done <- err
+	}()
+	for {
+		for _, st := range e.Status() {
+			if st.Name == "srv" && st.State == StateStopped {
+				t.Fatalf("status said srv stopped during the reload: %+v", st)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // A server stopped by hand whose settings change takes them and stays
 // stopped, as Stop promises, until Start names it.
 func TestReloadKeepsHeldServerStopped(t *testing.T) {

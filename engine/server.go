@@ -942,8 +942,14 @@ func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	state := s.state
-	if state == StateStopped && s.cfg().Disabled {
+	switch {
+	case state == StateStopped && s.cfg().Disabled:
 		state = StateDisabled
+	case state == StateStopped && s.lc.byHandRestart != nil:
+		// A restart or reload has its start to come (after the stop, or
+		// a dependency's start): a request waits for it, as for one
+		// starting.
+		state = StateStarting
 	}
 	st := ServerStatus{
 		Name:            s.cfg().Name,
