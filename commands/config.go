@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,7 +89,7 @@ func runConfigValidate(env *Env) error {
 	if nf := (*config.NotFoundError)(nil); errors.As(err, &nf) {
 		// A report still, for a script reading .valid; the error, with
 		// its hint, is said on stderr as for any command.
-		issue := configIssue{File: nf.Path, Message: nf.Error(), Hint: strings.Join(nf.Hints(), "; "), Text: nf.Error()}
+		issue := configIssue{File: cmp.Or(nf.Path, nf.Candidate), Message: nf.Error(), Hint: strings.Join(nf.Hints(), "; "), Text: nf.Error()}
 		files := []string{}
 		if nf.Path != "" {
 			files = append(files, nf.Path)

@@ -381,10 +381,16 @@ type NotFoundError struct {
 	Why string
 
 	inside string // the config discovery finds in the directory Path
+
+	// Candidate is the file discovery found there but could not read
+	// (Why says why), when no other was found.
+	Candidate string
 }
 
 func (e *NotFoundError) Error() string {
 	switch {
+	case e.Candidate != "":
+		return fmt.Sprintf("no MCP config found: %s %s", e.Candidate, e.Why)
 	case e.Path != "" && e.Why != "":
 		return fmt.Sprintf("config file %s %s", e.Path, e.Why)
 	case e.Path != "":
@@ -398,6 +404,12 @@ func (e *NotFoundError) Error() string {
 // Hints implements the hint convention of mcpctl's error printer.
 func (e *NotFoundError) Hints() []string {
 	switch {
+	case e.Candidate != "" && e.Why == "is a directory":
+		return []string{"mcpctl reads a file of that name; remove the directory, or name a config file with --config FILE"}
+	case e.Candidate != "" && strings.HasPrefix(e.Why, "is a symbolic link"):
+		return []string{fmt.Sprintf("point the link at the config file, or remove it: rm %s", e.Candidate)}
+	case e.Candidate != "":
+		return []string{"let mcpctl read it, or name a config file with --config FILE"}
 	case e.Why == "is a directory" && e.inside != "":
 		return []string{fmt.Sprintf("name the file in it: %s", filepath.Join(e.Path, e.inside))}
 	case e.Why == "is a directory":
@@ -451,6 +463,9 @@ type Discovery struct {
 type Candidate struct {
 	Path   string `json:"path"`
 	Exists bool   `json:"exists"`
+	// Why says why a candidate that is there is not read: "is a
+	// directory", "is a symbolic link to x, which does not exist".
+	Why string `json:"why,omitempty"`
 }
 
 // Discover finds the config files: explicit ones (from --config, which may
@@ -461,7 +476,7 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 	for _, c := range Candidates {
 		p := filepath.Join(dir, c)
 		st, err := os.Stat(p)
-		d.Candidates = append(d.Candidates, Candidate{Path: p, Exists: err == nil && !st.IsDir()})
+		d.Candidates = append(d.Candidates, Candidate{Path: p, Exists: err == nil && !st.IsDir(), Why: unusable(p, st, err)})
 	}
 	named := explicit
 	d.From = "--config"
@@ -500,7 +515,36 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 		}
 		looked = append(looked, "./"+filepath.ToSlash(c))
 	}
+	for i, c := range Candidates {
+		if why := d.Candidates[i].Why; why != "" {
+			// There, but not a file mcpctl can read: said, not passed
+			// over as if it were not there.
+			return d, &NotFoundError{Looked: looked, Candidate: "./" + filepath.ToSlash(c), Why: why}
+		}
+	}
 	return d, &NotFoundError{Looked: looked}
+}
+
+// unusable says why a discovery candidate at p that is there cannot be
+// read as a config file (st and err from os.Stat): a directory, a link
+// to nothing, no permission; "" when it is a file, or is not there.
+func unusable(p string, st fs.FileInfo, err error) string {
+	switch {
+	case err == nil && st.IsDir():
+		return "is a directory"
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		if target, lerr := os.Readlink(p); lerr == nil {
+			return fmt.Sprintf("is a symbolic link to %s, which does not exist", target)
+		}
+		return ""
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return "cannot be read: " + err.Error()
 }
 
 // sameFile reports whether paths a and b, which exist, are one file.
