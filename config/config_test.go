@@ -180,6 +180,29 @@ func TestResolvedHidesSecretsInEveryField(t *testing.T) {
 // A password written in a server's URL, and a password input's default,
 // are secrets: config show, resolved or not, and the server's Redact hide
 // them unless secrets are asked for.
+// A key or token in a URL's query (?api_key=, as hosted servers take
+// one) is a secret as a URL's password is; other parameters, and a value
+// too short to be a key, are shown.
+func TestURLQueryKeysHidden(t *testing.T) {
+	cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "https://mcp.example/sse?api_key=qsecret9&region=eu&Access-Token=tok%2F123&sig=x#frag"}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	r := cfg.Server("r")
+	enc.Encode([]any{cfg.Document(false), cfg.Resolved(false), r.Redact("dial " + r.URL + ": refused"), r.Redact("tok/123 was refused")})
+	for _, secret := range []string{"qsecret9", "tok%2F123", "tok/123"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("%s shown: %s", secret, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "https://mcp.example/sse?api_key=<redacted>&region=eu&Access-Token=<redacted>&sig=x#frag") {
+		t.Errorf("the URL is not shown with its keys hidden: %s", out.String())
+	}
+}
+
 func TestURLPasswordAndPasswordDefaultHidden(t *testing.T) {
 	cfg, err := loadFile(t, "mcp.json", `{"inputs": [{"id": "k", "type": "promptString", "password": true, "default": "pwdefault"}],
 		"servers": {"r": {"url": "http://user:literalpass@127.0.0.1:1/mcp"}, "a": {"command": "x", "env": {"K": "${input:k}"}}}}`, nil)

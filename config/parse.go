@@ -683,19 +683,21 @@ func (d *document) server(key, name string, obj, defaults map[string]any, vars V
 	if v, p, ok := r.get("url"); ok {
 		r.note("url", p)
 		s.URL = r.str("url", p, v)
-		if start, end, ok := urlPassword(s.URL); ok {
-			// A password written in the URL is a secret like a header's,
-			// as written and as it reads once percent-decoded.
-			pw := s.URL[start:end]
-			s.secrets = append(s.secrets, pw)
-			if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
-				s.secrets = append(s.secrets, dec)
+		if spans := urlSecrets(s.URL); len(spans) > 0 {
+			// A password or key written in the URL is a secret like a
+			// header's, as written and as it reads once percent-decoded.
+			for _, sp := range spans {
+				pw := s.URL[sp[0]:sp[1]]
+				s.secrets = append(s.secrets, pw)
+				if dec, err := url.QueryUnescape(pw); err == nil && dec != pw {
+					s.secrets = append(s.secrets, dec)
+				}
 			}
 			shown := s.URL
 			if sh, ok := s.shown[s.URL]; ok {
 				shown = sh
 			}
-			s.shown[s.URL] = hideURLPassword(shown)
+			s.shown[s.URL] = hideURLSecrets(shown)
 		}
 	}
 	if v, p, ok := r.get("type"); ok {

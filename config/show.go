@@ -253,13 +253,60 @@ func urlPassword(text string) (start, end int, ok bool) {
 	return auth + colon + 1, auth + at, true
 }
 
-// hideURLPassword is text with the password of its URL's userinfo shown as
-// Redacted.
-func hideURLPassword(text string) string {
-	if start, end, ok := urlPassword(text); ok {
-		return text[:start] + Redacted + text[end:]
+// hideURLSecrets is text with the secrets of its URL (urlSecrets) shown
+// as Redacted.
+func hideURLSecrets(text string) string {
+	spans := urlSecrets(text)
+	for i := len(spans) - 1; i >= 0; i-- {
+		text = text[:spans[i][0]] + Redacted + text[spans[i][1]:]
 	}
 	return text
+}
+
+// urlSecrets are the spans of a URL's secrets as written, in order: its
+// password (urlPassword), and the values of query parameters named as
+// keys are (?api_key=, ?token=, ?access_token=), which hosted MCP
+// servers take in place of a header.
+func urlSecrets(text string) [][2]int {
+	var spans [][2]int
+	if start, end, ok := urlPassword(text); ok {
+		spans = append(spans, [2]int{start, end})
+	}
+	q := strings.IndexByte(text, '?')
+	if q < 0 {
+		return spans
+	}
+	end := len(text)
+	if h := strings.IndexByte(text[q:], '#'); h >= 0 {
+		end = q + h
+	}
+	for at := q + 1; at < end; {
+		param := text[at:end]
+		if amp := strings.IndexByte(param, '&'); amp >= 0 {
+			param = param[:amp]
+		}
+		if name, value, ok := strings.Cut(param, "="); ok && len(value) >= 4 && secretParam(name) {
+			start := at + len(name) + 1
+			spans = append(spans, [2]int{start, start + len(value)})
+		}
+		at += len(param) + 1
+	}
+	return spans
+}
+
+// secretParam says whether a query parameter's name is one a key or
+// token goes in.
+func secretParam(name string) bool {
+	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+	if n == "key" || n == "sig" || n == "pwd" {
+		return true
+	}
+	for _, part := range []string{"apikey", "token", "secret", "passw", "auth", "credential", "signature", "accesskey"} {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // written is the server's object as its file has it.
@@ -269,7 +316,7 @@ func (s *Server) written(showSecrets bool) map[string]any {
 		out[k] = v
 	}
 	if u, ok := out["url"].(string); ok && !showSecrets {
-		out["url"] = hideURLPassword(u)
+		out["url"] = hideURLSecrets(u)
 	}
 	for _, field := range []string{"env", "headers"} {
 		m, ok := out[field].(map[string]any)
