@@ -801,6 +801,45 @@ func TestReloadStatusWhileItWaitsForADependency(t *testing.T) {
 	}
 }
 
+// A reload that replaces a quick server and a slow one shows the quick
+// one as itself (starting, its start to come) once its old one stopped,
+// not its old one's stopped until the slow stop is over.
+func TestReloadShowsEachOnceItsOldOneStopped(t *testing.T) {
+	slow := fakeServer(t, "slow", fakemcp.Spec{IgnoreStdinEOF: true, IgnoreSIGTERM: true, Tools: []fakemcp.Tool{{Name: "echo"}}})
+	slow.ShutdownTimeout = 2 * time.Second
+	quick := fakeServer(t, "quick", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+	e := newEngine(t, slow, quick)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var changed []*config.Server
+	for _, s := range []*config.Server{slow, quick} {
+		c := *s
+		c.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+		changed = append(changed, &c)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: changed})
+		done <- err
+	}()
+	for {
+		for _, st := range e.Status() {
+			if st.Name == "quick" && st.State == StateStopped {
+				t.Fatalf("status said quick stopped while the slow one stopped: %+v", st)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // A server stopped by hand whose settings change takes them and stays
 // stopped, as Stop promises, until Start names it.
 func TestReloadKeepsHeldServerStopped(t *testing.T) {

@@ -692,11 +692,21 @@ func combine(failed []*Error) *Error {
 	return combined
 }
 
-func (e *Engine) stopAll(servers []*server) {
+func (e *Engine) stopAll(servers []*server) { e.stopEach(servers, nil) }
+
+// stopEach stops servers at once, calling stopped (when not nil) with each
+// as soon as it has stopped, and returns when all have.
+func (e *Engine) stopEach(servers []*server, stopped func(*server)) {
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.stop() }()
+		go func() {
+			defer wg.Done()
+			s.stop()
+			if stopped != nil {
+				stopped(s)
+			}
+		}()
 	}
 	wg.Wait()
 }

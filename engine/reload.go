@@ -190,13 +190,18 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (*ReloadResult,
 		s.mu.Unlock()
 	}
 
-	e.stopAll(stop)
-	for _, s := range order {
-		if prev := replaced[s]; prev != nil {
+	successor := map[*server]*server{}
+	for s, prev := range replaced {
+		successor[prev] = s
+	}
+	e.stopEach(stop, func(prev *server) {
+		// Each shown as itself once the one it replaces has stopped, not
+		// once the slowest stop is over.
+		if s := successor[prev]; s != nil {
 			s.predecessor.Store(nil)
 			s.tellDisabled(prev.status().State)
 		}
-	}
+	})
 	for _, s := range stop {
 		name := s.cfg().Name
 		e.cache.drop(func(ce *cacheEntry) bool { return ce.server == name })
