@@ -779,15 +779,22 @@ func TestReloadStatusWhileItWaitsForADependency(t *testing.T) {
 	slowDep := *fakeServer(t, "dep", fakemcp.Spec{StartDelay: "1s", Tools: []fakemcp.Tool{{Name: "echo"}}})
 	changed := *srv
 	changed.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
+	neverStoppedDuringReload(t, e, "srv", []*config.Server{&slowDep, &changed})
+}
+
+// neverStoppedDuringReload reloads e with servers, and fails the test if
+// status says server name is stopped before the reload is over.
+func neverStoppedDuringReload(t *testing.T, e *Engine, name string, servers []*config.Server) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: []*config.Server{&slowDep, &changed}})
+		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: servers})
 		done <- err
 	}()
 	for {
 		for _, st := range e.Status() {
-			if st.Name == "srv" && st.State == StateStopped {
-				t.Fatalf("status said srv stopped during the reload: %+v", st)
+			if st.Name == name && st.State == StateStopped {
+				t.Fatalf("status said %s stopped during the reload: %+v", name, st)
 			}
 		}
 		select {
@@ -818,26 +825,7 @@ func TestReloadShowsEachOnceItsOldOneStopped(t *testing.T) {
 		c.Env = map[string]string{"MCPCTL_TEST_FAKE": "1", "LEVEL": "2"}
 		changed = append(changed, &c)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Reload(ctx(t), &config.Config{File: "mcp.json", Servers: changed})
-		done <- err
-	}()
-	for {
-		for _, st := range e.Status() {
-			if st.Name == "quick" && st.State == StateStopped {
-				t.Fatalf("status said quick stopped while the slow one stopped: %+v", st)
-			}
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	neverStoppedDuringReload(t, e, "quick", changed)
 }
 
 // A server stopped by hand whose settings change takes them and stays
