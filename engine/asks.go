@@ -212,15 +212,22 @@ func (s *server) answerWith(ctx context.Context, method string, params json.RawM
 // whole program from a goroutine it cannot recover on: it becomes the
 // error the server is answered with.
 func (s *server) guarded(h RequestHandler, ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	return guard(h, ctx, s.cfg().Name, method, params, func(v any, stack []byte) {
+		s.log.Error("the handler of a request from the server panicked", "method", method, "panic", fmt.Sprint(v), "stack", string(stack))
+	})
+}
+
+// guard runs a handler of a Go program's, recovering its panic as the
+// error the server is answered with; onPanic gets what it panicked with,
+// which stays out of the answer: it may hold what the server must not see.
+func guard(h RequestHandler, ctx context.Context, server, method string, params json.RawMessage, onPanic func(v any, stack []byte)) (res json.RawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("the handler of a request from the server panicked", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			// What it panicked with stays in the log: it may hold
-			// what the server must not see.
+			onPanic(v, debug.Stack())
 			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
 		}
 	}()
-	return h(ctx, s.cfg().Name, params)
+	return h(ctx, server, params)
 }
 
 // answerable reports whether anything but a caller would answer method.

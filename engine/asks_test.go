@@ -361,4 +361,12 @@ func TestPanickingHandlerIsAnError(t *testing.T) {
 	}}); err != nil {
 		t.Fatalf("a call whose own handler panicked: %v", err)
 	}
+	// Through a session: the Client runs the handler on a goroutine of
+	// its own, where the caller could not recover the panic.
+	res, err = serveDaemon(t, e).CallTool(ctx(t), &CallRequest{Name: "srv.ask", Elicitation: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		panic("client's boom")
+	}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "the handler of elicitation/create panicked") || strings.Contains(resultText(t, res), "client's boom") {
+		t.Fatalf("a call through a session whose handler panicked: %v %+v", err, res)
+	}
 }

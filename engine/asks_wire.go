@@ -194,7 +194,9 @@ func (ca *clientAsks) ask(ctx context.Context, q Ask) {
 		if h == nil {
 			err = errorf(KindUsage, q.Server, "mcpctl did not offer to answer %s", q.Method)
 		} else {
-			a.Result, err = h(hctx, q.Server, q.Params)
+			// Recovered as in-process: the panic is not the caller's to
+			// catch, on a goroutine of the Client's own.
+			a.Result, err = guard(h, hctx, q.Server, q.Method, q.Params, func(any, []byte) {})
 		}
 		if err != nil {
 			a.Error = err.Error()
