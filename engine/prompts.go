@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -83,6 +84,11 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	})
 	if err != nil {
 		return nil, err
+	}
+	if got == nil {
+		// Answered, but the SDK's own call failed after (its connection
+		// closed as the answer came): the answer wins, and is checked.
+		json.Unmarshal(raw, &got)
 	}
 	if got == nil || got.Messages == nil {
 		return nil, brokenResult(srvName, "prompts/get", "messages")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -91,6 +92,11 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if got == nil {
+		// Answered, but the SDK's own call failed after (its connection
+		// closed as the answer came): the answer wins, and is checked.
+		json.Unmarshal(raw, &got)
 	}
 	if got == nil || got.Contents == nil {
 		return nil, brokenResult(s.cfg().Name, "resources/read", "contents")
