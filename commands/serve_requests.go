@@ -87,14 +87,14 @@ func progressRelay(token any, send func(*mcp.ProgressNotificationParams)) func(e
 // relayQuestions sets creq's sampling and elicitation handlers to ask the
 // client, when it declared it answers them.
 func relayQuestions(ctx context.Context, ss *mcp.ServerSession, creq *engine.CallRequest) {
+	// The requests of one client are one caller: its questions reach it
+	// even when it has several requests in flight.
+	creq.Caller = serveCaller(ss)
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil {
 		return
 	}
 	caps := ip.Capabilities
-	// The calls of one client are one caller: its questions reach it even
-	// when it has several calls in flight.
-	creq.Caller = fmt.Sprintf("serve-%p", ss)
 	if caps.Sampling != nil {
 		creq.Sampling = func(actx context.Context, server string, params json.RawMessage) (json.RawMessage, error) {
 			var p mcp.CreateMessageWithToolsParams
@@ -369,7 +369,7 @@ func clientHint(hint string) string {
 func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		markReached(ctx)
-		res, err := hb.h.GetPrompt(ctx, &engine.PromptRequest{Name: name, Arguments: req.Params.Arguments})
+		res, err := hb.h.GetPrompt(ctx, &engine.PromptRequest{Name: name, Arguments: req.Params.Arguments, Caller: serveCaller(req.Session)})
 		if err != nil {
 			return nil, requestError(ctx, err)
 		}
@@ -384,7 +384,7 @@ func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 func (hb *hub) readResource(server string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		markReached(ctx)
-		res, err := hb.h.ReadResource(ctx, &engine.ResourceRequest{URI: req.Params.URI, Server: server})
+		res, err := hb.h.ReadResource(ctx, &engine.ResourceRequest{URI: req.Params.URI, Server: server, Caller: serveCaller(req.Session)})
 		if err != nil {
 			return nil, requestError(ctx, err)
 		}
@@ -399,7 +399,7 @@ func (hb *hub) readResource(server string) mcp.ResourceHandler {
 // complete asks the server of a prompt or a template for completions.
 func (hb *hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
-	creq := &engine.CompleteRequest{Argument: p.Argument.Name, Value: p.Argument.Value}
+	creq := &engine.CompleteRequest{Argument: p.Argument.Name, Value: p.Argument.Value, Caller: serveCaller(req.Session)}
 	if p.Context != nil {
 		creq.Context = p.Context.Arguments
 	}
@@ -431,3 +431,6 @@ func (hb *hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	}
 	return &out, nil
 }
+
+// serveCaller names the client of ss as the caller of its requests.
+func serveCaller(ss *mcp.ServerSession) string { return fmt.Sprintf("serve-%p", ss) }

@@ -91,6 +91,32 @@ func TestQuestionDuringAReadIsNotACallersQuestion(t *testing.T) {
 	}
 }
 
+// A read of the same caller as a call (a serve client reading a resource
+// while its call samples) is no other caller's: the call's caller is
+// asked, as with two calls of its own. Through a session too.
+func TestReadOfTheSameCallerLeavesItsQuestions(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{ProtocolVersion: "2025-11-25",
+		Tools:   []fakemcp.Tool{{Name: "ask", Elicit: formAsk}},
+		Prompts: []fakemcp.Prompt{{Name: "slow", Text: "x", Sleep: "2s"}}})
+	for _, via := range []interface {
+		GetPrompt(context.Context, *PromptRequest) (*PromptResult, error)
+		CallTool(context.Context, *CallRequest) (*CallResult, error)
+	}{e, serveDaemon(t, e)} {
+		go via.GetPrompt(ctx(t), &PromptRequest{Name: "srv.slow", NoCache: true, Caller: "client-1"})
+		for s, _ := e.lookup("srv"); len(s.askers.all()) == 0; {
+			time.Sleep(5 * time.Millisecond)
+		}
+		var asked atomic.Int32
+		res, err := via.CallTool(ctx(t), &CallRequest{Name: "srv.ask", Caller: "client-1", Elicitation: counting(&asked, `{"action":"accept","content":{"name":"c1"}}`)})
+		if err != nil || asked.Load() != 1 || !strings.Contains(resultText(t, res), `"c1"`) {
+			t.Errorf("%T: %v %+v; asked %d times", via, err, res, asked.Load())
+		}
+		for s, _ := e.lookup("srv"); len(s.askers.all()) > 0; {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // Calls of one caller (mcpctl serve's client) are one: its questions reach
 // it though it has several calls in flight.
 func TestCallsOfOneCaller(t *testing.T) {

@@ -141,10 +141,11 @@ const maxURLRounds = 3
 
 // reader is a request other than a call in flight (a prompt, a read, a
 // completion): it answers no question itself, but while it is in flight a
-// question could be its, so no call's caller is asked one (a hook is, or
-// it is declined), and a hook answering holds its deadline.
-func (h *handle) reader() *asker {
-	return &asker{hold: h.holdDeadline}
+// question could be its, so no call of another caller is asked one (a
+// hook is, or it is declined); one of its own caller's (a serve client
+// of both) is. A hook answering holds its deadline.
+func (h *handle) reader(caller string) *asker {
+	return &asker{caller: caller, hold: h.holdDeadline}
 }
 
 // holdDeadline stops the running request's deadline until resume.

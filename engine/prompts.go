@@ -74,7 +74,7 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	}
 	params := &mcp.GetPromptParams{Name: promptName, Arguments: args}
 	key := cacheKey(srvName, "prompts/get", params)
-	defer s.askers.add(h.reader())()
+	defer s.askers.add(h.reader(req.Caller))()
 	unanswered := s.unanswered.Load()
 	var got *mcp.GetPromptResult
 	raw, err := h.doFor(ctx, "prompts/get", "prompt "+req.Name, req.TimeoutMs, func(ctx context.Context) (any, error) {
@@ -212,7 +212,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if len(req.Context) > 0 {
 		params.Context = &mcp.CompleteContext{Arguments: req.Context}
 	}
-	defer s.askers.add(h.reader())()
+	defer s.askers.add(h.reader(req.Caller))()
 	raw, err := h.doFor(ctx, "completion/complete", what, req.TimeoutMs, func(ctx context.Context) (any, error) {
 		return h.cs.Complete(ctx, params)
 	})

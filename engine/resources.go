@@ -82,7 +82,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 		return nil, err
 	}
 	defer h.release()
-	defer s.askers.add(h.reader())()
+	defer s.askers.add(h.reader(req.Caller))()
 	unanswered := s.unanswered.Load()
 	var got *mcp.ReadResourceResult
 	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
