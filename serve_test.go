@@ -932,7 +932,7 @@ func TestServeManage(t *testing.T) {
 			t.Parallel()
 			w := newServeWorld(t, map[string]string{
 				"mcp.json":    `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}, "mcpctl": {"command": "mcp-fake", "args": ["hidden.json"]}}}`,
-				"fake.json":   `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}]}`,
+				"fake.json":   `{"tools": [{"name": "echo"}, {"name": "die", "crash": 9}], "resources": [{"uri": "file:///fake.txt", "name": "f", "text": "fake text"}]}`,
 				"hidden.json": `{"subscribe": true, "tools": [{"name": "echo"}, {"name": "die", "crash": 9}], "prompts": [{"name": "greet", "text": "hi from hidden"}], "resources": [{"uri": "file:///hidden.txt", "name": "h", "text": "hidden text"}]}`,
 			})
 			if mode == "session" {
@@ -1011,8 +1011,15 @@ func TestServeManage(t *testing.T) {
 			if _, err := sc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mcpctl.greet"}); err == nil || strings.Contains(err.Error(), "hi from hidden") {
 				t.Errorf("prompt of the hidden server: %v", err)
 			}
-			if r, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///hidden.txt"}); err == nil {
-				t.Errorf("resource of the hidden server: %+v", r)
+			if r, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///hidden.txt"}); err == nil || !strings.Contains(err.Error(), "Resource not found") {
+				t.Errorf("resource of the hidden server: %+v %v", r, err)
+			}
+			// One no server has is not found; one not named is said so.
+			if _, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///nowhere.txt"}); err == nil || !strings.Contains(err.Error(), "Resource not found") {
+				t.Errorf("resource no server has: %v", err)
+			}
+			if _, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{}); err == nil || !strings.Contains(err.Error(), "URI") {
+				t.Errorf("resource without a URI: %v", err)
 			}
 			if err := sc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///hidden.txt"}); err == nil {
 				t.Error("a subscription to the hidden server's resource was made")
@@ -1050,6 +1057,11 @@ func TestServeManage(t *testing.T) {
 				res, _ = call("mcpctl.restart", map[string]any{"server": "fake"})
 				if !res.IsError || !strings.Contains(callText(t, res), "server fake was stopped by hand (mcpctl stop); only a person starts it again") {
 					t.Errorf("restart of a server stopped by hand: %+v %q", res, callText(t, res))
+				}
+				// Its resource is not offered, but a read of it says why
+				// it cannot be read, not that it does not exist.
+				if _, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///fake.txt"}); err == nil || !strings.Contains(err.Error(), "server fake was stopped with mcpctl stop") {
+					t.Errorf("read of a server stopped by hand: %v", err)
 				}
 			}
 			sc.cs.Close()

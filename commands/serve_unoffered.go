@@ -2,11 +2,13 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/engine"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -54,12 +56,21 @@ func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return hb.getPrompt(r.Params.Name)(ctx, r)
 		case *mcp.ReadResourceRequest:
-			hb.mu.Lock()
-			server, down := hb.downURIs[r.Params.URI]
-			hb.mu.Unlock()
-			if down {
-				return hb.readResource(server)(ctx, r)
+			// A server stopped by hand lists nothing, so serve offers
+			// none of its resources: the host, routing by URI, says why
+			// it cannot answer. One it routes nowhere stays not found,
+			// as the SDK says, unless the request named no URI at all.
+			uri := r.Params.URI
+			server, hidden := hb.subscribeServer(uri)
+			if hidden {
+				return res, err
 			}
+			hres, herr := hb.readResource(server)(ctx, r)
+			var je *jsonrpc.Error
+			if server == "" && uri != "" && errors.As(herr, &je) && je.Code == jsonrpc.CodeInvalidParams {
+				return res, err
+			}
+			return hres, herr
 		}
 		return res, err
 	}
