@@ -59,14 +59,16 @@ unsubscribed when the last of them unsubscribes or goes away (one speaking
 MCP 2026-07-28 when its connection ends).
 
 It uses the running session when there is one (started with "mcpctl up"),
-else starts the servers itself and stops them when it ends; a server that
-cannot start is left out with a warning, and the others are served (a config
-error, such as a command not found, or every server failing, ends serve with
-its error). Over stdio, stdout carries only MCP messages and serve ends when
-stdin closes (at once, even while the servers start, when the client sent
-nothing: a pipe, a socket it shut, /dev/null), or when its client closes
-stdout; it also ends on Ctrl-C or SIGTERM. A line that is not JSON-RPC 2.0
-is answered with its JSON-RPC error and serve goes on.
+and ends with it (exit 3: the client sees the server go away, and starts it
+again), else starts the servers itself and stops them when it ends; a
+server that cannot start is left out with a warning, and the others are
+served (a config error, such as a command not found, or every server
+failing, ends serve with its error). Over stdio, stdout carries only MCP
+messages and serve ends when stdin closes (at once, even while the servers
+start, when the client sent nothing: a pipe, a socket it shut, /dev/null),
+or when its client closes stdout; it also ends on Ctrl-C or SIGTERM. A
+line that is not JSON-RPC 2.0 is answered with its JSON-RPC error and serve
+goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError
