@@ -397,8 +397,15 @@ func (e *Engine) runStart(ctx context.Context, targets, fresh []*server, marks m
 		return nil
 	}
 	e.stopAll(fresh)
-	if len(failed) == 0 {
+	if len(failed) == 0 && e.closed.Load() {
 		// Nothing failed by itself: Close stopped the start.
+		names := make([]string, len(interrupted))
+		for i, ee := range interrupted {
+			names[i] = ee.Server
+		}
+		return errorf(KindUnavailable, "", "the engine was closed during the start of %s", strings.Join(names, ", "))
+	}
+	if len(failed) == 0 {
 		return combine(interrupted)
 	}
 	out := combine(failed)
