@@ -76,6 +76,7 @@ func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *
 	if err != nil {
 		return nil, err
 	}
+	s = h.s // the server a reload put in its place, perhaps
 	defer h.release()
 	tool := h.snap.toolByName[toolName]
 	if tool == nil {

@@ -92,6 +92,22 @@ func (s *server) startsOnUseLocked() bool {
 	return s.lc.idled
 }
 
+// successor is the server a reload put in s's place, once s is retired
+// and stopped; nil for any other.
+func (s *server) successor() *server {
+	s.mu.Lock()
+	retired := s.lc.retired && s.state == StateStopped
+	s.mu.Unlock()
+	if !retired {
+		return nil
+	}
+	next, err := s.e.lookup(s.cfg().Name)
+	if err != nil || next == s {
+		return nil
+	}
+	return next
+}
+
 // acquire returns a handle for a request and counts it as under way;
 // the caller must release it. It starts a server that starts on use, waits
 // for one that is starting, stopping or about to restart, and otherwise
@@ -99,6 +115,12 @@ func (s *server) startsOnUseLocked() bool {
 func (s *server) acquire(ctx context.Context) (*handle, error) {
 	// A transient server may stop between two looks; a few rounds settle it.
 	for range 5 {
+		if next := s.successor(); next != nil {
+			// A reload replaced it since the request found it: the
+			// request goes to the server that took its place (which
+			// the reload may still be starting), as one made now would.
+			return next.acquire(ctx)
+		}
 		s.mu.Lock()
 		switch s.state {
 		case StateReady, StateDegraded:

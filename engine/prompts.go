@@ -55,6 +55,7 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	if err != nil {
 		return nil, err
 	}
+	s = h.s // the server a reload put in its place, perhaps
 	defer h.release()
 	if len(h.snap.unlisted) > 0 {
 		if sn := s.fill(); sn != nil {
@@ -204,6 +205,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 	if err != nil {
 		return nil, deadlineError(err, s.cfg().Name, what)
 	}
+	s = h.s // the server a reload put in its place, perhaps
 	defer h.release()
 	if h.capabilities().Completions == nil {
 		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not offer completion", s.cfg().Name)

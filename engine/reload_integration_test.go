@@ -4,6 +4,7 @@ package engine
 
 import (
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/mcpctl/mcpctl/config"
 )
 
-// Reads in flight as reloads replace server-everything end as a server
+// Reads made as reloads replace server-everything end as a server
 // stopped under them (unavailable), or with their answer: never as the
 // server breaking MCP. The SDK's own call could fail after the answer
 // came (its connection closing), and its missing result was taken for
@@ -27,7 +28,7 @@ func TestIntegrationReadsCutByReload(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var broken []error
+	var broken, lost []error
 	for range 8 {
 		wg.Add(1)
 		go func() {
@@ -39,11 +40,14 @@ func TestIntegrationReadsCutByReload(t *testing.T) {
 				default:
 				}
 				_, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "demo://resource/dynamic/text/2", NoCache: true})
-				if KindOf(err) == KindProtocol {
-					mu.Lock()
+				mu.Lock()
+				switch {
+				case KindOf(err) == KindProtocol:
 					broken = append(broken, err)
-					mu.Unlock()
+				case err != nil && !strings.Contains(err.Error(), "was stopped during"):
+					lost = append(lost, err)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -59,5 +63,10 @@ func TestIntegrationReadsCutByReload(t *testing.T) {
 	wg.Wait()
 	for _, err := range broken {
 		t.Errorf("a read cut by a reload: %v", err)
+	}
+	// A read that found the server the reload replaced goes to the one
+	// that took its place: only one in flight as it stopped fails.
+	for _, err := range lost {
+		t.Errorf("a read made as a reload replaced its server: %v", err)
 	}
 }

@@ -81,6 +81,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
+	s = h.s // the server a reload put in its place, perhaps
 	defer h.release()
 	defer s.askers.add(h.reader(req.Caller))()
 	unanswered := s.unanswered.Load()

@@ -29,6 +29,7 @@ func (e *Engine) SubscribeResource(ctx context.Context, uri, server string) (rel
 	if err != nil {
 		return nil, err
 	}
+	s = h.s // the server a reload put in its place, perhaps
 	if c := h.capabilities().Resources; c == nil || !c.Subscribe {
 		h.release()
 		return nil, errorf(KindUsage, s.cfg().Name, "server %s does not support resource subscriptions", s.cfg().Name)
