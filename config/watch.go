@@ -49,7 +49,7 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 	// (gone, or the inotify limit reached) leaves its files unwatched, and
 	// the others go on. A directory removed is watched again when a file
 	// names it again.
-	follow := func() (added bool, err error) {
+	follow := func() (added, dirAdded bool, err error) {
 		next := map[string]bool{}
 		var errs []error
 		for _, f := range files() {
@@ -63,13 +63,13 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				}
 				// Watched only now (made since, or back): its file may
 				// have been written while nobody watched.
-				dirs[d], added = true, true
+				dirs[d], added, dirAdded = true, true, true
 			}
 		}
 		names = next
-		return added, errors.Join(errs...)
+		return added, dirAdded, errors.Join(errs...)
 	}
-	if _, err := follow(); err != nil {
+	if _, _, err := follow(); err != nil {
 		w.Close()
 		return err
 	}
@@ -90,7 +90,7 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				}
 				name := filepath.Clean(ev.Name)
 				if !names[name] && dirs[filepath.Dir(name)] {
-					if added, _ := follow(); added {
+					if added, _, _ := follow(); added {
 						timer.Reset(debounce)
 					}
 				}
@@ -109,12 +109,17 @@ func Watch(ctx context.Context, files func() []string, debounce time.Duration, o
 				}
 				timer.Reset(debounce)
 			case <-refollow.C:
-				if added, _ := follow(); added {
+				if added, _, _ := follow(); added {
 					timer.Reset(debounce)
 				}
 			case <-timer.C:
 				onChange()
-				follow()
+				// The files onChange's reload names were read by it; but a
+				// directory that could be watched only now may have been
+				// made (its files in it) after the reload looked.
+				if _, dirAdded, _ := follow(); dirAdded {
+					timer.Reset(debounce)
+				}
 			}
 		}
 	}()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -133,4 +134,32 @@ func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
 	expectChange(t, changes, "a file named anew")
 	os.WriteFile(other, []byte("V=2\n"), 0o644)
 	expectChange(t, changes, "a write of a file named elsewhere")
+}
+
+// A directory made (its file in it) just after a reload looked, before
+// the watch names it again, is a change: the reload did not see the file.
+func TestWatchDirMadeAsItReloads(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mcp.json")
+	later := filepath.Join(dir, "later", "x.env")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	files := fileList{files: []string{file}}
+	changes := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var reloads atomic.Int32
+	err := Watch(ctx, files.get, 50*time.Millisecond, func() {
+		if reloads.Add(1) == 1 {
+			// The reload looked; then the directory comes, file and all.
+			os.MkdirAll(filepath.Dir(later), 0o755)
+			os.WriteFile(later, []byte("V=1\n"), 0o644)
+		}
+		changes <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.set(file, later)
+	expectChange(t, changes, "a file named anew, its directory missing")
+	expectChange(t, changes, "its directory made as the reload ended")
 }
