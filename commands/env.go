@@ -514,7 +514,7 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		env.noteHint("hint: restart it to use this version: mcpctl down && mcpctl up")
 	}, OnConfigError: func(why string) {
 		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
-		if strings.HasSuffix(why, " does not exist") {
+		if strings.HasSuffix(why, " does not exist") || strings.HasSuffix(why, " do not exist") {
 			// Moved or deleted: see the session's loader.
 			env.noteHint("hint: put it back, and the session reloads it by itself; or stop the session with: mcpctl down")
 			return

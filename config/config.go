@@ -382,6 +382,9 @@ type NotFoundError struct {
 
 	inside string // the config discovery finds in the directory Path
 
+	// More are other files named that do not exist either.
+	More []string
+
 	// Candidate is the file discovery found there but could not read
 	// (Why says why), when no other was found.
 	Candidate string
@@ -393,6 +396,8 @@ func (e *NotFoundError) Error() string {
 		return fmt.Sprintf("no MCP config found: %s %s", e.Candidate, e.Why)
 	case e.Path != "" && e.Why != "":
 		return fmt.Sprintf("config file %s %s", e.Path, e.Why)
+	case e.Path != "" && len(e.More) > 0:
+		return fmt.Sprintf("config files %s do not exist", strings.Join(append([]string{e.Path}, e.More...), ", "))
 	case e.Path != "":
 		return fmt.Sprintf("config file %s does not exist", e.Path)
 	case len(e.Looked) == 0:
@@ -634,6 +639,7 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 		opts.WorkDir, _ = os.Getwd()
 	}
 	var files []file
+	var missing *NotFoundError // files that do not exist, said together
 	for _, path := range paths {
 		if path == "" {
 			// filepath.Abs would make it the working directory.
@@ -672,7 +678,16 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 				return nil, tooBig
 			}
 			if st, serr := os.Stat(abs); errors.Is(err, os.ErrNotExist) || serr != nil || st.IsDir() {
-				return nil, notFound(shown, abs, serr)
+				nf := notFound(shown, abs, serr)
+				switch {
+				case nf.Why != "":
+					return nil, nf
+				case missing == nil:
+					missing = nf
+				default:
+					missing.More = append(missing.More, shown)
+				}
+				continue
 			}
 			return nil, &Error{File: shown, Msg: err.Error()}
 		}
@@ -685,6 +700,9 @@ func readFiles(paths []string, opts *Options) ([]file, error) {
 			dir = opts.WorkDir
 		}
 		files = append(files, file{shown: shown, path: abs, dir: dir, data: data})
+	}
+	if missing != nil {
+		return nil, missing
 	}
 	return files, nil
 }
