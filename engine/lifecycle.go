@@ -92,15 +92,9 @@ func (s *server) startsOnUseLocked() bool {
 	return s.lc.idled
 }
 
-// successor is the server a reload put in s's place, once s is retired
-// and stopped; nil for any other.
+// successor is the server a reload put in s's place, a retired one;
+// nil when there is none (a reload removed it).
 func (s *server) successor() *server {
-	s.mu.Lock()
-	retired := s.lc.retired && s.state == StateStopped
-	s.mu.Unlock()
-	if !retired {
-		return nil
-	}
 	next, err := s.e.lookup(s.cfg().Name)
 	if err != nil || next == s {
 		return nil
@@ -115,13 +109,18 @@ func (s *server) successor() *server {
 func (s *server) acquire(ctx context.Context) (*handle, error) {
 	// A transient server may stop between two looks; a few rounds settle it.
 	for range 5 {
-		if next := s.successor(); next != nil {
-			// A reload replaced it since the request found it: the
-			// request goes to the server that took its place (which
-			// the reload may still be starting), as one made now would.
-			return next.acquire(ctx)
-		}
 		s.mu.Lock()
+		if s.lc.retired && s.state == StateStopped {
+			s.mu.Unlock()
+			if next := s.successor(); next != nil {
+				// A reload replaced it since the request found it: the
+				// request goes to the server that took its place (which
+				// the reload may still be starting), as one made now
+				// would.
+				return next.acquire(ctx)
+			}
+			s.mu.Lock()
+		}
 		switch s.state {
 		case StateReady, StateDegraded:
 			s.lc.inflight++
