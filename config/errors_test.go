@@ -470,3 +470,15 @@ func BenchmarkValidateManyServers(b *testing.B) {
 		}
 	}
 }
+
+// In Claude's shape another top-level key is the app's: servers parked
+// under one (to turn them off) leave the file valid, its servers read.
+func TestClaudeShapeKeepsParkedServers(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(p, []byte(`{"mcpServers": {"a": {"command": "x"}}, "context_servers": {"x": {"command": "y"}}}`), 0o644)
+	cfg, err := Load(p, Options{LookupEnv: env(nil), WorkDir: dir})
+	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "a" {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+}

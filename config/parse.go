@@ -250,13 +250,11 @@ func loadAll(files []file, opts Options) (*Config, Errors, error) {
 		d.dir = f.dir
 		_, claudeShape := d.root["mcpServers"]
 		for _, v := range configSchema().Validate(d.root) {
-			if v.Unknown && len(v.Path) == 1 && len(v.Suggest) == 0 && looksLikeServers(d.root[v.Path[0]]) {
+			if !claudeShape && v.Unknown && len(v.Path) == 1 && len(v.Suggest) == 0 && looksLikeServers(d.root[v.Path[0]]) {
 				// "sever": too far from "servers" in letters, but it holds
-				// servers.
+				// servers. Not in Claude's shape, whose other keys are the
+				// app's (servers parked under another key, say).
 				v.Suggest = []string{"servers"}
-				if claudeShape {
-					v.Suggest = []string{"mcpServers"}
-				}
 			}
 			// A file in Claude's shape may be an app's whole config
 			// (claude_desktop_config.json: globalShortcut, ...): its other
