@@ -217,11 +217,10 @@ hint: give each server a table: [mcp_servers.NAME] with command = "..."`},
 		{"enum value near an allowed one", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "activation": "lazzy"}}}`}}, nil, `mcp.json:1:50: servers.a.activation: expected one of "eager", "lazy", "manual", "transient", got "lazzy"
 hint: did you mean "lazy"?`},
 		{"Codex wrong type", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n"}}, nil, `config.toml:3:23: mcp_servers.a.startup_timeout_sec: expected a duration such as "30s" or "1m30s", or a number of seconds, got "ten"`},
-		// Codex: a header two fields set is an error naming both, not the
-		// one a map's order chose; an empty token variable is as unset.
+		// Codex: an Authorization two fields set is an error naming both,
+		// not the one a map's order chose; an empty token variable is as
+		// unset.
 		{"Codex bearer token and an Authorization header", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\nhttp_headers = { Authorization = \"Bearer other\" }\n"}}, map[string]string{"TOK": "abc"}, `config.toml:3:24: mcp_servers.r.bearer_token_env_var: http_headers and bearer_token_env_var both set the Authorization header
-hint: keep one of them`},
-		{"Codex header from two fields, names in other cases", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { x-key = \"1\" }\nenv_http_headers = { X-Key = \"K\" }\n"}}, map[string]string{"K": "2"}, `config.toml:4:30: mcp_servers.r.env_http_headers.X-Key: http_headers and env_http_headers both set the X-Key header
 hint: keep one of them`},
 		{"Codex bearer token variable empty", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nbearer_token_env_var = \"TOK\"\n"}}, map[string]string{"TOK": ""}, `config.toml:3:24: mcp_servers.r.bearer_token_env_var: ${TOK} is set, but empty
 hint: set TOK to the token (bearer_token_env_var names it)`},
@@ -480,5 +479,21 @@ func TestClaudeShapeKeepsParkedServers(t *testing.T) {
 	cfg, err := Load(p, Options{LookupEnv: env(nil), WorkDir: dir})
 	if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "a" {
 		t.Fatalf("%v %+v", err, cfg)
+	}
+}
+
+// Codex's env_http_headers win over its http_headers, as in Codex, a
+// header's name in any case: no error, one header.
+func TestCodexEnvHeadersOverHTTPHeaders(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".codex", "config.toml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { x-key = \"1\", X-Other = \"o\" }\nenv_http_headers = { X-Key = \"K\" }\n"), 0o644)
+	cfg, err := Load(p, Options{LookupEnv: env(map[string]string{"K": "2"}), WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := cfg.Servers[0].Headers; len(h) != 2 || h["X-Key"] != "2" || h["X-Other"] != "o" {
+		t.Errorf("headers %v, want X-Key 2 (env_http_headers) and X-Other o", h)
 	}
 }

@@ -809,20 +809,30 @@ func (d *document) codexBad(server, field string, at []string, msg, hint string)
 }
 
 // codexHeaders makes the headers of a Codex server (in) from its three
-// fields, in this order: http_headers, env_http_headers,
-// bearer_token_env_var. A header two of them set is an error naming both:
-// taken from either, it was the one a map's order chose. from is the
+// fields, in this order: http_headers, env_http_headers (which wins over
+// http_headers, as in Codex), bearer_token_env_var. Its Authorization
+// set by another field too is an error naming both: which one Codex
+// sends is not plain, and taken from either, it was the one a map's order
+// chose. from is the
 // field the headers are placed at, http_headers if written; origin gets
 // where each header is written.
 func (d *document) codexHeaders(server string, in map[string]any, origin map[string][]string) (headers map[string]any, from string) {
 	headers = map[string]any{}
 	setBy := map[string]string{} // a header's name in lower case → the field that set it
+	named := map[string]string{} // and as that field wrote it
 	set := func(field, h string, v any, at ...string) {
-		if first, dup := setBy[strings.ToLower(h)]; dup {
-			d.codexBad(server, field, at, fmt.Sprintf("%s and %s both set the %s header", first, field, h), "keep one of them")
-			return
+		key := strings.ToLower(h)
+		if first, dup := setBy[key]; dup {
+			if first != "http_headers" || field != "env_http_headers" {
+				// Which one Codex sends is not plain: refused.
+				d.codexBad(server, field, at, fmt.Sprintf("%s and %s both set the %s header", first, field, h), "keep one of them")
+				return
+			}
+			// As Codex does: env_http_headers over http_headers.
+			delete(headers, named[key])
+			delete(origin, server+"\x00"+named[key])
 		}
-		setBy[strings.ToLower(h)] = field
+		setBy[key], named[key] = field, h
 		headers[h] = v
 		origin[server+"\x00"+h] = append([]string{field}, at...)
 		from = cmp.Or(from, field)
