@@ -281,6 +281,8 @@ hint: mcpctl does not read YAML: write the config as JSON (a .json file) or TOML
 hint: this looks like JSON, which mcpctl reads from a file not named .toml; mcp.toml is read as TOML`},
 		{"servers under a misspelt key", [][2]string{{"mcp.json", `{"sever": {"a": {"command": "x"}}}`}}, nil, `mcp.json:1:2: sever: unknown field
 hint: did you mean "servers"?`},
+		{"a size not whole", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "limits": {"memory": 1.5}}}}`}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected string or integer, got number
+hint: write a whole number of bytes, or a size such as "512MiB"`},
 		// The server itself is never the dependency suggested: a cycle.
 		{"unknown dependency near the server's own name", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "dependsOn": ["aa"]}, "b": {"command": "x"}}}`}}, nil, `mcp.json:1:50: servers.a.dependsOn[0]: unknown server "aa"`},
 	} {

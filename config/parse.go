@@ -105,6 +105,9 @@ func typeHint(field string, want []string, got string, v any) string {
 	wants := func(t string) bool { return slices.Contains(want, t) }
 	list := cmp.Or(listExamples[field], `["a", "b"]`)
 	switch {
+	case wants("integer") && wants("string") && got == "number":
+		// A size: whole bytes, or a string with a unit.
+		return `write a whole number of bytes, or a size such as "512MiB"`
 	case wants("string") && got == "boolean":
 		return fmt.Sprintf(`write it in double quotes, as a string: "%v"`, v)
 	case wants("string") && (got == "number" || got == "integer"):
