@@ -1529,3 +1529,18 @@ func TestReloadWithACommandNotFoundKeepsTheServer(t *testing.T) {
 		t.Errorf("after the mending edit: %+v", st)
 	}
 }
+
+// A server stopped by hand whose restart's start is to come reads as
+// starting, and not as stopped by hand: status said both at once.
+func TestStatusStartingIsNotStoppedByHand(t *testing.T) {
+	e := newEngine(t, fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	s, _ := e.lookup("srv")
+	s.mu.Lock()
+	s.lc.held = true
+	s.mu.Unlock()
+	done := s.markRestarting()
+	defer done()
+	if st := e.Status()[0]; st.State != StateStarting || st.StoppedByHand {
+		t.Errorf("status: %s, stopped by hand %v; want starting, not by hand", st.State, st.StoppedByHand)
+	}
+}

@@ -936,7 +936,7 @@ func (s *server) setEditError(why string) {
 }
 
 func (s *server) status() ServerStatus {
-	if prev := s.predecessor.Load(); prev != nil && s.currentState() == StateStopped {
+	if prev := s.predecessor.Load(); prev != nil && s.currentState() == StateStopped && prev.currentState() != StateStopped {
 		return prev.status() // still stopping: what runs of it is that
 	}
 	s.mu.Lock()
@@ -981,7 +981,7 @@ func (s *server) status() ServerStatus {
 	}
 	st.Restarts, st.Failures = s.lc.restarts, s.lc.failures
 	st.LastSuccessAt, st.LastFailureAt = timeOrNil(s.lc.lastSuccess), timeOrNil(s.lc.lastFailure)
-	st.StoppedByHand = s.lc.held && s.state == StateStopped
+	st.StoppedByHand = s.lc.held && state == StateStopped // not while a restart's start is to come
 	if s.lc.restartDone != nil && !s.lc.restartAt.IsZero() {
 		t := s.lc.restartAt
 		st.RestartAt = &t
