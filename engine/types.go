@@ -182,7 +182,8 @@ type PromptRequest struct {
 	Pairs     []string          `json:"pairs,omitempty"`
 	// NoCache skips the cache (the fresh answer is still cached).
 	NoCache   bool  `json:"noCache,omitempty"`
-	TimeoutMs int64 `json:"timeoutMs,omitempty"` // Caller names who makes the request, as CallRequest.Caller does: a
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
 	// the same caller's calls.
 	Caller string `json:"caller,omitempty"`
@@ -203,7 +204,8 @@ type ResourceRequest struct {
 	// Server names the server to ask; empty routes by URI.
 	Server    string `json:"server,omitempty"`
 	NoCache   bool   `json:"noCache,omitempty"`
-	TimeoutMs int64  `json:"timeoutMs,omitempty"` // Caller names who makes the request, as CallRequest.Caller does: a
+	TimeoutMs int64  `json:"timeoutMs,omitempty"`
+	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
 	// the same caller's calls.
 	Caller string `json:"caller,omitempty"`
@@ -227,7 +229,8 @@ type CompleteRequest struct {
 	Value    string `json:"value"`
 	// Context holds arguments already chosen.
 	Context   map[string]string `json:"context,omitempty"`
-	TimeoutMs int64             `json:"timeoutMs,omitempty"` // Caller names who makes the request, as CallRequest.Caller does: a
+	TimeoutMs int64             `json:"timeoutMs,omitempty"`
+	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
 	// the same caller's calls.
 	Caller string `json:"caller,omitempty"`
