@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log"
 	"net/http"
 	"slices"
 	"sync"
@@ -195,8 +196,11 @@ func (ca *clientAsks) ask(ctx context.Context, q Ask) {
 			err = errorf(KindUsage, q.Server, "mcpctl did not offer to answer %s", q.Method)
 		} else {
 			// Recovered as in-process: the panic is not the caller's to
-			// catch, on a goroutine of the Client's own.
-			a.Result, err = guard(h, hctx, q.Server, q.Method, q.Params, func(any, []byte) {})
+			// catch, on a goroutine of the Client's own. Told as net/http
+			// tells a handler's panic, having no log of its own.
+			a.Result, err = guard(h, hctx, q.Server, q.Method, q.Params, func(v any, stack []byte) {
+				log.Printf("engine.Client: the %s handler of a call to server %s panicked: %v\n%s", q.Method, q.Server, v, stack)
+			})
 		}
 		if err != nil {
 			a.Error = err.Error()
