@@ -194,7 +194,7 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			if pid := env.runningPID(ctx, opts.server); pid != 0 {
 				// Its log went with a removed state directory: the
 				// session opens it again at the server's next line.
-				env.note("server %s (pid %d) has written no stderr since its log was removed", opts.server, pid)
+				env.note("server %s (pid %d) runs, but has no log now: its next line on stderr makes it again", opts.server, pid)
 				return nil
 			}
 			hint := "a server's log is written once the session, or a command run without it, starts it; see: mcpctl status"
@@ -558,6 +558,8 @@ func (env *Env) runningPID(ctx context.Context, name string) int {
 	if err != nil {
 		return 0
 	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second) // a session that hangs is no answer
+	defer cancel()
 	st, err := client.Status(ctx)
 	if err != nil {
 		return 0
