@@ -59,7 +59,10 @@ func (hb *hub) askHostUnoffered(next mcp.MethodHandler) mcp.MethodHandler {
 			// A server stopped by hand lists nothing, so serve offers
 			// none of its resources: the host, routing by URI, says why
 			// it cannot answer. One it routes nowhere stays not found,
-			// as the SDK says, unless the request named no URI at all.
+			// as the SDK says, unless the request named no URI at all,
+			// or a server that could not start may have it (the host
+			// says so). Routing may start a server that starts on use,
+			// as a read through the CLI would.
 			uri := r.Params.URI
 			server, hidden := hb.subscribeServer(uri)
 			if hidden {

@@ -132,7 +132,7 @@ func typeHint(field string, want []string, got string, v any) string {
 // valueWords says what a value of the schema's $defs duration,
 // durationOrZero or size (def) must be, given v, which is not one.
 func valueWords(def string, v any) string {
-	got := ", got " + jsonText(v)
+	got := ", got " + schemas.JSONText(v)
 	switch def {
 	case "duration", "durationOrZero":
 		d, ok := durationOf(v)
@@ -175,14 +175,6 @@ func durationOf(v any) (time.Duration, bool) {
 		return d, err == nil
 	}
 	return 0, false
-}
-
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // maxDuration bounds every duration in the config: beyond it a value is a
@@ -1166,11 +1158,11 @@ func parseSize(v any) (int64, error) {
 	case err != nil:
 		return 0, err
 	case f <= 0:
-		return 0, fmt.Errorf("expected a size above zero, got %s", jsonText(v))
+		return 0, fmt.Errorf("expected a size above zero, got %s", schemas.JSONText(v))
 	case f > 1<<60:
-		return 0, fmt.Errorf("expected a size of at most 1 EiB, got %s", jsonText(v))
+		return 0, fmt.Errorf("expected a size of at most 1 EiB, got %s", schemas.JSONText(v))
 	case f != math.Trunc(f):
-		return 0, fmt.Errorf("expected a whole number of bytes, got %s", jsonText(v))
+		return 0, fmt.Errorf("expected a whole number of bytes, got %s", schemas.JSONText(v))
 	}
 	return int64(f), nil
 }

@@ -270,7 +270,7 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
-			want = append(want, jsonText(w))
+			want = append(want, JSONText(w))
 		}
 		msg := "expected one of " + strings.Join(want, ", ")
 		if len(want) == 1 {
@@ -279,7 +279,7 @@ func (s *Schema) collect(e *jsonschema.ValidationError, out *[]Violation) {
 		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "enum", Message: msg + s.got(k.Got)})
 		return
 	case *kind.Const:
-		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "const", Message: "expected " + jsonText(k.Want) + s.got(k.Got)})
+		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "const", Message: "expected " + JSONText(k.Want) + s.got(k.Got)})
 		return
 	case *kind.Pattern:
 		*out = append(*out, Violation{Path: e.InstanceLocation, Keyword: "pattern", Message: "does not match pattern " + k.Want + s.got(k.Got), Def: defOf(e.SchemaURL)})
@@ -338,7 +338,7 @@ func (s *Schema) got(v any) string {
 	if s.Redact {
 		return ""
 	}
-	return ", got " + jsonText(v)
+	return ", got " + JSONText(v)
 }
 
 func (s *Schema) bound(e *jsonschema.ValidationError, keyword, rule string, want, got *big.Rat) Violation {
@@ -371,7 +371,8 @@ func ratText(r *big.Rat) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-func jsonText(v any) string {
+// JSONText is v as JSON, as a message quotes a value.
+func JSONText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
