@@ -253,6 +253,9 @@ else the first that exists of ./mcp.json, ./.vscode/mcp.json, ./.mcp.json,
 				for _, f := range d.Files {
 					fmt.Fprintf(w, "%s (from %s)\n", env.shownPath(f), d.From)
 				}
+				for _, f := range d.Missing {
+					fmt.Fprintf(w, "%s (from %s, missing)\n", env.shownPath(f), d.From)
+				}
 				fmt.Fprintln(w, "\ndiscovery order, when neither --config nor $MCPCTL_CONFIG is given:")
 				for _, c := range d.Candidates {
 					mark := "  "

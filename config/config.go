@@ -462,6 +462,9 @@ type Discovery struct {
 	From string `json:"from"`
 	// Candidates are the discovery order, in the working directory.
 	Candidates []Candidate `json:"candidates"`
+	// Missing are the files named (--config, $MCPCTL_CONFIG) that are
+	// not there, or not files; Discover's error says why.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // A Candidate is one place discovery looks.
@@ -493,6 +496,7 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 		}
 	}
 	if len(named) > 0 {
+		var missing *NotFoundError // the first, and the others gone too
 		for _, n := range named {
 			if n == "" {
 				return d, &NotFoundError{}
@@ -502,12 +506,22 @@ func Discover(explicit []string, lookupEnv func(string) (string, bool), dir stri
 				p = filepath.Join(dir, p)
 			}
 			if st, err := os.Stat(p); err != nil || st.IsDir() {
-				return d, notFound(n, p, err)
+				d.Missing = append(d.Missing, p)
+				switch nf := notFound(n, p, err); {
+				case missing == nil:
+					missing = nf
+				case nf.Why == "" && missing.Why == "":
+					missing.More = append(missing.More, n)
+				}
+				continue
 			}
 			if slices.ContainsFunc(d.Files, func(f string) bool { return sameFile(f, p) }) {
 				continue // named twice: read once
 			}
 			d.Files = append(d.Files, p)
+		}
+		if missing != nil {
+			return d, missing
 		}
 		return d, nil
 	}
