@@ -282,7 +282,16 @@ hint: this looks like JSON, which mcpctl reads from a file not named .toml; mcp.
 		{"servers under a misspelt key", [][2]string{{"mcp.json", `{"sever": {"a": {"command": "x"}}}`}}, nil, `mcp.json:1:2: sever: unknown field
 hint: did you mean "servers"?`},
 		{"a size not whole", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "limits": {"memory": 1.5}}}}`}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected string or integer, got number
-hint: write a whole number of bytes, or a size such as "512MiB"`},
+hint: write a size such as "512MiB", or a whole number of bytes`},
+		{"a size of a unit not known", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "limits": {"memory": "1Gi"}}}}`}}, nil, `mcp.json:1:57: servers.a.limits.memory: expected a size such as "512MiB" or "1G", or a number of bytes, got "1Gi"`},
+		{"a boolean for a duration", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "startupTimeout": true}}}`}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected string or number, got boolean
+hint: write a duration such as "30s", or a number of seconds`},
+		{"a number for a URL", [][2]string{{"mcp.json", `{"servers": {"a": {"url": 5}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected string, got number
+hint: write the server's address in double quotes: "http://localhost:8080/mcp"`},
+		{"a URL without its scheme's colon", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http//localhost:8080/mcp"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "http//localhost:8080/mcp"
+hint: did you mean http://localhost:8080/mcp?`},
+		{"Codex header named twice in other cases", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { X-Key = \"a\", x-key = \"b\" }\n"}}, nil, `config.toml:3:39: mcp_servers.r.http_headers.x-key: X-Key and x-key are one header: header names do not differ by case
+hint: keep one of them`},
 		// The server itself is never the dependency suggested: a cycle.
 		{"unknown dependency near the server's own name", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "dependsOn": ["aa"]}, "b": {"command": "x"}}}`}}, nil, `mcp.json:1:50: servers.a.dependsOn[0]: unknown server "aa"`},
 	} {
@@ -497,5 +506,15 @@ func TestCodexEnvHeadersOverHTTPHeaders(t *testing.T) {
 	}
 	if h := cfg.Servers[0].Headers; len(h) != 2 || h["X-Key"] != "2" || h["X-Other"] != "o" {
 		t.Errorf("headers %v, want X-Key 2 (env_http_headers) and X-Other o", h)
+	}
+	// Its variable unset or blank, http_headers' value stays, as in Codex.
+	for _, vars := range []map[string]string{nil, {"K": ""}} {
+		cfg, err := Load(p, Options{LookupEnv: env(vars), WorkDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := cfg.Servers[0].Headers; h["X-Key"] != "1" {
+			t.Errorf("K %v: headers %v, want X-Key 1 (http_headers)", vars, h)
+		}
 	}
 }

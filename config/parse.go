@@ -91,6 +91,11 @@ func valueAt(v any, path []string) any {
 	return v
 }
 
+// durationFields are the fields that take a duration: a value of
+// another type is told how one is written.
+var durationFields = map[string]bool{"startupTimeout": true, "requestTimeout": true, "shutdownTimeout": true,
+	"idleTimeout": true, "cacheTTL": true, "interval": true, "timeout": true, "cpuTime": true}
+
 // listExamples are lists as each field that takes one holds them.
 var listExamples = map[string]string{
 	"args": `["-y", "@scope/server"]`, "dependsOn": `["db"]`, "dependencies": `["db"]`,
@@ -105,6 +110,12 @@ func typeHint(field string, want []string, got string, v any) string {
 	wants := func(t string) bool { return slices.Contains(want, t) }
 	list := cmp.Or(listExamples[field], `["a", "b"]`)
 	switch {
+	case field == "memory":
+		return `write a size such as "512MiB", or a whole number of bytes`
+	case durationFields[field]:
+		return `write a duration such as "30s", or a number of seconds`
+	case field == "url" || field == "serverUrl":
+		return `write the server's address in double quotes: "http://localhost:8080/mcp"`
 	case wants("integer") && wants("string") && got == "number":
 		// A size: whole bytes, or a string with a unit.
 		return `write a whole number of bytes, or a size such as "512MiB"`
@@ -150,7 +161,7 @@ func valueWords(def string, v any) string {
 		switch {
 		case err == nil && n <= 0:
 			return "expected a size above zero" + got
-		case err == nil:
+		case err == nil && n > 1<<60:
 			return "expected a size of at most 1 EiB" + got
 		}
 	}
@@ -1043,6 +1054,9 @@ func schemeProblem(raw, scheme string, hasScheme bool, schemes []string, redact 
 		if near := schemas.Closest(strings.ToLower(scheme), schemes); len(near) > 0 {
 			hint = fmt.Sprintf("did you mean %s://?", near[0])
 		}
+	case schemeWithoutColon(raw, schemes) != "":
+		// http//host: the scheme's colon left out.
+		hint = fmt.Sprintf("did you mean %s?", redact(schemeWithoutColon(raw, schemes)))
 	case looksSchemed().MatchString(raw):
 		// http:/host: a scheme, mistyped after it.
 	case isHostAndPath(raw):
@@ -1509,6 +1523,17 @@ func (in *inputs) value(id string) (string, error) {
 	}
 	in.values[id] = v
 	return v, nil
+}
+
+// schemeWithoutColon is raw with the colon its scheme lacks put back
+// (http//host → http://host), when it starts with one of schemes so; "".
+func schemeWithoutColon(raw string, schemes []string) string {
+	for _, scheme := range schemes {
+		if len(raw) > len(scheme)+2 && strings.EqualFold(raw[:len(scheme)+2], scheme+"//") {
+			return scheme + "://" + raw[len(scheme)+2:]
+		}
+	}
+	return ""
 }
 
 // looksSchemed matches a URL that starts with a scheme, however mistyped

@@ -823,12 +823,20 @@ func (d *document) codexHeaders(server string, in map[string]any, origin map[str
 	set := func(field, h string, v any, at ...string) {
 		key := strings.ToLower(h)
 		if first, dup := setBy[key]; dup {
+			if first == field {
+				d.codexBad(server, field, at, fmt.Sprintf("%s and %s are one header: header names do not differ by case", named[key], h), "keep one of them")
+				return
+			}
 			if first != "http_headers" || field != "env_http_headers" {
 				// Which one Codex sends is not plain: refused.
 				d.codexBad(server, field, at, fmt.Sprintf("%s and %s both set the %s header", first, field, h), "keep one of them")
 				return
 			}
-			// As Codex does: env_http_headers over http_headers.
+			// As Codex does: env_http_headers over http_headers, whose
+			// value stays for a variable unset or blank.
+			if lit, ok := headers[named[key]].(string); ok && !strings.Contains(lit, "}") {
+				v = strings.TrimSuffix(v.(string), "}") + ":-" + lit + "}"
+			}
 			delete(headers, named[key])
 			delete(origin, server+"\x00"+named[key])
 		}
