@@ -181,8 +181,8 @@ func TestResolvedHidesSecretsInEveryField(t *testing.T) {
 // are secrets: config show, resolved or not, and the server's Redact hide
 // them unless secrets are asked for.
 // A key or token in a URL's query (?api_key=, as hosted servers take
-// one) is a secret as a URL's password is; other parameters, and a value
-// too short to be a key, are shown.
+// one) is a secret as a URL's password is, however short where the URL
+// is shown; other parameters are shown.
 func TestURLQueryKeysHidden(t *testing.T) {
 	cfg, err := loadFile(t, "mcp.json", `{"servers": {"r": {"url": "https://mcp.example/sse?api_key=qsecret9&region=eu&Access-Token=tok%2F123&sig=x#frag"}}}`, nil)
 	if err != nil {
@@ -198,7 +198,7 @@ func TestURLQueryKeysHidden(t *testing.T) {
 			t.Errorf("%s shown: %s", secret, out.String())
 		}
 	}
-	if !strings.Contains(out.String(), "https://mcp.example/sse?api_key=<redacted>&region=eu&Access-Token=<redacted>&sig=x#frag") {
+	if !strings.Contains(out.String(), "https://mcp.example/sse?api_key=<redacted>&region=eu&Access-Token=<redacted>&sig=<redacted>#frag") {
 		t.Errorf("the URL is not shown with its keys hidden: %s", out.String())
 	}
 }

@@ -266,7 +266,8 @@ func hideURLSecrets(text string) string {
 // urlSecrets are the spans of a URL's secrets as written, in order: its
 // password (urlPassword), and the values of query parameters named as
 // keys are (?api_key=, ?token=, ?access_token=), which hosted MCP
-// servers take in place of a header.
+// servers take in place of a header. A short one is hidden where the URL
+// is shown; Redact leaves it in free text, as it does any short secret.
 func urlSecrets(text string) [][2]int {
 	var spans [][2]int
 	if start, end, ok := urlPassword(text); ok {
@@ -285,7 +286,7 @@ func urlSecrets(text string) [][2]int {
 		if amp := strings.IndexByte(param, '&'); amp >= 0 {
 			param = param[:amp]
 		}
-		if name, value, ok := strings.Cut(param, "="); ok && len(value) >= 4 && secretParam(name) {
+		if name, value, ok := strings.Cut(param, "="); ok && value != "" && secretParam(name) {
 			start := at + len(name) + 1
 			spans = append(spans, [2]int{start, start + len(value)})
 		}
