@@ -514,9 +514,13 @@ func (env *Env) client() (*engine.Client, *engine.Session, error) {
 		env.noteHint("hint: restart it to use this version: mcpctl down && mcpctl up")
 	}, OnConfigError: func(why string) {
 		env.note("warning: the config does not load, so the session runs the one it had: %s", why)
-		if strings.HasSuffix(why, " does not exist") || strings.HasSuffix(why, " do not exist") {
+		if strings.HasSuffix(why, " does not exist") {
 			// Moved or deleted: see the session's loader.
 			env.noteHint("hint: put it back, and the session reloads it by itself; or stop the session with: mcpctl down")
+			return
+		}
+		if strings.HasSuffix(why, " do not exist") {
+			env.noteHint("hint: put them back, and the session reloads them by itself; or stop the session with: mcpctl down")
 			return
 		}
 		env.noteHint("hint: fix the file; the session reloads it by itself (mcpctl status shows the error)")

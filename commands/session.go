@@ -127,9 +127,13 @@ func runSession(ctx context.Context, env *Env, p *output.Printer, cfg *config.Co
 		if errors.As(err, &gone) && gone.Path != "" && gone.Why == "" {
 			// Not --config's or $MCPCTL_CONFIG's fault, as the error's own
 			// hint would have it: the file was there when the session began.
+			back := "put it back, and the session reloads it by itself"
+			if len(gone.More) > 0 {
+				back = "put them back, and the session reloads them by itself"
+			}
 			err = &engine.Error{Kind: engine.KindConfig,
 				Message: gone.Error(),
-				Hint:    []string{"put it back, and the session reloads it by itself; or stop the session with: mcpctl down"}}
+				Hint:    []string{back + "; or stop the session with: mcpctl down"}}
 		}
 		if err != nil {
 			if named, uerr := config.LoadFiles(cfg.Paths, config.Options{LookupEnv: lookup, WorkDir: env.WorkDir, Unresolved: true}); uerr == nil {
