@@ -40,6 +40,9 @@ type Env struct {
 	// ctx is the run's: a signal ends it. What outlives a command's own
 	// context (the --jq filter of its result) stops with it.
 	ctx context.Context
+	// inputFailed is the id of an input that got no value on the
+	// terminal: the inputs after it are not asked.
+	inputFailed string
 
 	// Global flags.
 	configFlags []string

@@ -29,6 +29,10 @@ func (env *Env) canAsk() bool {
 // kept in memory only. An answer that will not do is said, and asked
 // again, up to inputTries times: a typo need not end the command.
 func (env *Env) askInput(in config.Input) (string, error) {
+	if env.inputFailed != "" {
+		// The command fails already: no more questions to answer for it.
+		return "", fmt.Errorf("not asked, as ${input:%s} has no value", env.inputFailed)
+	}
 	label := in.Description
 	if label == "" {
 		label = in.ID
@@ -52,6 +56,7 @@ func (env *Env) askInput(in config.Input) (string, error) {
 		}
 		var bad badAnswer
 		if !errors.As(err, &bad) || try == inputTries {
+			env.inputFailed = in.ID
 			return "", err
 		}
 		fmt.Fprintf(env.ErrOut, "mcpctl: %s; %s\n", bad.why, bad.what)
@@ -88,6 +93,7 @@ func (env *Env) askOnce(in config.Input, label string) (string, error) {
 		answer = in.Default
 	}
 	if len(in.Options) > 0 {
+		answer = strings.TrimSpace(answer) // " small " is the choice small
 		if n, err := strconv.Atoi(answer); err == nil && n >= 1 && n <= len(in.Options) {
 			answer = in.Options[n-1]
 		}
