@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpctl/mcpctl/engine"
@@ -424,7 +425,7 @@ func lineTime(line []byte) (time.Time, bool) {
 }
 
 func (lf *lineFilter) file(path string) error {
-	f, err := os.Open(path)
+	f, err := openLogFile(path)
 	if err != nil {
 		return err
 	}
@@ -471,7 +472,7 @@ func (lf *lineFilter) follow(ctx context.Context, path string) error {
 	var pending []byte
 	for {
 		if f == nil {
-			if g, err := os.Open(path); err == nil {
+			if g, err := openLogFile(path); err == nil {
 				f, pending = g, nil
 			} else if lf.gone != nil {
 				if err := lf.gone(); err != nil {
@@ -570,4 +571,15 @@ func (env *Env) runningPID(ctx context.Context, name string) int {
 		}
 	}
 	return 0
+}
+
+// openLogFile opens a log to read it, never through a symlink: one in its
+// place is not mcpctl's log (the session refuses to write through it).
+func openLogFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &engine.Error{Kind: engine.KindConfig, Message: fmt.Sprintf("%s is a symbolic link, not a log of mcpctl's: it is not read", path),
+			Hint: []string{"remove it; mcpctl makes the log again: rm " + path}}
+	}
+	return f, err
 }

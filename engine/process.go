@@ -146,7 +146,12 @@ func startProcess(s *config.Server, logPath string, logger *slog.Logger, onProce
 	var logFile *RotatingFile
 	if logPath != "" {
 		if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
-			logFile, _ = OpenRotating(logPath, DefaultLogMaxBytes, DefaultLogKeep)
+			var lerr error
+			if logFile, lerr = OpenRotating(logPath, DefaultLogMaxBytes, DefaultLogKeep); lerr != nil {
+				// A symlink in its place, say: refused, and said, not
+				// dropped in silence.
+				logger.Warn("the server's stderr is not logged: "+lerr.Error(), "hint", "remove it; mcpctl makes it again: rm "+logPath)
+			}
 		}
 		if logFile != nil {
 			fmt.Fprintf(logFile, "%s --- mcpctl: started server %s (pid %d): %s\n",
