@@ -17,6 +17,6 @@ var ExitCodes = []ExitCode{
 	{exitProtocol, "protocol error: a server answered with a JSON-RPC error"},
 	{exitNoSession, "no session running where one was required"},
 	{exitAuth, "a remote server needs authorization: run the `mcpctl auth login SERVER` the error names"},
-	{exitInterrupted, "interrupted (Ctrl-C); by another signal, 128 + its number (143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT; a second signal ends it at once, a second SIGQUIT with Go's goroutine dump). Commands a signal ends as they should (`watch` without `--count`, `logs -f`, `serve`, `up --foreground`) exit 0"},
-	{exitOutputClosed, "whoever read its output went away before all of it was written (its output piped to `head`, as SIGPIPE would have ended it); the servers it started for itself are stopped properly first (a session `up` started runs on), and nothing is printed. `watch` without `--count`, `logs -f` and `serve` end so with 0"},
+	{exitInterrupted, "interrupted (Ctrl-C); by another signal, 128 + its number (143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT; a second signal ends it at once, a second SIGQUIT with Go's goroutine dump). Commands a signal ends as they should (`watch` without `--count`, `logs -f`, `serve`, `up --foreground`) exit 0 (`watch` 2 when its `--jq` filter failed on an event)"},
+	{exitOutputClosed, "whoever read its output went away before all of it was written (its output piped to `head`, as SIGPIPE would have ended it); the servers it started for itself are stopped properly first (a session `up` started runs on), and nothing is printed. `watch` without `--count`, `logs -f` and `serve` end so with 0 (`watch` 2 when its `--jq` filter failed on an event)"},
 }

@@ -60,8 +60,8 @@ begins (lazy, stopped), or that a reload adds (or removes and adds back), is
 set to the --log-level when it starts, and subscribed again. A server
 --server names that a reload removes is said on stderr; the watch goes on,
 as it does past an event a --jq filter fails on (said on stderr; as jq
-does, the watch then ends with exit 2 where it would have exited 0, unless
-the event was the ready line).
+does, the watch then ends with exit 2 where it would have exited 0; one on
+the ready line is passed over in silence).
 
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
@@ -153,13 +153,14 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 			if je := (*output.JQError)(nil); errors.As(err, &je) {
 				// As jq does with a stream: this event's failure is
 				// said, and the watch goes on with the next.
-				env.note("warning: %s, on a %s event; the watch goes on", je.Msg, ev.Type)
 				if ev.Type == engine.EventReady {
 					// mcpctl's own, with none of a server's fields: a
 					// filter written for the events asked for fails on
-					// it (.from), and that is no failure of the watch.
+					// it (.from), and that is no failure of the watch,
+					// nor worth a warning on every run.
 					return nil
 				}
+				env.note("warning: %s, on a %s event; the watch goes on", je.Msg, ev.Type)
 				if filterFailed++; firstFailure == nil {
 					firstFailure = je
 				}
