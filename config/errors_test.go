@@ -292,6 +292,10 @@ hint: write the server's address in double quotes: "http://localhost:8080/mcp"`}
 hint: did you mean http://localhost:8080/mcp?`},
 		{"Codex header named twice in other cases", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { X-Key = \"a\", x-key = \"b\" }\n"}}, nil, `config.toml:3:39: mcp_servers.r.http_headers.x-key: X-Key and x-key are one header: header names do not differ by case
 hint: keep one of them`},
+		{"a duration in quotes without a unit", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "startupTimeout": "30"}}}`}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "30"
+hint: write 30 without quotes (seconds), or with a unit: "30s"`},
+		{"a duration in days", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "startupTimeout": "1d"}}}`}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "1d"
+hint: days are not a unit: write hours, e.g. "24h" (at most 24h)`},
 		// The server itself is never the dependency suggested: a cycle.
 		{"unknown dependency near the server's own name", [][2]string{{"mcp.json", `{"servers": {"a": {"command": "x", "dependsOn": ["aa"]}, "b": {"command": "x"}}}`}}, nil, `mcp.json:1:50: servers.a.dependsOn[0]: unknown server "aa"`},
 	} {

@@ -52,6 +52,9 @@ func (d *document) explain(v schemas.Violation) (msg, hint string) {
 		// The schema's patterns and bounds say it to a machine; say it
 		// to a person.
 		msg = valueWords(v.Def, valueAt(d.root, v.Path))
+		if hint == "" && v.Def != "size" {
+			hint = durationHint(valueAt(d.root, v.Path))
+		}
 	}
 	return msg, hint
 }
@@ -166,6 +169,25 @@ func valueWords(def string, v any) string {
 		}
 	}
 	return `expected a size such as "512MiB" or "1G", or a number of bytes` + got
+}
+
+// durationHint says how to write a duration given as v, a string that is
+// none: a number in quotes, or in days; "" for others.
+func durationHint(v any) string {
+	str, ok := v.(string)
+	if !ok {
+		return ""
+	}
+	str = strings.TrimSpace(str)
+	if _, err := strconv.ParseFloat(str, 64); err == nil {
+		return fmt.Sprintf(`write %s without quotes (seconds), or with a unit: "%ss"`, str, str)
+	}
+	if n, ok := strings.CutSuffix(str, "d"); ok {
+		if _, err := strconv.ParseFloat(n, 64); err == nil {
+			return `days are not a unit: write hours, e.g. "24h" (at most 24h)`
+		}
+	}
+	return ""
 }
 
 // durationOf reads a duration as the config writes one, a string or a
