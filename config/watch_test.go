@@ -106,18 +106,9 @@ func expectChange(t *testing.T, changes <-chan struct{}, what string) {
 // followed within refollowEvery, and a file named anew counts as changed:
 // also one whose directory was made since, written while nobody watched.
 func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "mcp.json")
-	later := filepath.Join(dir, "later", "x.env")
-	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
-	files := fileList{files: []string{file}}
+	dir, file, later, files := laterFileSetup(t)
 	changes := make(chan struct{}, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	err := Watch(ctx, files.get, 50*time.Millisecond, func() { changes <- struct{}{} })
-	if err != nil {
-		t.Fatal(err)
-	}
+	watchFor(t, files, func() { changes <- struct{}{} })
 	// Named in a directory not there yet: a change once named, then the
 	// file written in the directory made since, before the watch saw it.
 	files.set(file, later)
@@ -139,16 +130,10 @@ func TestWatchFollowsFilesNamedElsewhere(t *testing.T) {
 // A directory made (its file in it) just after a reload looked, before
 // the watch names it again, is a change: the reload did not see the file.
 func TestWatchDirMadeAsItReloads(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "mcp.json")
-	later := filepath.Join(dir, "later", "x.env")
-	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
-	files := fileList{files: []string{file}}
+	_, file, later, files := laterFileSetup(t)
 	changes := make(chan struct{}, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var reloads atomic.Int32
-	err := Watch(ctx, files.get, 50*time.Millisecond, func() {
+	watchFor(t, files, func() {
 		if reloads.Add(1) == 1 {
 			// The reload looked; then the directory comes, file and all.
 			os.MkdirAll(filepath.Dir(later), 0o755)
@@ -156,10 +141,27 @@ func TestWatchDirMadeAsItReloads(t *testing.T) {
 		}
 		changes <- struct{}{}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	files.set(file, later)
 	expectChange(t, changes, "a file named anew, its directory missing")
 	expectChange(t, changes, "its directory made as the reload ended")
+}
+
+// laterFileSetup is a config file watched alone, and the path of a file
+// in a directory not made yet (dir/later/x.env) for a reload to name.
+func laterFileSetup(t *testing.T) (dir, file, later string, files *fileList) {
+	dir = t.TempDir()
+	file = filepath.Join(dir, "mcp.json")
+	later = filepath.Join(dir, "later", "x.env")
+	os.WriteFile(file, []byte(`{"servers": {}}`), 0o644)
+	return dir, file, later, &fileList{files: []string{file}}
+}
+
+// watchFor watches files (50ms debounce) until the test ends.
+func watchFor(t *testing.T, files *fileList, onChange func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := Watch(ctx, files.get, 50*time.Millisecond, onChange); err != nil {
+		t.Fatal(err)
+	}
 }
