@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,7 +32,11 @@ func TestRemoteOverlongAnswer(t *testing.T) {
 			if err := e.Start(ctx(t)); err != nil {
 				t.Fatal(err)
 			}
-			_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.huge"})
+			// 64 MiB to encode and read: under the race detector on a
+			// busy machine that took over ctx(t)'s 30 s once in CI.
+			long, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			_, err := e.CallTool(long, &CallRequest{Name: "r.huge"})
 			if KindOf(err) != KindProtocol || !strings.Contains(err.Error(), "server r answered tools/call with one message longer than 64 MiB, the most mcpctl reads; the answer was dropped") {
 				t.Errorf("call answered too long: %v (kind %s)", err, KindOf(err))
 			}
