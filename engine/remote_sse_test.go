@@ -189,8 +189,10 @@ func TestSSETeeSplice(t *testing.T) {
 	tee := &sseTee{
 		ReadCloser: io.NopCloser(&dataThenEOF{"retry: 50\n\n" + msg + "id: 3\n\nid: 4\nda"}),
 		onData:     func([]byte) error { return nil },
-		lived:      time.Millisecond,
-		opened:     time.Now().Add(-time.Second),
+		// The first stream lived long enough to be opened again, its
+		// successor (read in a moment, however busy the machine) not.
+		lived:  time.Hour,
+		opened: time.Now().Add(-2 * time.Hour),
 		reopen: func(lastID string, retry time.Duration) io.ReadCloser {
 			reopened <- struct{}{}
 			if opens++; opens > 1 || lastID != "3" || retry != 50*time.Millisecond {
