@@ -199,6 +199,12 @@ hint: export NOPE_KEY (env_http_headers names it)`},
 		{"Codex enabled not a boolean", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nenabled = \"false\"\n"}}, nil, `config.toml:3:11: mcp_servers.a.enabled: expected true or false, got string`},
 		{"Codex timeout in ms not a number", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = \"5000\"\n"}}, nil, `config.toml:3:22: mcp_servers.a.startup_timeout_ms: expected a number of milliseconds, got string
 hint: e.g. startup_timeout_ms = 20000`},
+		{"Codex timeout in ms over a day", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 100000000\n"}}, nil, `config.toml:3:22: mcp_servers.a.startup_timeout_ms: expected a number of milliseconds above zero, at most 86400000 (24h), got 100000000
+hint: e.g. startup_timeout_ms = 20000`},
+		{"Codex timeout in ms zero", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 0\n"}}, nil, `config.toml:3:22: mcp_servers.a.startup_timeout_ms: expected a number of milliseconds above zero, at most 86400000 (24h), got 0
+hint: e.g. startup_timeout_ms = 20000`},
+		{"duration under a nanosecond", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"requestTimeout\": 1e-10}}}"}}, nil, `mcp.json:1:54: servers.a.requestTimeout: expected a duration of at least 1ns (0.000000001 seconds), got 1e-10`},
+		{"duration under a nanosecond, with a unit", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"idleTimeout\": \"0.0000000001s\"}}}"}}, nil, `mcp.json:1:51: servers.a.idleTimeout: expected a duration of at least 1ns (0.000000001 seconds), got "0.0000000001s"`},
 		{"Codex both startup timeouts", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 10\nstartup_timeout_ms = 2000\n"}}, nil, `config.toml:4:22: mcp_servers.a.startup_timeout_ms: startup_timeout_sec says the same
 hint: keep one of startup_timeout_sec and startup_timeout_ms`},
 		{"Codex bearer token on a stdio server", [][2]string{{"config.toml", "[mcp_servers.a]\ncommand = \"x\"\nbearer_token_env_var = \"TOK\"\n"}}, map[string]string{"TOK": "t"}, `config.toml:3:1: mcp_servers.a.bearer_token_env_var: bearer_token_env_var is for http, sse and ws servers
@@ -263,6 +269,8 @@ hint: write strings in double quotes: command = "node"; true, false and numbers 
 hint: write a backslash as \\ ("C:\\Users\\me"), or quote with single quotes, which take every character as written ('C:\Users\me')`},
 		{"TOML table twice", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\n\n[servers.a]\ncommand = \"y\"\n"}}, nil, `mcp.toml:4:2: servers.a: invalid TOML: table [servers.a] is defined twice (first at 1:2)
 hint: remove one, or give it another name`},
+		{"TOML field twice in an inline table", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\nenv = { A = \"1\", B = \"2\", A = \"3\" }\n"}}, nil, `mcp.toml:3:27: servers.a.env.A: invalid TOML: duplicate field "A"
+hint: remove one of the two`},
 		{"TOML field twice", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"x\"\ncommand = \"y\"\n"}}, nil, `mcp.toml:3:1: servers.a.command: invalid TOML: duplicate field "command"
 hint: remove one of the two`},
 		{"TOML column in characters", [][2]string{{"mcp.toml", "[servers.a]\nargs = [\"é\", x]\n"}}, nil, `mcp.toml:2:14: invalid TOML: a value that is not quoted (a string needs quotes)

@@ -153,6 +153,8 @@ func valueWords(def string, v any) string {
 		switch {
 		case ok && d < 0 && def == "durationOrZero":
 			return "expected a duration of 0 or more" + got
+		case ok && d == 0 && !isZero(v):
+			return "expected a duration of at least 1ns (0.000000001 seconds)" + got
 		case ok && d <= 0:
 			return "expected a duration above zero" + got
 		case ok && d > maxDuration:
@@ -208,6 +210,19 @@ func durationOf(v any) (time.Duration, bool) {
 		return d, err == nil
 	}
 	return 0, false
+}
+
+// isZero says whether v, a duration as the config writes one, is zero
+// itself rather than too short to be counted in nanoseconds.
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
+	case string:
+		return !strings.ContainsAny(v, "123456789")
+	}
+	return false
 }
 
 // maxDuration bounds every duration in the config: beyond it a value is a

@@ -439,12 +439,32 @@ func tomlError(file string, data []byte, de *toml.DecodeError) *Error {
 		path := append(tomlTableBefore(data, off), de.Key()...)
 		if name := strings.TrimSuffix(strings.TrimPrefix(msg, "key "), " is already defined"); len(path) == 0 || path[len(path)-1] != name {
 			path = append(path, name) // in an inline table: its key is the table's
+			// go-toml places it at the start of the line: the second
+			// of the two is where the reader looks.
+			if at := secondKeyOnLine(data, off, name); at >= 0 {
+				e.Line, e.Col = LineCol(data, at)
+			}
 		}
 		e.Field = schemas.FieldPath(path)
 		e.Msg = fmt.Sprintf("invalid TOML: duplicate field %q", path[len(path)-1])
 		e.Hint = "remove one of the two"
 	}
 	return e
+}
+
+// secondKeyOnLine is the offset of the second key name (bare or quoted,
+// followed by =) on the line that starts at off, or -1.
+func secondKeyOnLine(data []byte, off int, name string) int {
+	line := data[off:]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	re := regexp.MustCompile(`[\s{,]("|')?` + regexp.QuoteMeta(name) + `("|')?\s*=`)
+	found := re.FindAllSubmatchIndex(line, 2)
+	if len(found) < 2 {
+		return -1
+	}
+	return off + found[1][0] + 1
 }
 
 // offsetOf is the offset of a 1-based line and byte column in data.
@@ -747,6 +767,12 @@ func (d *document) fromCodex() {
 					continue
 				}
 				f, _ := n.Float64()
+				// Said here, in milliseconds: the duration check would quote
+				// the value in seconds.
+				if f < 1e-6 || f > float64(maxDuration.Milliseconds()) {
+					bad(fmt.Sprintf("expected a number of milliseconds above zero, at most %d (24h), got %s", maxDuration.Milliseconds(), n), "e.g. startup_timeout_ms = 20000")
+					continue
+				}
 				s["startupTimeout"] = json.Number(strconv.FormatFloat(f/1000, 'g', -1, 64))
 				origin[name+"\x00startupTimeout"] = k
 			case "bearer_token_env_var", "env_http_headers", "http_headers":

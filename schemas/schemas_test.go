@@ -35,6 +35,8 @@ func TestConfigSchemaDurationsAndSizes(t *testing.T) {
 		{`"startupTimeout": -1`, "duration"},
 		{`"startupTimeout": 86401`, "duration"},
 		{`"startupTimeout": 0.5`, ""},
+		{`"startupTimeout": 1e-10`, "duration"}, // under 1ns: 0 to mcpctl
+		{`"startupTimeout": 1e-9`, ""},
 		{`"startupTimeout": 86400`, ""},
 		{`"idleTimeout": "0s"`, "duration"},
 		{`"idleTimeout": "0"`, "duration"},
