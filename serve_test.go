@@ -1166,8 +1166,8 @@ func TestServeCancelledNotAnswered(t *testing.T) {
 }
 
 // SIGTERM (or Ctrl-C) ends serve while a call is under way: the call is
-// cancelled (its server is told), not waited for, and serve does not then
-// wait out stdin's grace (5s) for the answer it can no longer write.
+// cancelled (its server is told), not waited for, and answered with why
+// before serve closes its output (the SDK writes nothing once it closes).
 func TestServeSignalEndsCalls(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -1202,11 +1202,8 @@ func TestServeSignalEndsCalls(t *testing.T) {
 			}
 			select {
 			case err := <-called:
-				// Answered, if at all, saying why; not "context canceled".
-				if err != nil && strings.Contains(err.Error(), "context canceled") {
-					t.Errorf("the call's answer: %v", err)
-				}
-				if err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "closed") && !strings.Contains(err.Error(), "mcpctl serve is ending (interrupted by") {
+				// Answered, saying why: not the end of serve's output.
+				if err == nil || !strings.Contains(err.Error(), "mcpctl serve is ending (interrupted by") {
 					t.Errorf("the call's answer: %v", err)
 				}
 			case <-time.After(3*time.Second - time.Since(t0)):
@@ -1215,6 +1212,47 @@ func TestServeSignalEndsCalls(t *testing.T) {
 			t.Logf("serve ended %v after %v", time.Since(t0).Round(time.Millisecond), sig)
 		})
 	}
+}
+
+// A serve that uses a session ends with it (mcpctl down) while a call is
+// under way: the call is answered, saying why, before serve closes its
+// output; the client does not only see its end.
+func TestServeSessionEndAnswersCalls(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":  `{"servers": {"fake": {"command": "mcp-fake", "args": ["fake.json"]}}}`,
+		"fake.json": `{"tools": [{"name": "stall", "sleep": "60s"}]}`,
+	})
+	w.mcpctl("up")
+	sc := w.serveStdio()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	called := make(chan answer, 1)
+	go func() {
+		res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.stall"})
+		called <- answer{res, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // for the call to reach the server
+	w.mcpctl("down")
+	select {
+	case a := <-called:
+		// The session's stopped server (an isError result), or serve's
+		// end: either says why.
+		switch {
+		case a.err != nil && strings.Contains(a.err.Error(), "mcpctl serve is ending (the session serve used ended"):
+		case a.err == nil && a.res.IsError && len(a.res.Content) > 0:
+			t.Logf("answered: %s", a.res.Content[0].(*mcp.TextContent).Text)
+		default:
+			t.Errorf("the call's answer: %+v, %v", a.res, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call still runs 30s after mcpctl down")
+	}
+	w.noneLeft()
 }
 
 // SIGTERM ends serve --http at once: a client's event stream is ended by

@@ -369,7 +369,16 @@ func (hb *hub) serveStdio() error {
 	// The filter bounds a message; the SDK's own bound (16 MiB) would end
 	// the connection over one longer.
 	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}, grace: stdinGrace}
-	err := hb.srv.Run(hb.ctx, t)
+	// The SDK closes the connection as soon as Run's context ends, and
+	// writes no answer after that: the requests serve's end cancelled
+	// (endWithServe) would never hear why. Run ends once they are answered.
+	runCtx, endRun := context.WithCancel(context.WithoutCancel(hb.ctx))
+	defer endRun()
+	defer context.AfterFunc(hb.ctx, func() {
+		t.settle(endingGrace)
+		endRun()
+	})()
+	err := hb.srv.Run(runCtx, t)
 	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || outputClosed(err) {
 		return nil // the client went away: closed stdin, or stdout
 	}
@@ -488,6 +497,10 @@ func (c *closableReader) Close() error {
 // answered before serve ends anyway.
 const stdinGrace = 5 * time.Second
 
+// endingGrace is how long the requests serve's end cancelled may take to
+// be answered (that serve is ending) before the connection is closed.
+const endingGrace = time.Second
+
 // A drainingTransport is a stdio transport on which the end of input waits
 // until the requests read before it are answered (for at most grace): a
 // client that writes its requests and closes stdin, as a shell pipe does,
@@ -496,6 +509,9 @@ const stdinGrace = 5 * time.Second
 type drainingTransport struct {
 	inner mcp.Transport
 	grace time.Duration
+
+	mu   sync.Mutex
+	conn *drainingConn
 }
 
 func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -503,7 +519,21 @@ func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}, nil
+	dc := &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}
+	t.mu.Lock()
+	t.conn = dc
+	t.mu.Unlock()
+	return dc, nil
+}
+
+// settle waits until every request read has its answer, at most grace.
+func (t *drainingTransport) settle(grace time.Duration) {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		c.wait(context.Background(), grace)
+	}
 }
 
 type drainingConn struct {
@@ -550,7 +580,7 @@ func (c *drainingConn) duplicate(msg jsonrpc.Message) *jsonrpc.Response {
 
 func (c *drainingConn) read(ctx context.Context, msg jsonrpc.Message, err error) (jsonrpc.Message, error) {
 	if errors.Is(err, io.EOF) {
-		c.drain(ctx)
+		c.wait(ctx, c.grace)
 		return msg, err
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
@@ -630,16 +660,16 @@ func (c *drainingConn) answered(id jsonrpc.ID) {
 	}
 }
 
-// Close ends a drain under way: serve is ending (a signal), and the
-// answers the drain would wait for can no longer be written.
+// Close ends a wait under way: the answers it would wait for can no
+// longer be written.
 func (c *drainingConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closing) })
 	return c.Connection.Close()
 }
 
-// drain waits until every request read has its answer, at most grace.
-func (c *drainingConn) drain(ctx context.Context) {
-	timer := time.NewTimer(c.grace)
+// wait waits until every request read has its answer, at most grace.
+func (c *drainingConn) wait(ctx context.Context, grace time.Duration) {
+	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
