@@ -85,6 +85,10 @@ func runDown(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	// Why the session could not reload its config is of no matter once
+	// it is stopped, and its hints (mcpctl reload) are wrong: the next up
+	// says what is wrong with the file, if anything still is.
+	st.ConfigError = nil
 	// The servers are stopped; wait for the session process to let go of
 	// its lock and socket, so a following `up` starts cleanly.
 	deadline := time.Now().Add(10 * time.Second)
