@@ -1257,14 +1257,13 @@ func TestServeSessionEndAnswersCalls(t *testing.T) {
 
 // SIGTERM ends serve --http at once: a client's event stream is ended by
 // serve (a clean end of its body), not held until a grace runs out and
-// then cut.
+// then cut, and a call under way is answered with why.
 func TestServeHTTPSignalEndsStreams(t *testing.T) {
 	t.Parallel()
-	w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": serveFakeSpec})
+	w := newServeWorld(t, map[string]string{"mcp.json": serveFakeConfig, "fake.json": `{"tools": [{"name": "stall", "sleep": "60s"}]}`})
 	token := "test-token-" + w.mark
 	url, _ := w.serveHTTP([]string{"MCPCTL_SERVE_TOKEN=" + token})
-	post := func(session, body string) *http.Response {
-		t.Helper()
+	post := func(session, body string) (*http.Response, string) {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -1274,18 +1273,27 @@ func TestServeHTTPSignalEndsStreams(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return nil, ""
 		}
-		io.ReadAll(resp.Body)
+		got, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp
+		return resp, string(got)
 	}
-	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	init, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if init == nil {
+		t.FailNow()
+	}
 	session := init.Header.Get("Mcp-Session-Id")
 	if session == "" {
 		t.Fatalf("initialize: %s, no session id", init.Status)
 	}
 	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	called := make(chan string, 1)
+	go func() {
+		_, body := post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake.stall","arguments":{}}}`)
+		called <- body
+	}()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -1304,10 +1312,14 @@ func TestServeHTTPSignalEndsStreams(t *testing.T) {
 	if serve < 0 {
 		t.Fatal("no mcpctl serve among the processes")
 	}
+	time.Sleep(500 * time.Millisecond) // for the call to reach the server
 	t0 := time.Now()
 	syscall.Kill(serve, syscall.SIGTERM)
 	if _, err := io.ReadAll(stream.Body); err != nil {
 		t.Errorf("the event stream was cut (%v) %v after SIGTERM, not ended by serve", err, time.Since(t0).Round(time.Millisecond))
+	}
+	if body := <-called; !strings.Contains(body, `"id":2,"error":{"code":-32603,"message":"mcpctl serve is ending (interrupted by terminated)`) {
+		t.Errorf("the call under way was answered %q", body)
 	}
 	if !within(5*time.Second, func() bool { return procState(serve) == "" }) {
 		t.Fatal("serve still runs 5s after SIGTERM")

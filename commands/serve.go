@@ -393,12 +393,9 @@ func (hb *hub) serveHTTP(ln net.Listener, token string) error {
 	refused := newRefusals(hb.env.note)
 	defer refused.flush()
 	srv := &http.Server{
-		Handler:           hb.httpHandler(token, clients, refused),
+		Handler:           streamsEndWith(hb.ctx, hb.httpHandler(token, clients, refused)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
-		// Requests end with serve: event streams are ended, not held
-		// until the grace below runs out, and calls are cancelled.
-		BaseContext: func(net.Listener) context.Context { return hb.ctx },
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -445,6 +442,24 @@ func (hb *hub) httpHandler(token string, clients *presence, refused *refusals) h
 		// rebinding refused LOCALHOST.
 		r.Host = strings.ToLower(r.Host)
 		mux.ServeHTTP(w, r)
+	})
+}
+
+// streamsEndWith ends the event streams (GET) h serves when ctx ends: they
+// are ended, not held until Shutdown's grace runs out. A POST keeps its
+// own context: the calls it carries end with serve (endWithServe), and
+// their answers (that serve is ending) are written before it returns; the
+// SDK writes none to a request whose context ended.
+func streamsEndWith(ctx context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		defer context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })()
+		h.ServeHTTP(w, r.WithContext(rctx))
 	})
 }
 
