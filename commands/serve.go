@@ -67,8 +67,9 @@ failing, ends serve with its error). Over stdio, stdout carries only MCP
 messages and serve ends when stdin closes (at once, even while the servers
 start, when the client sent nothing: a pipe, a socket it shut, /dev/null),
 or when its client closes stdout; it also ends on Ctrl-C or SIGTERM. A
-line that is not JSON-RPC 2.0 is answered with its JSON-RPC error and serve
-goes on.
+request under way when serve ends is answered with a JSON-RPC error that
+says so. A line that is not JSON-RPC 2.0 is answered with its JSON-RPC
+error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError
