@@ -66,7 +66,8 @@ the ready line is passed over in silence).
 It ends on Ctrl-C, or when what reads its output goes away (mcpctl watch |
 head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
 --count events did not all come), after --count events, or after --timeout
-(exit 4 when --count events did not come by then); when the session ends
+from its ready line (exit 4 when --count events did not come by then, or
+when the watch did not begin within it); when the session ends
 under it (mcpctl down), it exits 3. Without a session it starts the servers
 for its own duration; one that cannot start is its state event (to
 unavailable, with the error), and the others are watched, unless none starts
@@ -131,18 +132,35 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	}
 	ctx, stop := untilOutputClosed(ctx, env.Out)
 	defer stop()
-	wctx := ctx
+	// --timeout bounds the watch's start (without a session, the servers'
+	// start), then, afresh from its ready line, the watch itself: as a
+	// call's --timeout bounds its start, then its request.
+	wctx, watching := ctx, func() {}
+	began := false
 	if opts.timeout > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, opts.timeout)
-		defer cancel()
+		var cancel context.CancelCauseFunc
+		wctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := time.AfterFunc(opts.timeout, func() { cancel(context.DeadlineExceeded) })
+		defer timer.Stop()
+		watching = func() {
+			if timer.Stop() {
+				timer.Reset(opts.timeout)
+			}
+		}
 	}
 	seen := 0
 	var filterFailed int // events the --jq filter failed on
 	var firstFailure *output.JQError
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
+	oneShot := false
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
+		_, oneShot = h.(localHost)
 		return h.Watch(wctx, req, func(ev engine.Event) error {
+			if ev.Type == engine.EventReady {
+				began = true
+				watching()
+			}
 			if ev.Type == engine.EventConfig {
 				noteRemoved(env, ev, opts.servers)
 				if !showConfig {
@@ -179,7 +197,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 			return nil
 		})
 	})
-	err = watchEnd(err, ctx, wctx, opts, seen)
+	err = watchEnd(err, ctx, wctx, opts, seen, began, oneShot)
 	if err == nil && filterFailed > 0 {
 		// As jq ends a stream it failed on part of: what was shown is
 		// not all there was, which a script must not take for success.
@@ -191,7 +209,8 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 
 // watchEnd is the error a watch ends with, from its callback's or its
 // host's (err) and why its contexts ended; nil for the ends asked for.
-func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int) error {
+func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int, began, oneShot bool) error {
+	timedOut := errors.Is(context.Cause(wctx), context.DeadlineExceeded)
 	switch {
 	case errors.Is(err, errWatchDone):
 		return nil
@@ -208,9 +227,16 @@ func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int)
 		return ctx.Err()
 	case ctx.Err() != nil:
 		return nil // Ctrl-C is how an open-ended watch ends
-	case wctx.Err() != nil && opts.count > 0:
+	case timedOut && !began:
+		// Nothing was watched: not the end --timeout asks for.
+		hints := []string{"give it longer, e.g. --timeout " + (opts.timeout * 10).String()}
+		if oneShot {
+			hints = append(hints, "or start the servers first, once: mcpctl up")
+		}
+		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch did not begin within --timeout %s", opts.timeout), Hint: hints}
+	case timedOut && opts.count > 0:
 		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch saw %d of %d events in %s", seen, opts.count, opts.timeout)}
-	case wctx.Err() != nil && (err == nil || errors.Is(err, context.DeadlineExceeded)):
+	case timedOut && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return nil
 	case err == nil:
 		// The events stopped without Ctrl-C, --count or --timeout: the
