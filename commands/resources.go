@@ -95,7 +95,8 @@ chooses. Text prints as text on a terminal; the whole MCP result prints as
 JSON otherwise (a blob stays base64). --output-file writes the content (a
 blob decoded) to a file instead.
 
-A session caches reads for cacheTTL (default 5m), until the server says the
+A session caches reads for cacheTTL (default 5m; less when a server of MCP
+2026-07-28 or later says so with ttlMs), until the server says the
 resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
 
   mcpctl resource demo://resource/static/document/architecture.md

@@ -93,6 +93,7 @@ func TestCachedAnswerWithoutServer(t *testing.T) {
 		Tools:     []fakemcp.Tool{{Name: "die", Crash: &crash}},
 		Prompts:   []fakemcp.Prompt{{Name: "greet", Text: "hello", Arguments: []*mcp.PromptArgument{{Name: "who"}}}},
 		Resources: []fakemcp.Resource{{URI: "mem://doc", Name: "doc", Text: "the doc"}},
+		ReadTTLMs: 300_000, // its reads stay fresh for cacheTTL (2026-07-28)
 	}
 	gone := fakeServer(t, "gone", spec)
 	brief := fakeServer(t, "brief", spec)

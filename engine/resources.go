@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpctl/mcpctl/schemas"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -103,7 +104,28 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 		return nil, brokenResult(s.cfg().Name, "resources/read", "contents")
 	}
 	if s.unanswered.Load() == unanswered { // see promptOnce
-		e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, s.cfg().CacheTTL)
+		e.cache.put(key, s.cfg().Name, "resources/read", req.URI, raw, readTTL(raw, s.cfg().CacheTTL, newProtocol(h.cs)))
 	}
 	return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw}, nil
+}
+
+// readTTL is how long a read's answer raw is kept: the config's cacheTTL,
+// or less when a server of 2026-07-28 or later says in its ttlMs that the
+// answer is fresh for less (0: not at all). Before that version ttlMs
+// means nothing (the go-sdk's servers send 0 whatever they mean).
+func readTTL(raw json.RawMessage, cacheTTL time.Duration, modern bool) time.Duration {
+	if !modern {
+		return cacheTTL
+	}
+	ms, err := members(raw)
+	if err != nil {
+		return cacheTTL
+	}
+	for _, m := range ms {
+		var n float64
+		if m.key == "ttlMs" && json.Unmarshal(m.value, &n) == nil && n >= 0 {
+			return min(cacheTTL, time.Duration(n*float64(time.Millisecond)))
+		}
+	}
+	return cacheTTL
 }

@@ -97,6 +97,7 @@ func TestPrompts(t *testing.T) {
 func TestCacheHitMissInvalidation(t *testing.T) {
 	spec := surface
 	spec.Tools = []fakemcp.Tool{{Name: "addPrompt", AddPrompt: "later"}, {Name: "touch", Touch: "file:///notes.txt"}}
+	spec.ReadTTLMs = 300_000 // its reads stay fresh for cacheTTL (2026-07-28)
 	e := startOne(t, "srv", spec)
 	get := func(noCache bool) *PromptResult {
 		t.Helper()

@@ -47,6 +47,9 @@ type Spec struct {
 	// go-sdk answers it concurrently with what follows, so an initialize
 	// right behind it may be taken first).
 	DiscoverFirst bool `json:"discoverFirst,omitempty"`
+	// ReadTTLMs is the ttlMs of its resources/read results (2026-07-28
+	// and later; the go-sdk sends 0, "stale at once", unless told).
+	ReadTTLMs int `json:"readTTLMs,omitempty"`
 	// AnswerVersion, when set, is the protocolVersion of the server's
 	// answer to initialize, whatever was asked: a server that speaks a
 	// version its client does not.
@@ -414,6 +417,13 @@ func (f *fake) newServer() *mcp.Server {
 		Instructions: spec.Instructions,
 		// Declare every list, so tools can add to an empty one later.
 		HasTools: true, HasPrompts: true, HasResources: true,
+	}
+	if spec.ReadTTLMs > 0 {
+		opts.SetCacheable = func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ReadResourceRequest); ok {
+				c.TTLMs = spec.ReadTTLMs
+			}
+		}
 	}
 	if spec.Subscribe {
 		opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
