@@ -132,9 +132,10 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	}
 	ctx, stop := untilOutputClosed(ctx, env.Out)
 	defer stop()
-	// --timeout bounds the watch's start (without a session, the servers'
-	// start), then, afresh from its ready line, the watch itself: as a
-	// call's --timeout bounds its start, then its request.
+	// --timeout bounds the watch's beginning (its ready line: the session
+	// answered, or without one the config loaded), then, afresh from
+	// there, the watch itself: as a call's bounds its start, then its
+	// request.
 	wctx, watching := ctx, func() {}
 	began := false
 	if opts.timeout > 0 {
@@ -153,9 +154,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	var filterFailed int // events the --jq filter failed on
 	var firstFailure *output.JQError
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
-	oneShot := false
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
-		_, oneShot = h.(localHost)
 		return h.Watch(wctx, req, func(ev engine.Event) error {
 			if ev.Type == engine.EventReady {
 				began = true
@@ -197,7 +196,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 			return nil
 		})
 	})
-	err = watchEnd(err, ctx, wctx, opts, seen, began, oneShot)
+	err = watchEnd(err, ctx, wctx, opts, seen, began)
 	if err == nil && filterFailed > 0 {
 		// As jq ends a stream it failed on part of: what was shown is
 		// not all there was, which a script must not take for success.
@@ -209,7 +208,7 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 
 // watchEnd is the error a watch ends with, from its callback's or its
 // host's (err) and why its contexts ended; nil for the ends asked for.
-func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int, began, oneShot bool) error {
+func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int, began bool) error {
 	timedOut := errors.Is(context.Cause(wctx), context.DeadlineExceeded)
 	switch {
 	case errors.Is(err, errWatchDone):
@@ -229,11 +228,8 @@ func watchEnd(err error, ctx, wctx context.Context, opts watchOptions, seen int,
 		return nil // Ctrl-C is how an open-ended watch ends
 	case timedOut && !began:
 		// Nothing was watched: not the end --timeout asks for.
-		hints := []string{"give it longer, e.g. --timeout " + (opts.timeout * 10).String()}
-		if oneShot {
-			hints = append(hints, "or start the servers first, once: mcpctl up")
-		}
-		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch did not begin within --timeout %s", opts.timeout), Hint: hints}
+		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch did not begin within --timeout %s", opts.timeout),
+			Hint: []string{"give it longer, e.g. --timeout " + (opts.timeout * 10).String()}}
 	case timedOut && opts.count > 0:
 		return &engine.Error{Kind: engine.KindTimeout, Message: fmt.Sprintf("watch saw %d of %d events in %s", seen, opts.count, opts.timeout)}
 	case timedOut && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
