@@ -278,6 +278,12 @@ hint: write strings in double quotes: command = "node"; true, false and numbers 
 		// Bytes that are not UTF-8 would reach the server as U+FFFD.
 		{"not UTF-8, JSON", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"node\",\n  \"args\": [\"caf\xe9\"]}}}"}}, nil, `mcp.json:2:16: the file is not UTF-8 text: a byte here is not UTF-8
 hint: save it as UTF-8 (it may be Latin-1 or Windows-1252); a value that is not text cannot be passed in a config`},
+		{"lone surrogate escape", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"node\", // \\ud800 in a comment is no matter\n  \"args\": [\"\\\\ud800 is text\", \"a\\ud83d\\ude00\", \"x\\ud800\"]}}}"}}, nil, `mcp.json:2:50: invalid JSON: \ud800 is half of a UTF-16 surrogate pair, which is no character
+hint: write the character itself, or both halves of its pair (\ud83d\ude00 for 😀)`},
+		{"second half of a surrogate pair alone", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"\\udc00\"}}}"}}, nil, `mcp.json:1:32: invalid JSON: \udc00 is half of a UTF-16 surrogate pair, which is no character
+hint: write the character itself, or both halves of its pair (\ud83d\ude00 for 😀)`},
+		{"first half followed by another escape", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"\\ud800\\u0041\"}}}"}}, nil, `mcp.json:1:32: invalid JSON: \ud800 is half of a UTF-16 surrogate pair, which is no character
+hint: write the character itself, or both halves of its pair (\ud83d\ude00 for 😀)`},
 		{"not UTF-8, TOML", [][2]string{{"mcp.toml", "[servers.a]\ncommand = \"node\" # caf\xe9\n"}}, nil, `mcp.toml:2:23: the file is not UTF-8 text: a byte here is not UTF-8
 hint: save it as UTF-8 (it may be Latin-1 or Windows-1252); a value that is not text cannot be passed in a config`},
 		// The format is the name's: a file in another one says so.

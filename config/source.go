@@ -204,6 +204,44 @@ func invalidUTF8(data []byte) int {
 	return -1
 }
 
+// loneSurrogate returns the offset of the first \u escape in a string of
+// data, valid JSON, that is half of a surrogate pair without the other
+// half, or -1.
+func loneSurrogate(data []byte) int {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if i+6 > len(data) {
+				return -1 // not JSON: its decoder says why
+			}
+			if data[i+1] != 'u' {
+				i++ // an escape of one character
+				continue
+			}
+			cp, _ := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+			switch {
+			case cp >= 0xDC00 && cp <= 0xDFFF:
+				return i // a second half first
+			case cp >= 0xD800 && cp <= 0xDBFF:
+				if i+12 > len(data) || data[i+6] != '\\' || data[i+7] != 'u' {
+					return i
+				}
+				lo, _ := strconv.ParseUint(string(data[i+8:i+12]), 16, 16)
+				if lo < 0xDC00 || lo > 0xDFFF {
+					return i
+				}
+				i += 11 // the pair
+				continue
+			}
+			i += 5
+		}
+	}
+	return -1
+}
+
 // isUTF16 reports whether data is UTF-16 text: its byte order mark, or,
 // without one, a zero byte beside each of its first two ASCII characters.
 func isUTF16(data []byte) bool {
@@ -342,6 +380,13 @@ func readJSON(file string, data []byte) (*document, error) {
 			return nil, &Error{File: file, Line: line, Col: col, Msg: "invalid JSON: " + se.msg}
 		}
 		return nil, &Error{File: file, Msg: "invalid JSON: " + err.Error()}
+	}
+	if off := loneSurrogate(std); off >= 0 {
+		// JSON decoding would read it as U+FFFD, silently, as it would a
+		// byte that is not UTF-8.
+		line, col := LineCol(data, off)
+		return nil, &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf("invalid JSON: %s is half of a UTF-16 surrogate pair, which is no character", std[off:off+6]),
+			Hint: `write the character itself, or both halves of its pair (\ud83d\ude00 for 😀)`}
 	}
 	v, err := schemas.Decode(std)
 	if err != nil {
