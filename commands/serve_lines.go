@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -129,6 +131,47 @@ func messageProblem(msg []byte) string {
 	return ""
 }
 
+// paramsProblem is what the SDK would refuse in a request's params in Go's
+// words (a prompt argument that is not a string: "cannot unmarshal … into
+// Go struct field"), or "".
+func paramsProblem(msg []byte) string {
+	if !bytes.Contains(msg, []byte(`"prompts/get"`)) {
+		return "" // spares the decoding of every other message
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &req) != nil || req.Method != "prompts/get" || len(req.Params.Arguments) == 0 || string(req.Params.Arguments) == "null" {
+		return ""
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(req.Params.Arguments, &args) != nil {
+		return "a prompt's arguments are an object of names and strings, e.g. {\"who\": \"Ada\"}"
+	}
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		if v := args[name]; v[0] != '"' && string(v) != "null" {
+			return fmt.Sprintf("a prompt's arguments are strings: %s is %s; send it as the string %s", strconv.Quote(name), jsonKind(v), strconv.Quote(string(v)))
+		}
+	}
+	return ""
+}
+
+// jsonKind names the JSON type of v, valid JSON that is not a string.
+func jsonKind(v json.RawMessage) string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
 // badLineReply is the error answering line when the SDK would not take it
 // as JSON-RPC, or nil.
 func badLineReply(line []byte, tooLong bool) []byte {
@@ -168,6 +211,8 @@ func badLineReply(line []byte, tooLong bool) []byte {
 			code, why = jsonrpc.CodeInvalidRequest, err.Error()
 		} else if p := messageProblem(line); p != "" {
 			code, why = jsonrpc.CodeInvalidRequest, p
+		} else if p := paramsProblem(line); p != "" {
+			code, why = jsonrpc.CodeInvalidParams, p
 		}
 	}
 	if code == 0 {
@@ -182,8 +227,11 @@ func badLineReply(line []byte, tooLong bool) []byte {
 		id = head.ID
 	}
 	msg := "Invalid Request: " + why
-	if code == jsonrpc.CodeParseError {
+	switch code {
+	case jsonrpc.CodeParseError:
 		msg = "Parse error: the line is " + why
+	case jsonrpc.CodeInvalidParams:
+		msg = "Invalid params: " + why
 	}
 	type wireError struct {
 		Code    int64  `json:"code"`

@@ -177,3 +177,25 @@ func (s *scriptedConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	s.written = append(s.written, msg)
 	return nil
 }
+
+// A prompt argument that is not a string is answered -32602 in words, not
+// with the Go struct field the SDK could not decode it into; over stdio
+// and HTTP alike (both check with badLineReply).
+func TestPromptArgumentsNotStrings(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"fake.greet","arguments":{"who":5,"b":"x"}}}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: a prompt's arguments are strings: \"who\" is a number; send it as the string \"5\""}}`},
+		{`{"jsonrpc":"2.0","id":"a","method":"prompts/get","params":{"name":"g","arguments":{"x":{"y":1}}}}`,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"Invalid params: a prompt's arguments are strings: \"x\" is an object; send it as the string \"{\\\"y\\\":1}\""}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"g","arguments":["who"]}}`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params: a prompt's arguments are an object of names and strings, e.g. {\"who\": \"Ada\"}"}}`},
+		// Strings, null and no arguments are the SDK's to take.
+		{`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"g","arguments":{"who":"Ada","n":null}}}`, ``},
+		{`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"g"}}`, ``},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"t","arguments":{"method":"prompts/get","n":5}}}`, ``},
+	} {
+		if got := strings.TrimSpace(string(badLineReply([]byte(tc.line), false))); got != tc.want {
+			t.Errorf("%s\nanswered %s\nwant     %s", tc.line, got, tc.want)
+		}
+	}
+}
