@@ -625,10 +625,17 @@ func TestServeHTTP(t *testing.T) {
 			}
 			// A message the SDK would misread is answered with its JSON-RPC
 			// error, as over stdio: a request's null id (taken for a
-			// notification's), an id of 7.5 (taken for 7).
-			for body, want := range map[string]string{
-				`{"jsonrpc":"2.0","id":null,"method":"ping"}`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a request's id is a string or an integer, never null"}}`,
-				`{"jsonrpc":"2.0","id":7.5,"method":"ping"}`:  `{"jsonrpc":"2.0","id":7.5,"error":{"code":-32600,"message":"Invalid Request: the id 7.5 is not a string or an integer of 64 bits"}}`,
+			// notification's), an id of 7.5 (taken for 7), with 400; a
+			// prompt argument that is not a string (refused by the SDK in
+			// Go's words), with 200, as the SDK answers a request's error.
+			type answer struct {
+				status int
+				body   string
+			}
+			for body, want := range map[string]answer{
+				`{"jsonrpc":"2.0","id":null,"method":"ping"}`:                                                          {400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a request's id is a string or an integer, never null"}}`},
+				`{"jsonrpc":"2.0","id":7.5,"method":"ping"}`:                                                           {400, `{"jsonrpc":"2.0","id":7.5,"error":{"code":-32600,"message":"Invalid Request: the id 7.5 is not a string or an integer of 64 bits"}}`},
+				`{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"fake.greet","arguments":{"who":5}}}`: {200, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: a prompt's arguments are strings: \"who\" is a number; send it as the string \"5\""}}`},
 			} {
 				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
@@ -640,8 +647,8 @@ func TestServeHTTP(t *testing.T) {
 				}
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(got)) != want {
-					t.Errorf("POST %s: %s %s\nwant 400 %s", body, resp.Status, got, want)
+				if resp.StatusCode != want.status || strings.TrimSpace(string(got)) != want.body {
+					t.Errorf("POST %s: %s %s\nwant %d %s", body, resp.Status, got, want.status, want.body)
 				}
 			}
 			sc := w.connectHTTP(url, token)

@@ -260,8 +260,14 @@ func checkedBodies(next http.Handler) http.Handler {
 		body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxServeLine)+1))
 		if t := bytes.TrimSpace(body); err == nil && len(body) <= maxServeLine && json.Valid(t) {
 			if reply := badLineReply(t, false); reply != nil {
+				status := http.StatusBadRequest
+				if !bytes.Contains(reply, []byte(`"code":-32600`)) && !bytes.Contains(reply, []byte(`"code":-32700`)) {
+					// A request the server takes, refused for its params, as
+					// the SDK answers such: 200 and the JSON-RPC error.
+					status = http.StatusOK
+				}
 				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
+				w.WriteHeader(status)
 				w.Write(reply)
 				return
 			}
