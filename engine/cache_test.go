@@ -198,3 +198,26 @@ func TestResultWithoutItsArray(t *testing.T) {
 		}
 	}
 }
+
+// A read or prompt whose blob or image data is not strict base64 (no
+// padding, here), which the SDK's decoding refuses, is passed on as sent,
+// as a call's is: the result has its array (QA: "it has no contents
+// array", exit 5).
+func TestResultPassedOnAsSent(t *testing.T) {
+	e := startOne(t, "srv", fakemcp.Spec{
+		Prompts:   []fakemcp.Prompt{{Name: "p", Text: "hi"}},
+		Resources: []fakemcp.Resource{{URI: "file:///a", Text: "a"}},
+		Answers: map[string]json.RawMessage{
+			"prompts/get":    json.RawMessage(`{"result": {"messages": [{"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": "AAEC/w"}}]}}`),
+			"resources/read": json.RawMessage(`{"result": {"contents": [{"uri": "file:///a", "mimeType": "image/png", "blob": "AAEC/w"}]}}`),
+		},
+	})
+	p, err := e.GetPrompt(ctx(t), &PromptRequest{Name: "srv.p"})
+	if err != nil || !strings.Contains(string(p.Result), `"data":"AAEC/w"`) {
+		t.Errorf("prompt: %v, %+v", err, p)
+	}
+	r, err := e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a"})
+	if err != nil || !strings.Contains(string(r.Result), `"blob":"AAEC/w"`) {
+		t.Errorf("resource: %v, %+v", err, r)
+	}
+}

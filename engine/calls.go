@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -160,6 +161,23 @@ func (h *handle) holdDeadline() (resume func()) {
 func brokenResult(server, method, field string) *Error {
 	return errorf(KindProtocol, server, "server %s answered %s with a result that breaks MCP: it has no %s array", server, method, field).
 		hint("tell the server's authors; with MCPCTL_TRACE=1, mcpctl up logs each message as sent (servers/%s.wire.jsonl)", server)
+}
+
+// hasArray says whether raw, a result as the server sent it, has an array
+// member name. Checked on the answer, not on the SDK's decoding of it,
+// which may fail over something else (a blob that is not strict base64)
+// that mcpctl passes on as sent.
+func hasArray(raw json.RawMessage, name string) bool {
+	ms, err := members(raw)
+	if err != nil {
+		return false
+	}
+	for _, m := range slices.Backward(ms) { // the last, as a decoder reads
+		if m.key == name {
+			return len(m.value) > 0 && m.value[0] == '['
+		}
+	}
+	return false
 }
 
 func callResult(server string, tool *Tool, raw json.RawMessage) (*CallResult, error) {

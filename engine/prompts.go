@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,21 +76,16 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 	key := cacheKey(srvName, "prompts/get", params)
 	defer s.askers.add(h.reader(req.Caller))()
 	unanswered := s.unanswered.Load()
-	var got *mcp.GetPromptResult
 	raw, err := h.doFor(ctx, "prompts/get", "prompt "+req.Name, req.TimeoutMs, func(ctx context.Context) (any, error) {
-		var err error
-		got, err = h.cs.GetPrompt(ctx, params)
-		return got, err
+		return h.cs.GetPrompt(ctx, params)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if got == nil {
-		// Answered, but the SDK's own call failed after (its connection
-		// closed as the answer came): the answer wins, and is checked.
-		json.Unmarshal(raw, &got)
-	}
-	if got == nil || got.Messages == nil {
+	// The answer as sent is checked: the SDK's own call may have failed
+	// after it came (its connection closed), or over what mcpctl passes on
+	// as sent (an image's data that is not strict base64).
+	if !hasArray(raw, "messages") {
 		return nil, brokenResult(srvName, "prompts/get", "messages")
 	}
 	if s.unanswered.Load() == unanswered {

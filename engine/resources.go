@@ -86,21 +86,13 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 	defer h.release()
 	defer s.askers.add(h.reader(req.Caller))()
 	unanswered := s.unanswered.Load()
-	var got *mcp.ReadResourceResult
 	raw, err := h.doFor(ctx, "resources/read", "reading "+req.URI, req.TimeoutMs, func(ctx context.Context) (any, error) {
-		var err error
-		got, err = h.cs.ReadResource(ctx, params)
-		return got, err
+		return h.cs.ReadResource(ctx, params)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if got == nil {
-		// Answered, but the SDK's own call failed after (its connection
-		// closed as the answer came): the answer wins, and is checked.
-		json.Unmarshal(raw, &got)
-	}
-	if got == nil || got.Contents == nil {
+	if !hasArray(raw, "contents") { // see promptOnce
 		return nil, brokenResult(s.cfg().Name, "resources/read", "contents")
 	}
 	if s.unanswered.Load() == unanswered { // see promptOnce
