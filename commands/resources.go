@@ -179,7 +179,7 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 	for _, c := range rr.Contents {
 		switch {
 		case c.Blob != nil:
-			b, err := base64.StdEncoding.DecodeString(*c.Blob)
+			b, err := decodeBase64(*c.Blob)
 			if err != nil {
 				return &engine.Error{Kind: engine.KindProtocol, Server: res.Server, Message: fmt.Sprintf("server %s sent a blob that is not base64: %v", res.Server, err)}
 			}
@@ -377,4 +377,19 @@ func runComplete(ctx context.Context, env *Env, ref, arg, prefix string, opts co
 		return err
 	}
 	return p.Print(res.Result, func(w io.Writer) error { return output.Completions(w, res.Result) })
+}
+
+// decodeBase64 decodes a blob as MCP asks (standard, padded), or as some
+// servers send it: unpadded, or URL-safe.
+func decodeBase64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err == nil {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, lenient := enc.DecodeString(s); lenient == nil {
+			return b, nil
+		}
+	}
+	return nil, err
 }
