@@ -69,9 +69,9 @@ head -1), at once (exit 0; 130, or 128 + the signal's number, or 141, when
 from its ready line (exit 4 when --count events did not come by then, or
 when the watch did not begin within it); when the session ends
 under it (mcpctl down), it exits 3. Without a session it starts the servers
-for its own duration; one that cannot start is its state event (to
-unavailable, with the error), and the others are watched, unless none starts
-(exit 3).
+for its own duration, their start shown as state events that --count does
+not count; one that cannot start is its state event (to unavailable, with
+the error), and the others are watched, unless none starts (exit 3).
 
   mcpctl watch
   mcpctl watch --subscribe demo://resource/dynamic/text/1 --type resource_updated
@@ -155,10 +155,20 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 	var firstFailure *output.JQError
 	need := func(*config.Config) ([]string, error) { return opts.servers, nil }
 	err = env.withHostOpts(wctx, need, hostOptions{early: &req.Filter, guard: true, partial: true}, func(h host) error {
+		// Without a session, the servers' start for this watch is shown as
+		// it comes, but is not what --count waits for: a session's watch
+		// never sees it. A start that failed is the server's event.
+		_, oneShot := h.(localHost)
+		started := map[string]bool{}
 		return h.Watch(wctx, req, func(ev engine.Event) error {
 			if ev.Type == engine.EventReady {
 				began = true
 				watching()
+			}
+			ownStart := false
+			if oneShot && ev.Type == engine.EventState && !started[ev.Server] {
+				started[ev.Server] = ev.To != engine.StateStarting
+				ownStart = ev.To == engine.StateStarting || ev.To == engine.StateReady
 			}
 			if ev.Type == engine.EventConfig {
 				noteRemoved(env, ev, opts.servers)
@@ -187,7 +197,8 @@ func runWatch(ctx context.Context, env *Env, opts watchOptions) error {
 				return err
 			}
 			// --count counts the events shown: one --jq drops is not.
-			if ev.Type == engine.EventReady || !wrote {
+			// The ready line is mcpctl's own, counted only when asked for.
+			if ev.Type == engine.EventReady && !slices.Contains(opts.types, engine.EventReady) || !wrote || ownStart {
 				return nil
 			}
 			if seen++; opts.count > 0 && seen >= opts.count {
