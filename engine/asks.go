@@ -344,6 +344,12 @@ func (s *server) askElicitation(ctx context.Context, params *mcp.ElicitParams, a
 	if err := json.Unmarshal(res, &out); err != nil {
 		return nil, fmt.Errorf("the answer to elicitation/create is not an elicitation result: %w", err)
 	}
+	switch out.Action {
+	case "accept", "decline", "cancel":
+	default:
+		// Checked as a sampling answer is: the server would be handed it.
+		return nil, fmt.Errorf("the answer to elicitation/create is not an elicitation result: its action is %q, not accept, decline or cancel", out.Action)
+	}
 	return &out, nil
 }
 

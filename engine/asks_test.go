@@ -84,6 +84,26 @@ func TestElicitationModeInferred(t *testing.T) {
 	}
 }
 
+// An answer whose action is none of MCP's (a hook's typo) is not handed to
+// the server as it is (QA: {"action":"maybe"} reached it).
+func TestElicitationActionChecked(t *testing.T) {
+	for _, answer := range []string{`{"action":"maybe"}`, `{}`, `{"action":"Accept"}`} {
+		_, err := (&server{}).askElicitation(ctx(t), &mcp.ElicitParams{Message: "Name?"}, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(answer), nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "is not an elicitation result: its action is") {
+			t.Errorf("%s: %v", answer, err)
+		}
+	}
+	for _, answer := range []string{`{"action":"accept","content":{}}`, `{"action":"decline"}`, `{"action":"cancel"}`} {
+		if _, err := (&server{}).askElicitation(ctx(t), &mcp.ElicitParams{Message: "Name?"}, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(answer), nil
+		}); err != nil {
+			t.Errorf("%s: %v", answer, err)
+		}
+	}
+}
+
 // A form reaches the caller with its fields in the server's order, which
 // the SDK's decoding into maps loses.
 func TestElicitationKeepsFieldOrder(t *testing.T) {
