@@ -203,6 +203,9 @@ type capture struct {
 	// message; the SDK tells it as an answer of its own making (-32005).
 	httpStatus int
 	httpBody   string
+	// refuse ends the request's wait for its answer, when the server
+	// refused its POST over HTTP+SSE (errPostRefused); nil elsewhere.
+	refuse func()
 }
 
 // A rawResult is one response as the server sent it.

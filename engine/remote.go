@@ -348,6 +348,18 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		if req.Method == http.MethodPost && !t.legacySSE.Load() && breaksConnection(resp.StatusCode) {
 			return t.keepConnection(resp, sentID, "HTTP "+resp.Status), nil
 		}
+		if req.Method == http.MethodPost && t.legacySSE.Load() && sentID != nil && cp != nil && cp.refuse != nil && refusesRequestAlone(resp.StatusCode) {
+			// Over HTTP+SSE the SDK takes any refused POST for its
+			// connection broken, and its answer comes on the stream, where
+			// none will: the POST is taken as accepted, and the request
+			// ends with what the server said (one too large for it must
+			// not leave the server unavailable until a restart).
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+			resp.Body.Close()
+			cp.refuse()
+			return &http.Response{Status: "202 Accepted", StatusCode: http.StatusAccepted, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
+				Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		}
 		return resp, nil
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
@@ -410,6 +422,20 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		return t.keepConnection(resp, sentID, fmt.Sprintf("a %s answer", ct)), nil
 	}
 	return resp, nil
+}
+
+// errPostRefused ends a request whose POST an HTTP+SSE server refused.
+var errPostRefused = errors.New("the server refused the request")
+
+// refusesRequestAlone reports an HTTP error status on an HTTP+SSE POST that
+// refuses that request alone: not 401 and 403 (authorization) nor 404 (the
+// session gone), which are the connection's.
+func refusesRequestAlone(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return false
+	}
+	return status/100 == 4 || status/100 == 5
 }
 
 // breaksConnection reports an HTTP error status on a POST that the SDK

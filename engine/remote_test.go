@@ -1294,3 +1294,40 @@ func TestRemoteContentTypeCase(t *testing.T) {
 		t.Fatalf("%v %v", res, err)
 	}
 }
+
+// A request an HTTP+SSE server refuses (its POST answered 400, as
+// server-everything answers a body over its limit) fails alone, saying
+// what the server answered; the server stays usable. The SDK took the
+// refusal for its connection broken: every later call failed until a
+// restart (QA).
+func TestRemoteSSERefusedRequestAlone(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte("refuse-me")) {
+				http.Error(w, "PayloadTooLargeError: request entity too large", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "sse", ts.URL))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=refuse-me"}})
+	want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 400 Bad Request: PayloadTooLargeError: request entity too large"
+	if err == nil || asError(err).Message != want {
+		t.Errorf("the refused call: %v, want %q", err, want)
+	}
+	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=fine"}}); err != nil || !strings.Contains(string(res.Result), "fine") {
+		t.Errorf("the next call: %v %v", res, err)
+	}
+	if st := e.Status()[0]; st.State != StateReady && st.State != StateDegraded {
+		t.Errorf("after the refusal: %s", st.State)
+	}
+}

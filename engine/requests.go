@@ -87,6 +87,7 @@ func (h *handle) request(ctx context.Context, method, what string, timeout time.
 	stopOnEnd := context.AfterFunc(h.life, func() { cancel(nil) })
 	defer stopOnEnd()
 	cctx, cp := withCapture(callCtx)
+	cp.refuse = func() { cancel(errPostRefused) }
 	defer h.conn.release(cp)
 	skipped, began := h.proc.skippedLines(), h.s.requests.begin()
 	defer h.s.requests.end()
@@ -267,6 +268,8 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 	stdinGone := h.s.cfg().IsStdio() && (errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe"))
 	connLost := h.life.Err() != nil || connClosed(err) || stdinGone || !h.s.cfg().IsStdio() && connBroken(err)
 	switch {
+	case context.Cause(callCtx) == errPostRefused && errors.As(err, &ha):
+		return httpAnswerError(h.s.cfg(), what, ha)
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
 		var e *Error
