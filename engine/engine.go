@@ -386,6 +386,9 @@ func (e *Engine) runStart(ctx context.Context, targets, fresh []*server, marks m
 		if err == nil {
 			continue
 		}
+		if errors.Is(err, context.Canceled) && s.handedOver() {
+			continue // not this start's to report, nor to undo
+		}
 		ee := serverError(s, err)
 		if errors.Is(err, context.Canceled) || errors.Is(err, errDependency) {
 			interrupted = append(interrupted, ee)
@@ -674,6 +677,17 @@ func failChecked(first map[*server]*Error) {
 
 // byHand clears what stopped the server for good before a start by hand:
 // a stop by hand, a restart policy that gave up.
+// handedOver says whether s, whose start was cut short, was taken over by
+// hand meanwhile: stopped or restarted (a stop, restart or reload while
+// "up" still started it), or replaced by a reload. The start that was cut
+// neither failed nor was interrupted: the session goes on.
+func (s *server) handedOver() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lc.held || s.lc.retired || s.lc.byHandRestart != nil ||
+		s.state == StateStarting || s.state == StateReady || s.state == StateDegraded
+}
+
 func (s *server) byHand() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
