@@ -73,8 +73,24 @@ func runServerAct(ctx context.Context, env *Env, act string, names []string) err
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is no server to "+act, "commands without a session start the servers they need by themselves")
 	}
+	if err != nil && act != "stop" {
+		return asStartFailure(err)
+	}
 	if err != nil {
 		return err
 	}
 	return p.Print(servers, func(w io.Writer) error { return statusTable(w, &engine.Status{Servers: servers}) })
+}
+
+// asStartFailure is err, of a start (up, start, restart), with exit 3, "failed
+// to start", as reload gives it, also when the server's handshake broke
+// MCP: the engine's protocol error, which a request's exit 5 is.
+func asStartFailure(err error) error {
+	var ee *engine.Error
+	if !errors.As(err, &ee) || ee.Kind != engine.KindProtocol {
+		return err
+	}
+	c := *ee
+	c.Kind = engine.KindUnavailable
+	return &c
 }

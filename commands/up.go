@@ -82,7 +82,7 @@ as it runs: a long call, or an open "watch".
 			if _, err := parseLogLevel(opts.logLevel); err != nil {
 				return usagef("--log-level: "+err.Error(), "use one of debug, info, warn, error")
 			}
-			return runUp(ctx, env, opts)
+			return asStartFailure(runUp(ctx, env, opts))
 		},
 	}
 }
