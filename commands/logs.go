@@ -229,6 +229,9 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	lf.none = opts.tail && opts.lines == 0
 	for i := engine.DefaultLogKeep; i >= 1; i-- {
 		if err := lf.file(fmt.Sprintf("%s.%d", path, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if opts.follow && outputClosed(err) {
+				return nil // as below: -f's reader gone, while the rotated lines print
+			}
 			return err
 		}
 	}
