@@ -135,18 +135,25 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		return err
 	}
 	var res *engine.CallResult
+	var printed error
 	err = env.withHostTimed(ctx, serverOf(opts.name), opts.timeout.d, func(h host) error {
-		res, err = h.CallTool(ctx, req)
-		return err
+		if res, err = h.CallTool(ctx, req); err != nil {
+			return err
+		}
+		// Printed before the servers started for the call stop: one slow
+		// to stop (saving its state) does not hold the result back.
+		done()
+		for _, w := range resultWarnings(res.Result) {
+			env.note("warning: %s", w)
+		}
+		printed = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
+		return nil
 	})
 	done()
 	if err != nil {
 		return err
 	}
-	for _, w := range resultWarnings(res.Result) {
-		env.note("warning: %s", w)
-	}
-	err = p.Print(res.Result, func(w io.Writer) error { return output.ToolResult(w, res.Result) })
+	err = printed
 	var je *output.JQError
 	if res.IsError && (err == nil || errors.As(err, &je)) {
 		te := &toolError{name: opts.name, server: res.Server, filter: err}
