@@ -104,10 +104,10 @@ hint: export NOPE, or give a default: ${NOPE:-value}`},
 		{"bad type value", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"grpc\", \"command\": \"x\"}}}"}}, nil, `mcp.json:1:28: servers.a.type: expected one of "stdio", "local", "http", "streamable-http", "streamable_http", "streamableHttp", "remote", "sse", "ws", "websocket", got "grpc"`},
 		{"bad URL", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"type\": \"http\", \"url\": \"localhost:8080/mcp\"}}}"}}, nil, `mcp.json:1:43: servers.a.url: expected a URL starting with http:// or https://, got "localhost:8080/mcp"
 hint: e.g. http://localhost:8080/mcp`},
-		{"URL without a scheme, an address first", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"127.0.0.1:39101/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "127.0.0.1:39101/mcp"
+		{"URL without a scheme, an address first", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"127.0.0.1:39101/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://, got "127.0.0.1:39101/mcp"
 hint: e.g. http://127.0.0.1:39101/mcp`},
-		{"URL with a scheme mistyped", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http:/h/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "http:/h/mcp"`},
-		{"URL without a scheme, with a user", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"me:pw@h:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://`},
+		{"URL with a scheme mistyped", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http:/h/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://, got "http:/h/mcp"`},
+		{"URL without a scheme, with a user", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"me:pw@h:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://`},
 		{"URL with a space at its end", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://h/mcp \"}}}"}}, nil, `mcp.json:1:27: servers.a.url: the URL has white space at its start or end
 hint: remove it`},
 		{"IPv6 URL without brackets", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"url\": \"http://::1:8080/mcp\"}}}"}}, nil, `mcp.json:1:27: servers.a.url: not a URL with a host
@@ -238,9 +238,9 @@ hint: e.g. :8080 after the host`},
 hint: remove it; in the path, write a space as %20`},
 		{"URL with a bad escape", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "https://h/a b%zz"}}}`}}, nil, `mcp.json:1:27: servers.a.url: the URL holds a % that does not start an escape (% and two hex digits)
 hint: write a % itself as %25`},
-		{"URL with a scheme misspelt, and a space", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "htp://foo bar"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "htp://foo bar"
+		{"URL with a scheme misspelt, and a space", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "htp://foo bar"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://, got "htp://foo bar"
 hint: did you mean http://?`},
-		{"not a URL at all", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "not a url"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "not a url"
+		{"not a URL at all", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "not a url"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://, got "not a url"
 hint: write the server's address, e.g. http://localhost:8080/mcp`},
 		// What the schema takes, validate takes: zero where above zero is
 		// wanted is said so.
@@ -302,7 +302,7 @@ hint: write a size such as "512MiB", or a whole number of bytes`},
 hint: write a duration such as "30s", or a number of seconds`},
 		{"a number for a URL", [][2]string{{"mcp.json", `{"servers": {"a": {"url": 5}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected string, got number
 hint: write the server's address in double quotes: "http://localhost:8080/mcp"`},
-		{"a URL without its scheme's colon", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http//localhost:8080/mcp"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http:// or https://, got "http//localhost:8080/mcp"
+		{"a URL without its scheme's colon", [][2]string{{"mcp.json", `{"servers": {"a": {"url": "http//localhost:8080/mcp"}}}`}}, nil, `mcp.json:1:27: servers.a.url: expected a URL starting with http://, https://, ws:// or wss://, got "http//localhost:8080/mcp"
 hint: did you mean http://localhost:8080/mcp?`},
 		{"Codex header named twice in other cases", [][2]string{{"config.toml", "[mcp_servers.r]\nurl = \"https://h/mcp\"\nhttp_headers = { X-Key = \"a\", x-key = \"b\" }\n"}}, nil, `config.toml:3:39: mcp_servers.r.http_headers.x-key: X-Key and x-key are one header: header names do not differ by case
 hint: keep one of them`},

@@ -1042,7 +1042,11 @@ func (r *fieldReader) checkTransport() {
 			d.errorAt(p, true, "command is for stdio servers", `remove it, or remove "type"`)
 		}
 		if _, p, ok := r.get("url"); ok {
-			if msg, hint := urlProblem(s.URL, s.Type, s.Redact); msg != "" {
+			typ := s.Type
+			if s.TypeImplied {
+				typ = "" // no type written: ws:// would do too
+			}
+			if msg, hint := urlProblem(s.URL, typ, s.Redact); msg != "" {
 				d.errorAt(p, false, msg, hint)
 			}
 		}
@@ -1055,7 +1059,7 @@ func (r *fieldReader) checkTransport() {
 // is shown (redacted) only when it has no @: what fails to parse may hide
 // a password, which redaction does not know.
 func urlProblem(raw, typ string, redact func(string) string) (msg, hint string) {
-	schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}}[typ]
+	schemes := map[string][]string{"http": {"http", "https"}, "sse": {"http", "https"}, "ws": {"ws", "wss"}, "": {"http", "https", "ws", "wss"}}[typ]
 	scheme, rest, hasScheme := strings.Cut(raw, "://")
 	if strings.TrimSpace(raw) != raw {
 		// A space at the end passes for part of the path: a 404.
@@ -1082,7 +1086,11 @@ func urlProblem(raw, typ string, redact func(string) string) (msg, hint string) 
 // schemeProblem is urlProblem's for a URL without the scheme its type
 // takes (schemes), with a hint to write one where it is clear which.
 func schemeProblem(raw, scheme string, hasScheme bool, schemes []string, redact func(string) string) (msg, hint string) {
-	msg = fmt.Sprintf("expected a URL starting with %s:// or %s://", schemes[0], schemes[1])
+	starts := make([]string, len(schemes))
+	for i, sc := range schemes {
+		starts[i] = sc + "://"
+	}
+	msg = fmt.Sprintf("expected a URL starting with %s or %s", strings.Join(starts[:len(starts)-1], ", "), starts[len(starts)-1])
 	if strings.Contains(raw, "@") {
 		return msg, "" // not shown: it may hold a password
 	}
