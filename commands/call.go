@@ -131,7 +131,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 	if req.Arguments, err = readArgsFlag(ctx, env, opts.args); err != nil {
 		return err
 	}
-	if req.Pairs, err = resolvePairFiles(env, opts.pairs); err != nil {
+	if req.Pairs, err = resolvePairFiles(env, opts.pairs, "tool"); err != nil {
 		return err
 	}
 	var res *engine.CallResult
@@ -332,7 +332,7 @@ func (env *Env) readFile(path string) ([]byte, error) {
 // content (key=@- with stdin's), and key=\@x with the literal key=@x. Files
 // are read here, by the CLI, because paths are the user's, not the
 // session's.
-func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
+func resolvePairFiles(env *Env, pairs []string, takes string) ([]string, error) {
 	out := make([]string, len(pairs))
 	for i, p := range pairs {
 		k, v, found := strings.Cut(p, "=")
@@ -341,7 +341,7 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 		// file's name may have them: its content is checked once read.)
 		if !utf8.ValidString(k) || !strings.HasPrefix(v, "@") && !utf8.ValidString(v) {
 			return nil, usagef(fmt.Sprintf("argument %s is not UTF-8 text", strings.ToValidUTF8(strings.TrimSuffix(k, ":"), "?")),
-				"send binary data as base64, if the tool takes it so")
+				"send binary data as base64, if the "+takes+" takes it so")
 		}
 		switch {
 		case !found:
@@ -377,7 +377,7 @@ func resolvePairFiles(env *Env, pairs []string) ([]string, error) {
 				// A JSON string cannot hold its bytes: they would be sent
 				// as U+FFFD, silently.
 				return nil, usagef(fmt.Sprintf("argument %s: %s is not UTF-8 text", k, from),
-					fmt.Sprintf("send binary data as base64, e.g. %s=\"$(base64 -w0 %s)\", if the tool takes it so", k, file))
+					fmt.Sprintf("send binary data as base64, e.g. %s=\"$(base64 -w0 %s)\", if the %s takes it so", k, file, takes))
 			}
 			out[i] = k + "=" + string(data)
 		default:

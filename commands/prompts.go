@@ -150,7 +150,7 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 	if err := env.stdinReadOnce("", opts.pairs); err != nil {
 		return err
 	}
-	pairs, err := resolvePairFiles(env, opts.pairs)
+	pairs, err := resolvePairFiles(env, opts.pairs, "prompt")
 	if err != nil {
 		return err
 	}
