@@ -89,6 +89,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
+	} else if err == nil {
+		return time.Time{}, fmt.Errorf("--since %s is a duration below zero: it counts back from now, e.g. --since %s", s, -d)
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
 		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {

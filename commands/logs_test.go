@@ -73,7 +73,7 @@ func TestLineFilterSince(t *testing.T) {
 	if got, _ := parseSince("10m", now); !got.Equal(now.Add(-10 * time.Minute)) {
 		t.Errorf("parseSince 10m = %v", got)
 	}
-	if _, err := parseSince("-5m", now); err == nil {
-		t.Error("parseSince -5m: want an error")
+	if _, err := parseSince("-5m", now); err == nil || err.Error() != "--since -5m is a duration below zero: it counts back from now, e.g. --since 5m0s" {
+		t.Errorf("parseSince -5m: %v", err)
 	}
 }
