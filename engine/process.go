@@ -291,16 +291,17 @@ func (p *process) exited() bool {
 // short grace to exit, SIGTERM the whole group, SIGKILL it after timeout.
 // The leader is always reaped; the rest of the group is signalled until
 // none of it is left (they are reparented, so init reaps them; or mcpctl,
-// when it is init).
-func (p *process) stop(grace, timeout time.Duration) {
+// when it is init). killed says whether any of it had to be SIGKILLed.
+func (p *process) stop(grace, timeout time.Duration) (killed bool) {
 	if p == nil {
-		return
+		return false
 	}
 	p.stdin.Close()
 	if !p.waitExit(grace, timeout) {
 		terminateGroup(p.pgid)
 		if !waitDone(p.done, timeout) {
 			signalGroup(p.pgid, syscall.SIGKILL)
+			killed = true
 			<-p.done
 		}
 	}
@@ -309,6 +310,7 @@ func (p *process) stop(grace, timeout time.Duration) {
 		terminateGroup(p.pgid)
 		if !awaitGroupGone(p.pgid, timeout) {
 			signalGroup(p.pgid, syscall.SIGKILL)
+			killed = true
 			awaitGroupGone(p.pgid, time.Second)
 		}
 	}
@@ -320,6 +322,7 @@ func (p *process) stop(grace, timeout time.Duration) {
 	// Let the log get the server's last words, but never wait long: a
 	// stray grandchild in another process group could hold the pipe.
 	waitDone(p.stderrDone, time.Second)
+	return killed
 }
 
 // terminateGroup sends SIGTERM to the group, and SIGCONT after it, as

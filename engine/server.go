@@ -785,7 +785,10 @@ func (s *server) shutdown(proc *process, cs *mcp.ClientSession, conn *captureCon
 	}
 	proc.closeStdin()
 	s.closeSession(cs)
-	proc.stop(grace, s.shutdownTimeout())
+	if proc.stop(grace, s.shutdownTimeout()) {
+		// Else the stop's time (its shutdownTimeout) goes unexplained.
+		s.log.Warn("the server did not exit within its shutdownTimeout of SIGTERM: killed (SIGKILL)", "shutdownTimeout", s.shutdownTimeout().String())
+	}
 }
 
 // closeSession closes a stdio server's connection. The SDK waits for the
