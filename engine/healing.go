@@ -108,7 +108,7 @@ func (l *healingListener) watch() {
 			return
 		case <-tick.C:
 		}
-		if _, err := os.Lstat(l.path); !errors.Is(err, fs.ErrNotExist) {
+		if !l.lost() {
 			continue
 		}
 		old, done, err := l.listenAgain()
@@ -126,6 +126,20 @@ func (l *healingListener) watch() {
 			old.Close() // its Accept returns, and takes the new one
 		}
 	}
+}
+
+// lost says whether the socket file is gone, or is another's: a file made
+// at the path since (a second session started in a runtime directory made
+// again after a cleaner of /tmp took it, lock and all), which listenAgain
+// then finds holds the lock.
+func (l *healingListener) lost() bool {
+	st, err := os.Lstat(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return err == nil && l.file != nil && !os.SameFile(st, l.file)
 }
 
 // listenAgain makes the socket again and takes it for the current one,

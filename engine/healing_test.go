@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -156,5 +157,49 @@ func TestSessionRelocksAndRemovesOnlyItsSocket(t *testing.T) {
 	}
 	if s.Running() {
 		t.Error("the lock is still held after release")
+	}
+}
+
+// A session whose runtime directory a cleaner of /tmp took, lock and all,
+// and in whose place a second session started before it made its socket
+// again, hears that another holds its lock (and Daemon.Serve ends it): it
+// saw a socket file at its path and took it for its own, and ran on with
+// its servers, unreachable, to come back once the second ended (QA).
+func TestSessionTakenOverHearsOfIt(t *testing.T) {
+	rt := filepath.Join(t.TempDir(), "rt")
+	s := testSession(t, rt)
+	ln, release, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	defer ln.Close()
+	healed := make(chan error, 4)
+	ln.(*peerListener).Listener.(*healingListener).onHeal = func(err error) { healed <- err }
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if err := os.RemoveAll(rt); err != nil {
+		t.Fatal(err)
+	}
+	ln2, release2, err := testSession(t, rt).Listen()
+	if err != nil {
+		t.Fatalf("the second session: %v", err)
+	}
+	defer release2()
+	defer ln2.Close()
+	select {
+	case err := <-healed:
+		if !errors.Is(err, ErrSessionRunning) {
+			t.Errorf("heard %v, want that another session holds the lock", err)
+		}
+	case <-time.After(3 * healEvery):
+		t.Fatal("the session taken over heard nothing")
 	}
 }
