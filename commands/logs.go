@@ -119,6 +119,14 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
+	if st, err := os.Lstat(sess.StateDir); err == nil && !ownDir(st) {
+		// A symlink, another user's: what is there is not the session's
+		// (it would be told "has never run", running). Checked only when
+		// there: a check makes the directories it finds missing.
+		if err := sess.CheckStateDir(); err != nil {
+			return err
+		}
+	}
 	if opts.server != "" {
 		// A typo would find no lines and say nothing, or with -f wait
 		// for ever for a server that never writes.
@@ -587,4 +595,10 @@ func openLogFile(path string) (*os.File, error) {
 			Hint: []string{"remove it; mcpctl makes the log again: rm " + path}}
 	}
 	return f, err
+}
+
+// ownDir says whether st is a directory (not a symlink) of this user's.
+func ownDir(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return st.IsDir() && (!ok || int(sys.Uid) == os.Getuid())
 }
