@@ -191,8 +191,12 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 			mime = c.MIMEType
 		}
 	}
+	const fromCache = "the session's cached answer (--no-cache asks the server)"
 	if file == "-" {
 		// The content itself, raw, as tools that take -o - do.
+		if res.Cached {
+			env.note("%s: %s", res.URI, fromCache)
+		}
 		_, err := env.Out.Write(data)
 		return err
 	}
@@ -209,7 +213,14 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 		return fmt.Errorf("writing %s: %s", file, msg)
 	}
 	summary := map[string]any{"uri": res.URI, "server": res.Server, "file": file, "bytes": len(data), "mimeType": mime}
+	if res.Cached {
+		summary["cached"] = true
+	}
 	return p.Print(summary, func(io.Writer) error {
+		if res.Cached {
+			env.note("wrote %d bytes of %s to %s: %s", len(data), res.URI, file, fromCache)
+			return nil
+		}
 		env.note("wrote %d bytes of %s to %s", len(data), res.URI, file)
 		return nil
 	})
