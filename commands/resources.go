@@ -93,7 +93,8 @@ func newResourceCmd(env *Env) *cli.Command {
 template matches it; when several do, it exits 2 listing them, and --server
 chooses. Text prints as text on a terminal; the whole MCP result prints as
 JSON otherwise (a blob stays base64). --output-file writes the content (a
-blob decoded) to a file instead.
+blob decoded) to a file instead; an answer from the session's cache says
+so.
 
 A session caches reads for cacheTTL (default 5m; less when a server of MCP
 2026-07-28 or later says so with ttlMs), until the server says the
