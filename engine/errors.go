@@ -82,6 +82,9 @@ type Error struct {
 	// startTimedOut: a server did not finish starting within its
 	// startupTimeout (see StartTimedOut).
 	startTimedOut bool
+	// calledOff: a server's start cut short because another's, started
+	// with it, failed: no failure of its own.
+	calledOff bool
 }
 
 // ServerAnswer returns the JSON-RPC error a server answered a request

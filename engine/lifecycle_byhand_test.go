@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,27 @@ func TestStartTakenOverByHand(t *testing.T) {
 				t.Errorf("slow: %+v", st)
 			}
 		})
+	}
+}
+
+// Servers started together by hand (mcpctl start g b) of which one fails
+// are all stopped again, as start --help says: the one whose start the
+// failure called off is stopped, not unavailable with "start called off"
+// (QA: which of the two it was depended on timing).
+func TestStartTogetherCalledOffIsStopped(t *testing.T) {
+	g := fakeServer(t, "g", fakemcp.Spec{StartDelay: "500ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
+	g.Activation = "manual"
+	four := 4
+	bad := fakeServer(t, "b", fakemcp.Spec{Exit: &four})
+	bad.Activation = "manual"
+	e := newEngine(t, g, bad)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx(t), "g", "b"); err == nil {
+		t.Fatal("start g b: no error")
+	}
+	if st := waitState(t, e, "g", StateStopped); st.LastError != "" && !strings.Contains(st.LastError, "called off") {
+		t.Errorf("g: %+v", st)
 	}
 }

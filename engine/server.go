@@ -305,6 +305,7 @@ func (s *server) start(ctx context.Context) error {
 			var cut startCutBy
 			if errors.As(context.Cause(ctx), &cut) {
 				e.Message = fmt.Sprintf("server %s: start called off, as %s", s.cfg().Name, cut)
+				e.calledOff = true
 			}
 		case errors.Is(err, context.Canceled):
 			e = errorf(KindUnavailable, s.cfg().Name, "server %s was stopped during startup", s.cfg().Name).wrap(err)
@@ -900,8 +901,9 @@ func (s *server) stopWhen(cond func() bool, why string) {
 	}
 	if s.state == StateStopped || s.cs == nil {
 		// A server that failed stays unavailable, its error shown; one
-		// whose start this stop cut short is stopped (mcpctl down).
-		if s.state != StateUnavailable || s.lc.held || interrupted {
+		// whose start this stop cut short is stopped (mcpctl down), as is
+		// one whose start another's failure called off (start a b).
+		if s.state != StateUnavailable || s.lc.held || interrupted || s.lastErr != nil && s.lastErr.calledOff {
 			s.setStateNote(StateStopped, nil, why)
 		}
 		bg := s.lc.bgStop
