@@ -121,15 +121,7 @@ func TestSessionRelocksAndRemovesOnlyItsSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go dropEach(ln)
 	if err := os.RemoveAll(rt); err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +168,7 @@ func TestSessionTakenOverHearsOfIt(t *testing.T) {
 	defer ln.Close()
 	healed := make(chan error, 4)
 	ln.(*peerListener).Listener.(*healingListener).onHeal = func(err error) { healed <- err }
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go dropEach(ln)
 	if err := os.RemoveAll(rt); err != nil {
 		t.Fatal(err)
 	}
@@ -201,5 +185,17 @@ func TestSessionTakenOverHearsOfIt(t *testing.T) {
 		}
 	case <-time.After(3 * healEvery):
 		t.Fatal("the session taken over heard nothing")
+	}
+}
+
+// dropEach accepts the connections of ln, and closes each, until ln is
+// closed: the listener's healing starts with its first Accept.
+func dropEach(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }
