@@ -482,8 +482,10 @@ func (e *Engine) startTogether(ctx context.Context, targets []*server, cancelOnF
 			} else {
 				s.notStarted(sctx, err)
 			}
-			if err != nil && cancelOnFailure {
-				cancel(startCutBy{s.cfg().Name}) // the first failure is the cause
+			if err != nil && cancelOnFailure && !(errors.Is(err, context.Canceled) && s.handedOver()) {
+				// The first failure is the cause; a server taken over by
+				// hand (stopped, restarted) did not fail.
+				cancel(startCutBy{s.cfg().Name})
 			}
 			mu.Lock()
 			if err != nil {

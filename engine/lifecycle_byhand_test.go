@@ -16,7 +16,8 @@ func TestStartTakenOverByHand(t *testing.T) {
 	for _, act := range []string{"stop", "restart"} {
 		t.Run(act, func(t *testing.T) {
 			slow := fakeServer(t, "slow", fakemcp.Spec{StartDelay: "1500ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
-			ok := fakeServer(t, "ok", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}})
+			// Still starting too when slow is taken over: its start goes on.
+			ok := fakeServer(t, "ok", fakemcp.Spec{StartDelay: "1500ms", Tools: []fakemcp.Tool{{Name: "echo"}}})
 			e := newEngine(t, slow, ok)
 			wait := e.StartAsync(ctx(t))
 			waitState(t, e, "slow", StateStarting)
