@@ -269,9 +269,11 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	cp, _ := req.Context().Value(captureKey{}).(*capture)
-	if cp != nil && req.Method == http.MethodPost {
+	if cp != nil && req.Method == http.MethodPost && sentID != nil {
+		// Of this try alone; not reset by a notification sent in the
+		// request's context (the SDK's notifications/cancelled for it).
 		cp.mu.Lock()
-		cp.httpStatus, cp.httpBody = 0, "" // of this try alone
+		cp.httpStatus, cp.httpBody = 0, ""
 		cp.mu.Unlock()
 	}
 	resp, err := t.base.RoundTrip(req)
@@ -348,15 +350,18 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		if req.Method == http.MethodPost && !t.legacySSE.Load() && breaksConnection(resp.StatusCode) {
 			return t.keepConnection(resp, sentID, "HTTP "+resp.Status), nil
 		}
-		if req.Method == http.MethodPost && t.legacySSE.Load() && sentID != nil && cp != nil && cp.refuse != nil && refusesRequestAlone(resp.StatusCode) {
+		if req.Method == http.MethodPost && t.legacySSE.Load() && refusesRequestAlone(resp.StatusCode) && (sentID == nil || cp != nil && cp.refuse != nil) {
 			// Over HTTP+SSE the SDK takes any refused POST for its
 			// connection broken, and its answer comes on the stream, where
 			// none will: the POST is taken as accepted, and the request
 			// ends with what the server said (one too large for it must
-			// not leave the server unavailable until a restart).
+			// not leave the server unavailable until a restart). A
+			// notification refused has no answer to wait for.
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 			resp.Body.Close()
-			cp.refuse()
+			if sentID != nil {
+				cp.refuse()
+			}
 			return &http.Response{Status: "202 Accepted", StatusCode: http.StatusAccepted, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
 				Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 		}

@@ -1319,10 +1319,17 @@ func TestRemoteSSERefusedRequestAlone(t *testing.T) {
 	if err := e.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=refuse-me"}})
-	want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 400 Bad Request: PayloadTooLargeError: request entity too large"
-	if err == nil || asError(err).Message != want {
-		t.Errorf("the refused call: %v, want %q", err, want)
+	// Three in a row: each the request's refusal, none the server's
+	// failure (failureThreshold 3 would stop it), as over streamable HTTP.
+	for range 3 {
+		_, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=refuse-me"}})
+		want := "server r (" + ts.URL + ") answered the call to r.echo with HTTP 400 Bad Request: PayloadTooLargeError: request entity too large"
+		if err == nil || asError(err).Message != want {
+			t.Errorf("the refused call: %v, want %q", err, want)
+		}
+	}
+	if st := e.Status()[0]; st.State != StateReady || st.Failures != 0 {
+		t.Errorf("after three refusals: %s, %d failures", st.State, st.Failures)
 	}
 	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=fine"}}); err != nil || !strings.Contains(string(res.Result), "fine") {
 		t.Errorf("the next call: %v %v", res, err)

@@ -269,7 +269,11 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 	connLost := h.life.Err() != nil || connClosed(err) || stdinGone || !h.s.cfg().IsStdio() && connBroken(err)
 	switch {
 	case context.Cause(callCtx) == errPostRefused && errors.As(err, &ha):
-		return httpAnswerError(h.s.cfg(), what, ha)
+		// As the SDK tells a refusal over streamable HTTP (-32005): the
+		// request's refusal, no failure of the server's to count.
+		refused := *ha
+		refused.err = &jsonrpc.Error{Code: codeRejected, Message: "rejected by transport"}
+		return httpAnswerError(h.s.cfg(), what, &refused)
 	case context.Cause(callCtx) == errTimedOut && h.life.Err() == nil:
 		timeout := dl.timeout
 		var e *Error
