@@ -221,3 +221,23 @@ func TestResultPassedOnAsSent(t *testing.T) {
 		t.Errorf("resource: %v, %+v", err, r)
 	}
 }
+
+// A read's ttlMs (2026-07-28) bounds how long it is kept, never beyond
+// cacheTTL, a huge one included (it overflowed to below zero: not kept).
+func TestReadTTL(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		modern bool
+		want   time.Duration
+	}{
+		{`{"ttlMs":0,"contents":[]}`, true, 0},
+		{`{"ttlMs":60000,"contents":[]}`, true, time.Minute},
+		{`{"ttlMs":1e15,"contents":[]}`, true, 5 * time.Minute},
+		{`{"contents":[]}`, true, 5 * time.Minute},
+		{`{"ttlMs":0,"contents":[]}`, false, 5 * time.Minute},
+	} {
+		if got := readTTL(json.RawMessage(tc.raw), 5*time.Minute, tc.modern); got != tc.want {
+			t.Errorf("%s (modern %v): %v, want %v", tc.raw, tc.modern, got, tc.want)
+		}
+	}
+}

@@ -116,7 +116,10 @@ func readTTL(raw json.RawMessage, cacheTTL time.Duration, modern bool) time.Dura
 	for _, m := range ms {
 		var n float64
 		if m.key == "ttlMs" && json.Unmarshal(m.value, &n) == nil && n >= 0 {
-			return min(cacheTTL, time.Duration(n*float64(time.Millisecond)))
+			if n >= float64(cacheTTL.Milliseconds()) {
+				return cacheTTL // and no overflow of a huge one
+			}
+			return time.Duration(n * float64(time.Millisecond))
 		}
 	}
 	return cacheTTL
