@@ -82,7 +82,7 @@ the error), and the others are watched, unless none starts (exit 3).
 			&cli.StringSliceFlag{Name: "subscribe", Usage: "subscribe to updates of the resource `URI` while watching (repeatable)", Destination: &opts.subscribe},
 			&cli.StringFlag{Name: "log-level", Usage: "set the servers' log level to `LEVEL` (debug, info, notice, warning, error, ...)", Destination: &opts.logLevel},
 			&cli.BoolFlag{Name: "stderr", Usage: "include the servers' stderr lines", Destination: &opts.stderr},
-			&cli.IntFlag{Name: "count", Usage: "stop after `N` events (those --jq lets through; default: no limit)", Destination: &opts.count, HideDefault: true},
+			&cli.IntFlag{Name: "count", Usage: "stop after `N` events (those --jq lets through, not its servers' start without a session; default: no limit)", Destination: &opts.count, HideDefault: true},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop after `DURATION` (default: never)", Destination: &opts.timeout, HideDefault: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
