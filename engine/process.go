@@ -222,6 +222,16 @@ func (p *process) stderrTail(n int) []string {
 	return p.tail.last(n)
 }
 
+// stderrTailBefore is stderrTail of the lines the process wrote before
+// when (a startup deadline: what it wrote once mcpctl closed its pipes,
+// which the SDK may do as the deadline passes, is mcpctl's doing).
+func (p *process) stderrTailBefore(n int, when time.Time) []string {
+	if p == nil {
+		return nil
+	}
+	return p.tail.lastBefore(n, when)
+}
+
 // awaitExit waits for a process that may be exiting, so an error can say
 // how it ended: up to 5s once it has closed its stdout (it is on its way
 // out; npx's parents can take a while on a busy machine), else brief.
@@ -599,6 +609,7 @@ type lineTail struct {
 	mu    sync.Mutex
 	n     int
 	lines []string
+	at    []time.Time // when each of lines came
 	// A redacted tail (newRedactedTail) keeps, in raw, up to tailKept
 	// bytes of each line as it came, and redacts them only when they
 	// are read: it is written to on a hot path (every stdout line that
@@ -628,9 +639,23 @@ func (t *lineTail) add(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
+	t.at = append(t.at, time.Now())
 	if len(t.lines) > t.n {
 		t.lines = t.lines[len(t.lines)-t.n:]
+		t.at = t.at[len(t.at)-t.n:]
 	}
+}
+
+// lastBefore is last(n) of a tail added with add, of the lines that came
+// before when.
+func (t *lineTail) lastBefore(n int, when time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	end := len(t.lines)
+	for end > 0 && !t.at[end-1].Before(when) {
+		end--
+	}
+	return append([]string(nil), t.lines[max(end-n, 0):end]...)
 }
 
 // addRaw adds a line to a redacted tail: a copy of its first tailKept

@@ -476,7 +476,7 @@ func (s *server) connect(ctx context.Context) error {
 		if timedOut {
 			// What it writes once its pipes are closed (Node's EPIPE
 			// stack trace) is mcpctl's doing, not why it was slow.
-			saidBefore = proc.stderrTail(10)
+			saidBefore = proc.stderrTailBefore(10, deadline)
 		}
 		proc.closeStdin()
 		if cs != nil {
