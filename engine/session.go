@@ -165,22 +165,24 @@ func (s *Session) EnsureStateDir() error {
 	return nil
 }
 
-// CheckStateDir makes the session's state directories, or checks existing
-// ones, as [Session.EnsureStateDir] does, for a command that runs its
-// servers without a session: it writes only their stderr logs there. It
-// fails only for a directory that is not the user's own (a symlink,
-// another user's), whose logs another could read or redirect; one that
-// cannot be made leaves the logs unwritten, as a read-only home would.
+// CheckStateDir checks the session's state directories that exist, as
+// [Session.EnsureStateDir] would, without making or changing any: for a
+// command that runs its servers without a session, which writes only their
+// stderr logs there (made, private, as each log is opened), and for one
+// that reads the logs. It fails only for a directory that is not the
+// user's own (a symlink, another user's), whose logs another could read
+// or redirect.
 func (s *Session) CheckStateDir() *Error {
 	for _, dir := range []string{s.StateDir, s.ServerLogDir()} {
-		err := privateDir(dir)
+		fd, _, err := openOwnDir(dir)
 		var unsafe *unsafeDirError
 		if errors.As(err, &unsafe) {
 			return s.dirError("state", dir, s.stateFrom, err)
 		}
 		if err != nil {
-			return nil
+			return nil // not there (yet), or not to be read: what opens a log says
 		}
+		unix.Close(fd)
 	}
 	return nil
 }
