@@ -119,14 +119,6 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Lstat(sess.StateDir); err == nil && !ownDir(st) {
-		// A symlink, another user's: what is there is not the session's
-		// (it would be told "has never run", running). Checked only when
-		// there: a check makes the directories it finds missing.
-		if err := sess.CheckStateDir(); err != nil {
-			return err
-		}
-	}
 	if opts.server != "" {
 		// A typo would find no lines and say nothing, or with -f wait
 		// for ever for a server that never writes.
@@ -169,13 +161,14 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 			}
 		}
 	}
-	if !starting && !exists(sess.StateDir) && sess.Running() {
+	if !starting && (!exists(sess.StateDir) || sess.CheckStateDir() != nil) && sess.Running() {
 		// Removed while the session runs: it makes it again, and its logs
 		// in it, within a few seconds.
-		if !awaitFiles(ctx, 3*time.Second, sess.LogFile(), sess.AuditFile()) {
+		if sess.CheckStateDir() != nil || !awaitFiles(ctx, 3*time.Second, sess.LogFile(), sess.AuditFile()) {
 			if _, err := os.Lstat(sess.StateDir); err == nil {
-				// Something else in its place (a symlink, a file): the
-				// session refuses to make it there.
+				// Something else in its place (a symlink, a file, another
+				// user's): the session refuses to make it there, or to
+				// write through it; what it holds is not the session's.
 				return &engine.Error{Kind: engine.KindConfig,
 					Message: fmt.Sprintf("no logs: the state directory %s of session %s is not a directory of the user's own (a symlink, or a file), so the session cannot make it again", sess.StateDir, sess.Name),
 					Hint:    []string{fmt.Sprintf("remove it, and the session makes it again within a few seconds: rm %s", sess.StateDir)}}
@@ -595,10 +588,4 @@ func openLogFile(path string) (*os.File, error) {
 			Hint: []string{"remove it; mcpctl makes the log again: rm " + path}}
 	}
 	return f, err
-}
-
-// ownDir says whether st is a directory (not a symlink) of this user's.
-func ownDir(st fs.FileInfo) bool {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return st.IsDir() && (!ok || int(sys.Uid) == os.Getuid())
 }
