@@ -59,7 +59,7 @@ func filterLines(in io.ReadCloser, out io.Writer) io.ReadCloser {
 				line = append(append(line, '\n'), more...)
 			}
 			if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
-				if reply := badLineReply(t, tooLong); reply != nil {
+				if reply, _ := badLineReply(t, tooLong); reply != nil {
 					out.Write(reply)
 				} else if _, werr := pw.Write(append(t, '\n')); werr != nil {
 					in.Close()
@@ -173,9 +173,9 @@ func jsonKind(v json.RawMessage) string {
 }
 
 // badLineReply is the error answering line when the SDK would not take it
-// as JSON-RPC, or nil.
-func badLineReply(line []byte, tooLong bool) []byte {
-	code, why := int64(0), ""
+// as JSON-RPC, or nil, and the error's JSON-RPC code.
+func badLineReply(line []byte, tooLong bool) (reply []byte, code int64) {
+	why := ""
 	switch {
 	case tooLong:
 		code, why = jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is longer than %d MiB", maxServeLine>>20)
@@ -216,7 +216,7 @@ func badLineReply(line []byte, tooLong bool) []byte {
 		}
 	}
 	if code == 0 {
-		return nil
+		return nil, 0
 	}
 	// The request's id when one can be read, else null.
 	var head struct {
@@ -237,12 +237,12 @@ func badLineReply(line []byte, tooLong bool) []byte {
 		Code    int64  `json:"code"`
 		Message string `json:"message"`
 	}
-	reply, _ := json.Marshal(struct {
+	reply, _ = json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   wireError       `json:"error"`
 	}{"2.0", id, wireError{code, msg}})
-	return append(reply, '\n')
+	return append(reply, '\n'), code
 }
 
 // checkedBodies answers a POST whose JSON the SDK would misread (an id it
@@ -259,9 +259,9 @@ func checkedBodies(next http.Handler) http.Handler {
 		// As much as the SDK takes (it answers a longer body 413).
 		body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxServeLine)+1))
 		if t := bytes.TrimSpace(body); err == nil && len(body) <= maxServeLine && json.Valid(t) {
-			if reply := badLineReply(t, false); reply != nil {
+			if reply, code := badLineReply(t, false); reply != nil {
 				status := http.StatusBadRequest
-				if !bytes.Contains(reply, []byte(`"code":-32600`)) && !bytes.Contains(reply, []byte(`"code":-32700`)) {
+				if code == jsonrpc.CodeInvalidParams {
 					// A request the server takes, refused for its params, as
 					// the SDK answers such: 200 and the JSON-RPC error.
 					status = http.StatusOK

@@ -194,7 +194,8 @@ func TestPromptArgumentsNotStrings(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"g"}}`, ``},
 		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"t","arguments":{"method":"prompts/get","n":5}}}`, ``},
 	} {
-		if got := strings.TrimSpace(string(badLineReply([]byte(tc.line), false))); got != tc.want {
+		if reply, _ := badLineReply([]byte(tc.line), false); strings.TrimSpace(string(reply)) != tc.want {
+			got := strings.TrimSpace(string(reply))
 			t.Errorf("%s\nanswered %s\nwant     %s", tc.line, got, tc.want)
 		}
 	}
