@@ -677,8 +677,6 @@ func failChecked(first map[*server]*Error) {
 	}
 }
 
-// byHand clears what stopped the server for good before a start by hand:
-// a stop by hand, a restart policy that gave up.
 // handedOver says whether s, whose start was cut short, was taken over by
 // hand meanwhile: stopped or restarted (a stop, restart or reload while
 // "up" still started it), or replaced by a reload. The start that was cut
@@ -690,6 +688,8 @@ func (s *server) handedOver() bool {
 		s.state == StateStarting || s.state == StateReady || s.state == StateDegraded
 }
 
+// byHand clears what stopped the server for good before a start by hand:
+// a stop by hand, a restart policy that gave up.
 func (s *server) byHand() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -113,7 +113,7 @@ func readTTL(raw json.RawMessage, cacheTTL time.Duration, modern bool) time.Dura
 	if err != nil {
 		return cacheTTL
 	}
-	for _, m := range ms {
+	for _, m := range slices.Backward(ms) { // the last, as hasArray and a decoder read
 		var n float64
 		if m.key == "ttlMs" && json.Unmarshal(m.value, &n) == nil && n >= 0 {
 			if n >= float64(cacheTTL.Milliseconds()) {
