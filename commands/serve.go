@@ -68,8 +68,9 @@ messages and serve ends when stdin closes (at once, even while the servers
 start, when the client sent nothing: a pipe, a socket it shut, /dev/null),
 or when its client closes stdout; it also ends on Ctrl-C or SIGTERM. A
 request under way when serve ends is answered with a JSON-RPC error that
-says so. A line that is not JSON-RPC 2.0 is answered with its JSON-RPC
-error and serve goes on.
+says so (within 1s: what a client that stopped reading stdout never takes
+is given up on, and serve says how much). A line that is not JSON-RPC 2.0
+is answered with its JSON-RPC error and serve goes on.
 
 A tool that cannot run (its server is unavailable, the call timed out, the
 arguments break the tool's schema) answers with a result marked isError
@@ -365,7 +366,7 @@ func (env *Env) followConfig(ctx context.Context, e *engine.Engine) {
 // serveStdio serves one client on stdin and stdout until stdin closes, an
 // answer finds stdout closed, or serve is stopped.
 func (hb *hub) serveStdio() error {
-	out := &lockedWriter{w: hb.env.Out}
+	out := newLockedWriter(hb.env.Out)
 	in := filterLines(newClosableReader(hb.env.In), out)
 	// The filter bounds a message; the SDK's own bound (16 MiB) would end
 	// the connection over one longer.
@@ -375,11 +376,20 @@ func (hb *hub) serveStdio() error {
 	// (endWithServe) would never hear why. Run ends once they are answered.
 	runCtx, endRun := context.WithCancel(context.WithoutCancel(hb.ctx))
 	defer endRun()
+	// An answer a client that stopped reading stdout never takes would
+	// keep the SDK's Close waiting for its handler: serve would not end.
 	defer context.AfterFunc(hb.ctx, func() {
 		t.settle(endingGrace)
+		out.abandon()
 		endRun()
 	})()
 	err := hb.srv.Run(runCtx, t)
+	if n := out.dropped.Load(); n > 0 {
+		hb.env.note("%d %s not written: the client had stopped reading serve's output", n, plural(int(n), "message was", "messages were"))
+	}
+	if errors.Is(err, errOutputAbandoned) {
+		return nil
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || outputClosed(err) {
 		return nil // the client went away: closed stdin, or stdout
 	}

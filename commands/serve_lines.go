@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpctl/mcpctl/internal/lineio"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,17 +29,55 @@ import (
 var maxServeLine = 64 << 20
 
 // A lockedWriter makes each Write one whole line on the shared stdout:
-// the SDK's messages and the errors of the line filter.
+// the SDK's messages and the errors of the line filter. Once abandoned,
+// its writes fail at once, the one under way included (it is left to end
+// on its own): a client that stopped reading stdout, its pipe full, must
+// not keep serve from ending.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	w       io.Writer
+	turn    chan struct{} // holds a token while a write is under way
+	gone    chan struct{} // closed by abandon
+	once    sync.Once
+	dropped atomic.Int64 // writes failed for the abandon
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func newLockedWriter(w io.Writer) *lockedWriter {
+	return &lockedWriter{w: w, turn: make(chan struct{}, 1), gone: make(chan struct{})}
 }
+
+var errOutputAbandoned = errors.New("serve's output was given up on: its client had stopped reading it")
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	select {
+	case <-l.gone:
+		l.dropped.Add(1)
+		return 0, errOutputAbandoned
+	case l.turn <- struct{}{}:
+	}
+	type written struct {
+		n   int
+		err error
+	}
+	// The write has a goroutine of its own, as a blocked write(2) cannot
+	// be cut short. p is not used after the write, as io.Writer asks,
+	// unless the write is abandoned: then the client reads no more.
+	done := make(chan written, 1)
+	go func() {
+		n, err := l.w.Write(p)
+		<-l.turn
+		done <- written{n, err}
+	}()
+	select {
+	case w := <-done:
+		return w.n, w.err
+	case <-l.gone:
+		l.dropped.Add(1)
+		return 0, errOutputAbandoned
+	}
+}
+
+// abandon makes every write from now on, and the one under way, fail.
+func (l *lockedWriter) abandon() { l.once.Do(func() { close(l.gone) }) }
 
 func (l *lockedWriter) Close() error { return nil }
 

@@ -48,8 +48,8 @@ func TestFilterLinesAsTheSDKTakesThem(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]` + "\n" +
 		`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n"
 	var out bytes.Buffer
-	r := filterLines(io.NopCloser(strings.NewReader(in)), &lockedWriter{w: &out})
-	conn, err := (&mcp.IOTransport{Reader: r, Writer: &lockedWriter{w: io.Discard}, MaxLineLength: -1}).Connect(context.Background())
+	r := filterLines(io.NopCloser(strings.NewReader(in)), newLockedWriter(&out))
+	conn, err := (&mcp.IOTransport{Reader: r, Writer: newLockedWriter(io.Discard), MaxLineLength: -1}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
