@@ -320,6 +320,19 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		// provided" once they restarted.
 		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 	}
+	if req.Method == http.MethodPost && t.legacySSE.Load() && (resp.StatusCode == http.StatusNotFound ||
+		resp.StatusCode == http.StatusBadRequest && saysSessionUnknown(resp)) {
+		// An HTTP+SSE server that no longer knows the session in the
+		// POST's URL (it restarted; a balancer sent the POST to another
+		// instance): 404, or 400 "No transport found for sessionId" from
+		// the TypeScript SDK's example. The request was not taken, and
+		// the connection is as good as lost: as a streamable HTTP
+		// server's forgotten session, it is made afresh and the request
+		// sent again.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: HTTP %s", mcp.ErrSessionMissing, resp.Status)
+	}
 	if resp.StatusCode/100 == 4 {
 		t.refused.Store(int32(resp.StatusCode))
 	}
@@ -613,7 +626,7 @@ func saysSessionUnknown(resp *http.Response) bool {
 	if !bytes.Contains(text, []byte("session")) {
 		return false
 	}
-	for _, gone := range []string{"no valid", "not found", "unknown", "invalid", "expired", "no such", "does not exist"} {
+	for _, gone := range []string{"no valid", "not found", "unknown", "invalid", "expired", "no such", "does not exist", "no transport found"} {
 		if bytes.Contains(text, []byte(gone)) {
 			return true
 		}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1292,6 +1293,61 @@ func TestRemoteContentTypeCase(t *testing.T) {
 	})
 	if res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil || !strings.Contains(string(res.Result), "fine") {
 		t.Fatalf("%v %v", res, err)
+	}
+}
+
+// An HTTP+SSE server that no longer knows the session its POSTs name (it
+// restarted, or a balancer sent them to another instance while the event
+// stream stayed) answers 400 "No transport found for sessionId", as the
+// TypeScript SDK's example does, or 404: the connection is made afresh and
+// the call sent again (the server never took it), as over streamable HTTP.
+// Not one request's refusal, which left the server "ready" with every
+// request failing.
+func TestRemoteSSESessionForgotten(t *testing.T) {
+	for _, refusal := range []struct {
+		status int
+		body   string
+	}{{http.StatusBadRequest, "No transport found for sessionId"}, {http.StatusNotFound, "Session not found"}} {
+		t.Run(strconv.Itoa(refusal.status), func(t *testing.T) {
+			srv := fakemcp.NewServer(remoteSpec)
+			h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+			var forget atomic.Bool
+			var forgotten atomic.Value // the session id the server forgot
+			var refused atomic.Int32
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					id := r.URL.Query().Get("sessionid")
+					if forget.Load() {
+						forgotten.CompareAndSwap(nil, id)
+					}
+					if forgotten.Load() == id {
+						refused.Add(1)
+						http.Error(w, refusal.body, refusal.status)
+						return
+					}
+				}
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			e := newEngine(t, remoteServer("r", "sse", ts.URL))
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			forget.Store(true)
+			res, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo", Pairs: []string{"x=again"}})
+			if err != nil || !strings.Contains(string(res.Result), "again") {
+				t.Fatalf("the call that met the forgotten session: %v %v; %+v", res, err, e.Status()[0])
+			}
+			if refused.Load() == 0 {
+				t.Fatal("the server refused nothing: the test tests nothing")
+			}
+			if st := waitState(t, e, "r", StateReady); st.Restarts != 0 || st.Failures != 0 {
+				t.Errorf("a forgotten session counted as a restart or a failure: %+v", st)
+			}
+			if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+				t.Errorf("the next call: %v", err)
+			}
+		})
 	}
 }
 
