@@ -670,9 +670,23 @@ func unpassable(field, name, value string) (msg, hint string, key bool) {
 			return fmt.Sprintf("%q is not a valid HTTP header name", name), "a header's name is letters, digits and !#$%&'*+-.^_`|~: no space or colon", true
 		case strings.IndexFunc(value, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) >= 0:
 			return "the value holds a line break or another control character, which an HTTP header cannot carry", "", false
+		case transportHeader(name):
+			return fmt.Sprintf("header %s is the transport's own: mcpctl sets it for each request", name), "take it out: another value would break the connection", true
 		}
 	}
 	return "", "", false
+}
+
+// transportHeader reports whether an HTTP header is MCP's transport's own
+// (streamable HTTP, SSE, WebSocket), which a configured value would
+// override: the server would refuse, or mix up, what it is sent.
+func transportHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "mcp-session-id", "mcp-protocol-version", "last-event-id", "accept", "content-type", "content-length",
+		"transfer-encoding", "connection", "upgrade", "host":
+		return true
+	}
+	return hasPrefixFold(name, "Sec-WebSocket-")
 }
 
 // hasPrefixFold is strings.HasPrefix without regard to case, as URL
