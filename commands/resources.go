@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -119,6 +120,10 @@ resource or its list changed; a cached answer carries _meta["mcpctl/cache"].
 				return usagef("--jq filters JSON, and --output-file - prints the content itself",
 					"leave out --output-file - to filter the read's JSON, e.g. --jq '.contents[0].text' -r")
 			}
+			if strings.HasSuffix(opts.outFile, "/") {
+				// A directory's path, which abs would clean into a file's.
+				return usagef(fmt.Sprintf("--output-file %s: a path that ends in / names a directory", opts.outFile), "give --output-file a file's path, or - for stdout")
+			}
 			return runResource(ctx, env, opts)
 		},
 	}
@@ -207,7 +212,10 @@ func writeResource(env *Env, p *output.Printer, res *engine.ResourceResult, file
 		if errors.As(err, &pe) {
 			msg = pe.Err.Error() // the path is file, said once
 		}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+		if errors.Is(err, syscall.EISDIR) {
+			return usagef(fmt.Sprintf("writing %s: it is a directory", file), fmt.Sprintf("name a file in it: %s", filepath.Join(file, "NAME")))
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			// A path the user gave that cannot be written: theirs to fix.
 			return usagef(fmt.Sprintf("writing %s: %s", file, msg), "give --output-file a file in a directory you can write, or - for stdout")
 		}
