@@ -571,6 +571,46 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	}
 }
 
+// Base64 that is not standard padded base64 (unpadded, URL-safe), as some
+// servers send it, is served as standard base64: the SDK's types refused
+// it, and the read or prompt failed whole, a tool's image became text.
+func TestServeNonStandardBase64(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json": serveFakeConfig,
+		"fake.json": `{"tools": [{"name": "pic", "result": {"content": [{"type": "image", "mimeType": "image/png", "data": "AAEC_w"}], "structuredContent": {"b": 1, "a": 2}}}],
+		  "prompts": [{"name": "p", "text": "hi"}], "resources": [{"uri": "file:///a", "text": "a"}],
+		  "answers": {
+		    "prompts/get": {"result": {"messages": [{"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": "AAEC/w"}}]}},
+		    "resources/read": {"result": {"contents": [{"uri": "file:///a", "mimeType": "image/png", "blob": "AAEC/w"}]}}}}`,
+	})
+	sc := w.serveStdio()
+	want := []byte{0, 1, 2, 255}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := sc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.pic"})
+	if err != nil || len(res.Content) != 1 {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || !bytes.Equal(img.Data, want) {
+		t.Errorf("the tool's image: %#v", res.Content[0])
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"a":2,"b":1}` {
+		t.Errorf("structuredContent: %s", sc)
+	}
+	p, err := sc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fake.p"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Fatalf("prompt: %+v %v", p, err)
+	}
+	if img, ok := p.Messages[0].Content.(*mcp.ImageContent); !ok || !bytes.Equal(img.Data, want) {
+		t.Errorf("the prompt's image: %#v", p.Messages[0].Content)
+	}
+	r, err := sc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///a"})
+	if err != nil || len(r.Contents) != 1 || !bytes.Equal(r.Contents[0].Blob, want) {
+		t.Errorf("read: %+v %v", r, err)
+	}
+}
+
 // TestServeHTTP serves streamable HTTP with a bearer token, with a session
 // and without: a client with the token uses it all; without it, or with a
 // wrong one, a request is refused with 401.

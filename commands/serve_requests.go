@@ -162,7 +162,7 @@ func askContext(call, asked context.Context) (context.Context, func()) {
 func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	raw = withoutHop(raw)
 	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := decodeServed(raw, &res); err != nil {
 		return lenientResult(raw)
 	}
 	if sc := rawField(raw, "structuredContent"); sc != nil {
@@ -186,7 +186,7 @@ func lenientResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	res := &mcp.CallToolResult{IsError: wire.IsError, Meta: wire.Meta, Content: []mcp.Content{}}
 	for _, block := range wire.Content {
 		var one mcp.CallToolResult
-		if json.Unmarshal(fmt.Appendf(nil, `{"content":[%s]}`, block), &one) == nil && len(one.Content) == 1 {
+		if decodeServed(fmt.Appendf(nil, `{"content":[%s]}`, block), &one) == nil && len(one.Content) == 1 {
 			res.Content = append(res.Content, one.Content[0])
 			continue
 		}
@@ -374,7 +374,7 @@ func (hb *hub) getPrompt(name string) mcp.PromptHandler {
 			return nil, requestError(ctx, err)
 		}
 		var out mcp.GetPromptResult
-		if err := json.Unmarshal(withoutHop(res.Result), &out); err != nil {
+		if err := decodeServed(withoutHop(res.Result), &out); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpctl serve cannot read the prompt %s from %s: %v", name, res.Server, err)}
 		}
 		return &out, nil
@@ -389,7 +389,7 @@ func (hb *hub) readResource(server string) mcp.ResourceHandler {
 			return nil, requestError(ctx, err)
 		}
 		var out mcp.ReadResourceResult
-		if err := json.Unmarshal(withoutHop(res.Result), &out); err != nil {
+		if err := decodeServed(withoutHop(res.Result), &out); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("mcpctl serve cannot read the resource %s from %s: %v", req.Params.URI, server, err)}
 		}
 		return &out, nil
