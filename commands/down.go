@@ -76,6 +76,7 @@ func runDown(ctx context.Context, env *Env) error {
 		}
 	}
 	st, err := client.Shutdown(ctx)
+	err = sessionCarriesOn(ctx, err, "its stop")
 	if errors.Is(err, engine.ErrNoSession) {
 		if !env.noteStale(sess, "there is nothing to stop") {
 			env.note("no session is running for %s", env.sessionShown())

@@ -223,6 +223,11 @@ func errorInfo(err error) output.ErrorInfo {
 	case errors.Is(err, context.Canceled):
 		codes("interrupted", exitInterrupted)
 		info.Message = "interrupted"
+		var co *carriedOn
+		if errors.As(err, &co) {
+			info.Message = co.Error()
+			info.Hints = []string{"see how it goes with: mcpctl status"}
+		}
 	case errors.Is(err, context.DeadlineExceeded):
 		codes("timeout", exitTimeout)
 	}
@@ -235,4 +240,21 @@ func noArgs(cmd *cli.Command) error {
 		return usagef(cmd.FullName()+" takes no arguments", "see: "+cmd.FullName()+" --help")
 	}
 	return nil
+}
+
+// A carriedOn is the interruption (Ctrl-C) of a command that asked the
+// session for something the session goes on with: only the waiting ends.
+type carriedOn struct{ what string }
+
+func (c *carriedOn) Error() string { return "interrupted: the session carries on with " + c.what }
+
+func (c *carriedOn) Unwrap() error { return context.Canceled }
+
+// sessionCarriesOn is err, or, when ctx ended it (Ctrl-C), a carriedOn
+// with what.
+func sessionCarriesOn(ctx context.Context, err error, what string) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return &carriedOn{what: what}
+	}
+	return err
 }

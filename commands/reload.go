@@ -117,6 +117,7 @@ func runReload(ctx context.Context, env *Env) error {
 	stopNote := env.noteIfSlow(reloadPatience, func() string { return reloadWaitsFor(ctx, client) })
 	res, err := client.Reload(ctx, &engine.ReloadRequest{Inputs: inputVars()})
 	stopNote()
+	err = sessionCarriesOn(ctx, err, "the reload")
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is nothing to reload", "without a session every command reads the config afresh")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mcpctl/mcpctl/engine"
 	"github.com/urfave/cli/v3"
@@ -70,6 +71,7 @@ func runServerAct(ctx context.Context, env *Env, act string, names []string) err
 		return err
 	}
 	servers, err := client.Servers(ctx, act, names...)
+	err = sessionCarriesOn(ctx, err, fmt.Sprintf("the %s of %s", act, strings.Join(names, ", ")))
 	if errors.Is(err, engine.ErrNoSession) {
 		return env.noSession(sess, "there is no server to "+act, "commands without a session start the servers they need by themselves")
 	}

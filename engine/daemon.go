@@ -207,12 +207,16 @@ func (d *Daemon) Handler() http.Handler {
 		"POST /v1/redact": post(func(_ context.Context, in *redactText) (*redactText, error) {
 			return &redactText{Text: e.Redact(in.Text)}, nil
 		}),
-		"GET /v1/inspect":          get(func(r *http.Request) ([]*Inspection, error) { return e.inspect(query(r, "server"), waits(r)) }),
-		"GET /v1/listed":           get(func(*http.Request) ([]*Inspection, error) { return e.Listed() }),
-		"GET /v1/metrics":          get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
-		"GET /v1/events":           d.serveEvents,
-		"POST /v1/reload":          d.unlessGone(d.serveReload),
-		"POST /v1/servers/start":   d.unlessGone(post(d.byHand("start", func(ctx context.Context, names []string) error { return e.Start(ctx, names...) }))),
+		"GET /v1/inspect": get(func(r *http.Request) ([]*Inspection, error) { return e.inspect(query(r, "server"), waits(r)) }),
+		"GET /v1/listed":  get(func(*http.Request) ([]*Inspection, error) { return e.Listed() }),
+		"GET /v1/metrics": get(func(*http.Request) ([]ServerMetrics, error) { return e.Metrics(), nil }),
+		"GET /v1/events":  d.serveEvents,
+		"POST /v1/reload": d.unlessGone(d.serveReload),
+		"POST /v1/servers/start": d.unlessGone(post(d.byHand("start", func(ctx context.Context, names []string) error {
+			// The session's work, as a restart's start and a reload are: a
+			// client that stops waiting (Ctrl-C) does not call it off.
+			return outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) }, nil)
+		}))),
 		"POST /v1/servers/stop":    d.unlessGone(post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) }))),
 		"POST /v1/servers/restart": d.unlessGone(post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) }))),
 		"POST /v1/shutdown":        d.unlessGone(d.serveShutdown),
@@ -436,7 +440,17 @@ func (d *Daemon) serveReload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := d.Reload(r.Context())
+	// The session's work: a client that stops waiting (Ctrl-C) does not
+	// cut the reload short, which would leave the servers it was
+	// starting unavailable.
+	var res *ReloadResult
+	err := outlive(r.Context(), func(ctx context.Context) (err error) {
+		res, err = d.Reload(ctx)
+		return err
+	}, nil)
+	if r.Context().Err() != nil {
+		return // nobody to tell
+	}
 	if errors.Is(err, errReloadClosed) {
 		// Stopped while it waited for the reload before (mcpctl down).
 		err = errorf(KindUnavailable, "", "the session stopped before it could reload").wrap(err)
