@@ -1302,6 +1302,41 @@ func TestServeSessionEndAnswersCalls(t *testing.T) {
 	w.noneLeft()
 }
 
+// A call still under way when stdin has been closed for its grace (5s),
+// as a shell pipe does once it has written its requests, is cancelled and
+// answered with why; it got no answer at all.
+func TestServeInputClosedAnswersCalls(t *testing.T) {
+	t.Parallel()
+	w := newServeWorld(t, map[string]string{
+		"mcp.json":  serveFakeConfig,
+		"fake.json": `{"callLog": "calls.log", "tools": [{"name": "stall", "sleep": "60s"}, {"name": "hang", "hang": true}]}`,
+	})
+	cmd := w.command(nil, "serve")
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake.stall","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fake.hang","arguments":{}}}`,
+	}, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("serve: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for _, id := range []string{"2", "3"} {
+		want := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpctl serve is ending (its input closed, and the request was still under way 5s later): the request was cancelled on its server"}}`
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no answer to %s that says why; serve wrote:\n%s", id, out)
+		}
+	}
+	calls, _ := os.ReadFile(filepath.Join(w.dir, "calls.log"))
+	if !strings.Contains(string(calls), `"cancelled":true,"tool":"stall"`) {
+		t.Errorf("the stalled call was not cancelled on its server:\n%s", calls)
+	}
+	w.noneLeft()
+}
+
 // SIGTERM ends serve --http at once: a client's event stream is ended by
 // serve (a clean end of its body), not held until a grace runs out and
 // then cut, and a call under way is answered with why.

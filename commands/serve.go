@@ -370,7 +370,10 @@ func (hb *hub) serveStdio() error {
 	in := filterLines(newClosableReader(hb.env.In), out)
 	// The filter bounds a message; the SDK's own bound (16 MiB) would end
 	// the connection over one longer.
-	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}, grace: stdinGrace}
+	t := &drainingTransport{inner: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: -1}, grace: stdinGrace,
+		// The requests still under way when stdin's grace is over are
+		// cancelled, and answered that serve is ending, as on a signal.
+		givenUp: func() { hb.cancel(errInputClosed) }}
 	// The SDK closes the connection as soon as Run's context ends, and
 	// writes no answer after that: the requests serve's end cancelled
 	// (endWithServe) would never hear why. Run ends once they are answered.
@@ -390,7 +393,7 @@ func (hb *hub) serveStdio() error {
 	if errors.Is(err, errOutputAbandoned) {
 		return nil
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || outputClosed(err) {
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || outputClosed(err) || context.Cause(hb.ctx) == errInputClosed {
 		return nil // the client went away: closed stdin, or stdout
 	}
 	return err
@@ -533,8 +536,9 @@ const endingGrace = time.Second
 // gets its answers. A request the client cancelled gets no answer, as MCP
 // asks (the SDK would answer it with the cancellation as an error).
 type drainingTransport struct {
-	inner mcp.Transport
-	grace time.Duration
+	inner   mcp.Transport
+	grace   time.Duration
+	givenUp func() // ends the requests still under way when grace is over
 
 	mu   sync.Mutex
 	conn *drainingConn
@@ -545,7 +549,7 @@ func (t *drainingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	dc := &drainingConn{Connection: c, grace: t.grace, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}
+	dc := &drainingConn{Connection: c, grace: t.grace, givenUp: t.givenUp, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}
 	t.mu.Lock()
 	t.conn = dc
 	t.mu.Unlock()
@@ -565,6 +569,7 @@ func (t *drainingTransport) settle(grace time.Duration) {
 type drainingConn struct {
 	mcp.Connection
 	grace     time.Duration
+	givenUp   func()
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]bool // requests read and not yet answered
 	cancelled map[jsonrpc.ID]bool // of those, the ones the client cancelled
@@ -606,7 +611,10 @@ func (c *drainingConn) duplicate(msg jsonrpc.Message) *jsonrpc.Response {
 
 func (c *drainingConn) read(ctx context.Context, msg jsonrpc.Message, err error) (jsonrpc.Message, error) {
 	if errors.Is(err, io.EOF) {
-		c.wait(ctx, c.grace)
+		if !c.wait(ctx, c.grace) && c.givenUp != nil {
+			c.givenUp()
+			c.wait(ctx, endingGrace) // for their answers
+		}
 		return msg, err
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
@@ -693,8 +701,9 @@ func (c *drainingConn) Close() error {
 	return c.Connection.Close()
 }
 
-// wait waits until every request read has its answer, at most grace.
-func (c *drainingConn) wait(ctx context.Context, grace time.Duration) {
+// wait waits until every request read has its answer, at most grace, and
+// reports whether they all have.
+func (c *drainingConn) wait(ctx context.Context, grace time.Duration) bool {
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for {
@@ -702,16 +711,16 @@ func (c *drainingConn) wait(ctx context.Context, grace time.Duration) {
 		n := len(c.pending)
 		c.mu.Unlock()
 		if n == 0 {
-			return
+			return true
 		}
 		select {
 		case <-c.changed:
 		case <-timer.C:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		case <-c.closing:
-			return
+			return false
 		}
 	}
 }

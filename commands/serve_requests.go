@@ -250,6 +250,10 @@ func rawString(raw json.RawMessage, name string) string {
 // errServeStopped is why a request ends when serve is stopped.
 var errServeStopped = errors.New("mcpctl serve was stopped")
 
+// errInputClosed is why a request still under way ends when serve's stdin
+// closed a while before (stdinGrace).
+var errInputClosed = errors.New("its input closed, and the request was still under way 5s later")
+
 // servingEnded is the answer to a request that serve's end cut short
 // (a signal, stdin closed, its session gone): a JSON-RPC error that says
 // so, rather than the bare "context canceled". nil when ctx ended
