@@ -441,10 +441,17 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	}
 	// What the config hides is unknown to the client: neither that it
 	// exists nor how to unhide it, for the name or a near one.
+	// It is told as a name far from any is: nothing else would tell it
+	// is there.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.qqqqqq"})
+	if !errors.As(err, &werr) || !strings.HasPrefix(werr.Message, "unknown tool fake.qqqqqq\nhint: known tools: fake.ask, fake.echo") {
+		t.Fatalf("fake.qqqqqq: %v", err)
+	}
+	far := werr.Message
 	for _, name := range []string{"fake.hidden", "fake.hiddn"} {
 		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
-		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != fmt.Sprintf("unknown tool %q", name) {
-			t.Errorf("%s: %v", name, err)
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || werr.Message != strings.Replace(far, "fake.qqqqqq", name, 1) {
+			t.Errorf("%s: %v; a far name's: %q", name, err, far)
 		}
 	}
 

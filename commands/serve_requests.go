@@ -36,9 +36,10 @@ func (hb *hub) callTool(name string) mcp.ToolHandler {
 		relayQuestions(ctx, req.Session, creq)
 		res, err := hb.h.CallTool(ctx, creq)
 		if engine.TellsHidden(err) {
-			// What the config hides stays unknown to the client, as
-			// the SDK answers a name serve does not offer.
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+			// What the config hides stays unknown to the client: the
+			// name is told as any other unknown one is, among what serve
+			// offers (a different answer would tell it is there).
+			err = hb.unknownTool(name)
 		}
 		if err != nil {
 			return toolFailure(ctx, err)
@@ -438,3 +439,19 @@ func (hb *hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 
 // serveCaller names the client of ss as the caller of its requests.
 func serveCaller(ss *mcp.ServerSession) string { return fmt.Sprintf("serve-%p", ss) }
+
+// unknownTool is the error of a tool name of a server serve does not
+// offer, told among the tools it offers of that server.
+func (hb *hub) unknownTool(name string) error {
+	server, _, _ := strings.Cut(name, ".")
+	var known []string
+	hb.mu.Lock()
+	for n := range hb.tools {
+		if strings.HasPrefix(n, server+".") {
+			known = append(known, n)
+		}
+	}
+	hb.mu.Unlock()
+	slices.Sort(known)
+	return engine.UnknownName("tool", name, server, known)
+}

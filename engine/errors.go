@@ -287,6 +287,13 @@ func UnknownServer(name string, known []string) *Error {
 
 // unknownName builds the error for a server or tool name that does not
 // exist, with did-you-mean candidates.
+// UnknownName is the error of a tool, prompt or server called name that is
+// not among known, with the near ones as candidates: a proxy tells a name
+// it keeps from its clients as it tells any other.
+func UnknownName(what, name, server string, known []string) *Error {
+	return unknownName(what, name, server, known)
+}
+
 func unknownName(what, name, server string, known []string) *Error {
 	shown := name
 	if name == "" {
