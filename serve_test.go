@@ -439,6 +439,11 @@ func checkServe(t *testing.T, w *serveWorld, sc *serveClient) {
 	if err == nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("fake.nope: %v", err)
 	}
+	// A tool named without its server: which one it may mean.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo"})
+	if !errors.As(err, &werr) || werr.Message != "\"echo\" is not a server.tool name\nhint: did you mean fake.echo? a tool is named server.tool" {
+		t.Errorf("echo: %v", err)
+	}
 	// What the config hides is unknown to the client: neither that it
 	// exists nor how to unhide it, for the name or a near one.
 	// It is told as a name far from any is: nothing else would tell it

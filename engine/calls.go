@@ -25,7 +25,7 @@ func (e *Engine) CallTool(ctx context.Context, req *CallRequest) (*CallResult, e
 	}
 	srvName, toolName, err := SplitName(req.Name)
 	if err != nil {
-		return nil, err
+		return nil, e.withoutServer(req.Name, "tool", err)
 	}
 	s, err := e.lookup(srvName)
 	if err != nil {

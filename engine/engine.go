@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -808,6 +809,48 @@ func splitName(name, what string) (server, item string, err error) {
 			hint("name a %s as server.%s, e.g. %s; list them with: mcpctl %ss", what, what, example, what)
 	}
 	return server, item, nil
+}
+
+// withoutServer is err, of a name that is not server.item, with the items
+// so named that the servers offer as its candidates: a client that left
+// the server out ("echo") is told which one it may mean. Servers not
+// running are not started for it.
+func (e *Engine) withoutServer(name, what string, err error) error {
+	if name == "" || strings.Contains(name, ".") {
+		return err
+	}
+	list := map[string]string{"tool": listTools, "prompt": listPrompts}[what]
+	e.mu.RLock()
+	servers := slices.Collect(maps.Values(e.servers))
+	e.mu.RUnlock()
+	var near, offered []string
+	for _, s := range servers {
+		sn := s.lastOffer()
+		if sn == nil {
+			continue
+		}
+		names := sn.names(list)
+		offered = append(offered, names...)
+		if full := s.cfg().Name + "." + name; slices.Contains(names, full) {
+			near = append(near, full)
+		}
+	}
+	ee := asError(err).clone()
+	if len(near) == 0 {
+		if len(offered) > 0 {
+			// An example of this config's, not of a server it may not have.
+			ee.Hint = []string{fmt.Sprintf("name a %s as server.%s, e.g. %s; list them with: mcpctl %ss", what, what, slices.Min(offered), what)}
+		}
+		return ee
+	}
+	slices.Sort(near)
+	ee.Candidates = near
+	if len(near) == 1 {
+		ee.Hint = []string{fmt.Sprintf("did you mean %s? a %s is named server.%s", near[0], what, what)}
+	} else {
+		ee.Hint = []string{fmt.Sprintf("did you mean one of: %s? a %s is named server.%s", strings.Join(near, ", "), what, what)}
+	}
+	return ee
 }
 
 // splitFilter reads a listing's filter: "" (every server), a server, or

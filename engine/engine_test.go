@@ -230,6 +230,31 @@ func TestUnknownNames(t *testing.T) {
 	}
 }
 
+// A tool or prompt named without its server ("echo") is told which
+// servers offer one of that name, as a client that left the server out
+// means one of them; a name none offers gets the plain error.
+func TestNameWithoutServer(t *testing.T) {
+	spec := fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}, Prompts: []fakemcp.Prompt{{Name: "p", Text: "hi"}}}
+	e := newEngine(t, fakeServer(t, "a", spec), fakeServer(t, "b", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}}}))
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.CallTool(ctx(t), &CallRequest{Name: "echo"})
+	if ee := asError(err); ee == nil || ee.Kind != KindUsage || !slices.Equal(ee.Candidates, []string{"a.echo", "b.echo"}) ||
+		!slices.Equal(ee.Hint, []string{"did you mean one of: a.echo, b.echo? a tool is named server.tool"}) {
+		t.Errorf("echo: %+v %q %q", ee, ee.Candidates, ee.Hint)
+	}
+	_, err = e.GetPrompt(ctx(t), &PromptRequest{Name: "p"})
+	if ee := asError(err); ee == nil || !slices.Equal(ee.Candidates, []string{"a.p"}) || !slices.Equal(ee.Hint, []string{"did you mean a.p? a prompt is named server.prompt"}) {
+		t.Errorf("p: %+v", ee)
+	}
+	_, err = e.CallTool(ctx(t), &CallRequest{Name: "nope"})
+	if ee := asError(err); ee == nil || ee.Message != `"nope" is not a server.tool name` || len(ee.Candidates) != 0 ||
+		!slices.Equal(ee.Hint, []string{"name a tool as server.tool, e.g. a.echo; list them with: mcpctl tools"}) {
+		t.Errorf("nope: %+v %q", ee, ee.Hint)
+	}
+}
+
 // A listing's filter with a dot and nothing before or after it is a usage
 // error naming the kind of item; it used to panic (an empty server name
 // read as every server).

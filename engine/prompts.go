@@ -26,7 +26,7 @@ func (e *Engine) GetPrompt(ctx context.Context, req *PromptRequest) (*PromptResu
 	}
 	srvName, promptName, err := splitName(req.Name, "prompt")
 	if err != nil {
-		return nil, err
+		return nil, e.withoutServer(req.Name, "prompt", err)
 	}
 	s, err := e.lookup(srvName)
 	if err != nil {
