@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -312,8 +313,86 @@ func checkedBodies(next http.Handler) http.Handler {
 			}
 		}
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		next.ServeHTTP(w, r)
+		pw := &plainRefusals{ResponseWriter: w, body: body}
+		next.ServeHTTP(pw, r)
+		pw.finish()
 	})
+}
+
+// plainRefusals puts the SDK's plain-text refusals of a POST (400: a
+// method it does not handle, a request it finds invalid, a body that is
+// not JSON, a batch) in JSON-RPC's terms, as serve over stdio answers such
+// a line: a client reads a JSON-RPC error, not a transport failure. A
+// method not handled is a request's error (200, -32601), and a notification
+// of one is taken (202), as stdio ignores it.
+type plainRefusals struct {
+	http.ResponseWriter
+	body []byte
+	held *bytes.Buffer // the SDK's text, while it is being refused
+}
+
+func (p *plainRefusals) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(p.Header().Get("Content-Type"), "text/plain") {
+		p.held = new(bytes.Buffer)
+		return
+	}
+	p.ResponseWriter.WriteHeader(code)
+}
+
+func (p *plainRefusals) Write(b []byte) (int, error) {
+	if p.held != nil {
+		return p.held.Write(b)
+	}
+	return p.ResponseWriter.Write(b)
+}
+
+func (p *plainRefusals) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok && p.held == nil {
+		f.Flush()
+	}
+}
+
+func (p *plainRefusals) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+func (p *plainRefusals) finish() {
+	if p.held == nil {
+		return
+	}
+	text := strings.TrimSpace(p.held.String())
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	single := json.Unmarshal(bytes.TrimSpace(p.body), &msg) == nil
+	id := json.RawMessage("null")
+	if single && len(msg.ID) > 0 && string(msg.ID) != "null" {
+		id = msg.ID
+	}
+	status, code, message := http.StatusBadRequest, int64(jsonrpc.CodeInvalidRequest), "Invalid Request: "+text
+	switch {
+	case strings.HasPrefix(text, "JSON RPC not handled") && single:
+		if string(id) == "null" {
+			p.Header().Del("Content-Type")
+			p.Header().Del("X-Content-Type-Options")
+			p.ResponseWriter.WriteHeader(http.StatusAccepted)
+			return
+		}
+		status, code, message = http.StatusOK, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", msg.Method)
+	case strings.HasPrefix(text, "malformed payload"):
+		code, message = jsonrpc.CodeParseError, "Parse error: "+text
+	case strings.HasPrefix(text, "invalid request: "):
+		message = "Invalid Request: " + strings.TrimPrefix(text, "invalid request: ")
+	}
+	reply, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
+	h := p.Header()
+	h.Del("X-Content-Type-Options")
+	h.Set("Content-Type", "application/json")
+	p.ResponseWriter.WriteHeader(status)
+	p.ResponseWriter.Write(append(reply, '\n'))
 }
 
 type readCloser struct {
