@@ -78,6 +78,9 @@ func TestServeEndsWithStdoutUnread(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("serve still runs 10s after SIGTERM, its stdout unread\nstderr:\n%s", stderr)
 	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("serve exited %d, not 0 as after any SIGTERM; stderr:\n%s", code, stderr)
+	}
 	if !strings.Contains(stderr.String(), "not written: the client had stopped reading serve's output") {
 		t.Errorf("serve did not say what it gave up on; stderr:\n%s", stderr)
 	}
