@@ -15,10 +15,19 @@ import (
 )
 
 // A client that stopped reading serve's stdout (its pipe full) does not
-// keep serve from ending on SIGTERM: the answers it never took are given
-// up on, and serve says so.
+// keep serve from ending, on SIGTERM or once its stdin closed: the answers
+// it never took are given up on, and serve says so.
 func TestServeEndsWithStdoutUnread(t *testing.T) {
 	t.Parallel()
+	for _, end := range []string{"SIGTERM", "stdin closed"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			serveEndsWithStdoutUnread(t, end)
+		})
+	}
+}
+
+func serveEndsWithStdoutUnread(t *testing.T, end string) {
 	w := newServeWorld(t, map[string]string{
 		"mcp.json":  serveFakeConfig,
 		"fake.json": `{"callLog": "calls.log", "tools": [{"name": "big", "resultBytes": 300000}, {"name": "stall", "sleep": "60s"}]}`,
@@ -46,19 +55,24 @@ func TestServeEndsWithStdoutUnread(t *testing.T) {
 		cmd.Process.Kill()
 		<-exited
 	}()
-	for _, line := range []string{
+	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		// Its answer is more than the pipe holds: its write blocks.
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake.big","arguments":{}}}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fake.stall","arguments":{}}}`,
-	} {
+	}
+	under := "big"
+	if end == "SIGTERM" {
+		// A call under way at the end, whose answer waits behind.
+		lines, under = append(lines, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fake.stall","arguments":{}}}`), "stall"
+	}
+	for _, line := range lines {
 		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The big answer is in the pipe, its write blocked; the stall is under
-	// way on the server.
+	// The big answer is in the pipe, its write blocked (with stdin closed,
+	// the only request not answered).
 	full := func() bool {
 		size, err1 := unix.FcntlInt(unread.Fd(), unix.F_GETPIPE_SZ, 0)
 		held, err2 := unix.IoctlGetInt(int(unread.Fd()), unix.TIOCINQ)
@@ -68,18 +82,22 @@ func TestServeEndsWithStdoutUnread(t *testing.T) {
 	}
 	if !within(30*time.Second, func() bool {
 		data, _ := os.ReadFile(filepath.Join(w.dir, "calls.log"))
-		return bytes.Contains(data, []byte("stall")) && full()
+		return bytes.Contains(data, []byte(under)) && full()
 	}) {
 		t.Fatalf("the calls did not reach the server, or their answers did not fill the pipe\nstderr:\n%s", stderr)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
+	if end == "SIGTERM" {
+		cmd.Process.Signal(syscall.SIGTERM)
+	} else {
+		stdin.Close() // the stall then runs past stdin's grace (5s)
+	}
 	select {
 	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve still runs 10s after SIGTERM, its stdout unread\nstderr:\n%s", stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve still runs 20s after %s, its stdout unread\nstderr:\n%s", end, stderr)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("serve exited %d, not 0 as after any SIGTERM; stderr:\n%s", code, stderr)
+		t.Errorf("serve exited %d, not 0; stderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(stderr.String(), "not written: the client had stopped reading serve's output") {
 		t.Errorf("serve did not say what it gave up on; stderr:\n%s", stderr)

@@ -573,6 +573,7 @@ type drainingConn struct {
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]bool // requests read and not yet answered
 	cancelled map[jsonrpc.ID]bool // of those, the ones the client cancelled
+	writing   int                 // answers taken off pending, their writes under way
 	changed   chan struct{}       // pending shrank
 	closing   chan struct{}       // closed by Close: serve is ending
 	closeOnce sync.Once
@@ -653,6 +654,11 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		dropped := c.cancelled[resp.ID]
 		delete(c.cancelled, resp.ID)
 		delete(c.pending, resp.ID)
+		if !dropped {
+			// Waited for until written: one queued behind another's
+			// write is not yet out.
+			c.writing++
+		}
 		c.mu.Unlock()
 		if dropped {
 			return nil
@@ -661,6 +667,9 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	err := c.Connection.Write(ctx, msg)
 	if ok {
+		c.mu.Lock()
+		c.writing--
+		c.mu.Unlock()
 		c.answered(resp.ID)
 	}
 	return err
@@ -708,7 +717,7 @@ func (c *drainingConn) wait(ctx context.Context, grace time.Duration) bool {
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		n := len(c.pending)
+		n := len(c.pending) + c.writing
 		c.mu.Unlock()
 		if n == 0 {
 			return true

@@ -39,7 +39,7 @@ type lockedWriter struct {
 	turn    chan struct{} // holds a token while a write is under way
 	gone    chan struct{} // closed by abandon
 	once    sync.Once
-	dropped atomic.Int64 // writes failed for the abandon
+	dropped atomic.Int64 // writes under way or queued when abandoned
 }
 
 func newLockedWriter(w io.Writer) *lockedWriter {
@@ -51,7 +51,14 @@ var errOutputAbandoned = errors.New("serve's output was given up on: its client 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	select {
 	case <-l.gone:
-		l.dropped.Add(1)
+		// Begun after: the connection is ending, not this write's
+		// fault, and not counted.
+		return 0, errOutputAbandoned
+	default:
+	}
+	select {
+	case <-l.gone:
+		l.dropped.Add(1) // queued behind a write that did not end
 		return 0, errOutputAbandoned
 	case l.turn <- struct{}{}:
 	}
@@ -72,6 +79,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	case w := <-done:
 		return w.n, w.err
 	case <-l.gone:
+		select {
+		case w := <-done: // written after all
+			return w.n, w.err
+		default:
+		}
 		l.dropped.Add(1)
 		return 0, errOutputAbandoned
 	}

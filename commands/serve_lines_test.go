@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -198,5 +201,44 @@ func TestPromptArgumentsNotStrings(t *testing.T) {
 			got := strings.TrimSpace(string(reply))
 			t.Errorf("%s\nanswered %s\nwant     %s", tc.line, got, tc.want)
 		}
+	}
+}
+
+// slowConn writes one message at a time, each taking a while, as the SDK's
+// connection does behind its write lock.
+type slowConn struct {
+	mcp.Connection
+	mu      sync.Mutex
+	written atomic.Int32
+}
+
+func (c *slowConn) Write(context.Context, jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	c.written.Add(1)
+	return nil
+}
+
+// A drain waits for the answers still being written: one queued behind
+// another's write is no longer pending, but not yet out either (the end's
+// abandon of the output after the wait would lose it).
+func TestDrainWaitsForAnswersBeingWritten(t *testing.T) {
+	inner := &slowConn{}
+	c := &drainingConn{Connection: inner, pending: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1), closing: make(chan struct{})}
+	var ids []jsonrpc.ID
+	for i := range 3 {
+		id, _ := jsonrpc.MakeID(float64(i + 1))
+		ids = append(ids, id)
+		c.pending[id] = true
+	}
+	for _, id := range ids {
+		go c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)})
+	}
+	if !c.wait(context.Background(), 5*time.Second) {
+		t.Fatal("the drain gave up")
+	}
+	if n := inner.written.Load(); n != 3 {
+		t.Errorf("the drain ended with %d of 3 answers written", n)
 	}
 }
