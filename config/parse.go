@@ -678,15 +678,17 @@ func unpassable(field, name, value string) (msg, hint string, key bool) {
 }
 
 // transportHeader reports whether an HTTP header is MCP's transport's own
-// (streamable HTTP, SSE, WebSocket), which a configured value would
-// override: the server would refuse, or mix up, what it is sent.
+// (streamable HTTP, SSE, WebSocket), set for each request from what it
+// carries: a configured value would make the server refuse, or mix up,
+// what it is sent. (Accept, Content-Type and the like, which configs
+// copied from curl carry, are the SDK's when it sets them: see the
+// engine's roundTrip.)
 func transportHeader(name string) bool {
 	switch strings.ToLower(name) {
-	case "mcp-session-id", "mcp-protocol-version", "last-event-id", "accept", "content-type", "content-length",
-		"transfer-encoding", "connection", "upgrade", "host":
+	case "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id", "upgrade":
 		return true
 	}
-	return hasPrefixFold(name, "Sec-WebSocket-")
+	return hasPrefixFold(name, "Mcp-Param-") || hasPrefixFold(name, "Sec-WebSocket-")
 }
 
 // hasPrefixFold is strings.HasPrefix without regard to case, as URL

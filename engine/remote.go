@@ -237,6 +237,9 @@ func (c *closeThen) Close() error {
 func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*http.Response, error) {
 	if o := origin(req.URL); o == t.origins[0] || o == t.origins[1] {
 		for k, v := range t.headers {
+			if sdkOwned(k) && req.Header.Get(k) != "" {
+				continue // the SDK's, for what it sends
+			}
 			req.Header.Set(k, v)
 		}
 	} else if len(t.headers) > 0 && t.withheld.CompareAndSwap(nil, &o) && t.log != nil {
@@ -440,6 +443,19 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		return t.keepConnection(resp, sentID, fmt.Sprintf("a %s answer", ct)), nil
 	}
 	return resp, nil
+}
+
+// sdkOwned reports whether a header, when the SDK sets it on a request,
+// keeps the SDK's value over a configured one: it describes the request
+// (what it accepts, what its body is), and configs copied from curl
+// examples carry such headers. (MCP's own, such as Mcp-Session-Id, the
+// config refuses.)
+func sdkOwned(name string) bool {
+	switch strings.ToLower(name) {
+	case "accept", "content-type", "content-length", "transfer-encoding", "connection", "host":
+		return true
+	}
+	return false
 }
 
 // errPostRefused ends a request whose POST an HTTP+SSE server refused.

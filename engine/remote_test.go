@@ -333,6 +333,28 @@ func TestRemoteStop(t *testing.T) {
 	}
 }
 
+// Headers that describe a request (Accept, Content-Type), which configs
+// copied from curl examples carry, do not override the SDK's: an Accept of
+// application/json alone made the server refuse every POST.
+func TestRemoteHeadersOfTheRequestStayTheSDKs(t *testing.T) {
+	for _, typ := range []string{"http", "sse", "ws"} {
+		t.Run(typ, func(t *testing.T) {
+			url, _ := serveRemote(t, typ)
+			s := remoteServer("r", typ, url)
+			s.Headers["Accept"] = "application/json"
+			s.Headers["Content-Type"] = "text/plain"
+			s.Headers["Connection"] = "keep-alive"
+			e := newEngine(t, s)
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.CallTool(ctx(t), &CallRequest{Name: "r.echo"}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // A streamable HTTP server that forgets the session (it restarted) gets a
 // fresh connection, and the call that met the 404 is sent again: the
 // server never ran it.
