@@ -814,7 +814,7 @@ func splitName(name, what string) (server, item string, err error) {
 // withoutServer is err, of a name that is not server.item, with the items
 // so named that the servers offer as its candidates: a client that left
 // the server out ("echo") is told which one it may mean. Servers not
-// running are not started for it.
+// running are not started for it, nor lists waited for.
 func (e *Engine) withoutServer(name, what string, err error) error {
 	if name == "" || strings.Contains(name, ".") {
 		return err
@@ -825,7 +825,15 @@ func (e *Engine) withoutServer(name, what string, err error) error {
 	e.mu.RUnlock()
 	var near, offered []string
 	for _, s := range servers {
-		sn := s.lastOffer()
+		// What it offers now, as it is: an error's hint waits for no
+		// list (offer would fill one not listed yet, or wait for a
+		// refresh).
+		s.mu.Lock()
+		sn := s.offered
+		if sn == nil {
+			sn = s.snap
+		}
+		s.mu.Unlock()
 		if sn == nil {
 			continue
 		}

@@ -285,8 +285,6 @@ func UnknownServer(name string, known []string) *Error {
 	return unknownName("server", name, name, known)
 }
 
-// unknownName builds the error for a server or tool name that does not
-// exist, with did-you-mean candidates.
 // UnknownName is the error of a tool, prompt or server called name that is
 // not among known, with the near ones as candidates: a proxy tells a name
 // it keeps from its clients as it tells any other.
@@ -294,6 +292,8 @@ func UnknownName(what, name, server string, known []string) *Error {
 	return unknownName(what, name, server, known)
 }
 
+// unknownName builds the error for a server or tool name that does not
+// exist, with did-you-mean candidates.
 func unknownName(what, name, server string, known []string) *Error {
 	shown := name
 	if name == "" {
