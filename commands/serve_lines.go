@@ -339,15 +339,17 @@ func checkedBodies(next http.Handler) http.Handler {
 // of one is taken (202), as stdio ignores it.
 type plainRefusals struct {
 	http.ResponseWriter
-	body []byte
-	held *bytes.Buffer // the SDK's text, while it is being refused
+	body  []byte
+	held  *bytes.Buffer // the SDK's text, while it is being refused
+	begun bool          // an answer of another kind is under way
 }
 
 func (p *plainRefusals) WriteHeader(code int) {
-	if code == http.StatusBadRequest && strings.HasPrefix(p.Header().Get("Content-Type"), "text/plain") {
+	if !p.begun && p.held == nil && code == http.StatusBadRequest && strings.HasPrefix(p.Header().Get("Content-Type"), "text/plain") {
 		p.held = new(bytes.Buffer)
 		return
 	}
+	p.begun = true
 	p.ResponseWriter.WriteHeader(code)
 }
 
@@ -355,6 +357,7 @@ func (p *plainRefusals) Write(b []byte) (int, error) {
 	if p.held != nil {
 		return p.held.Write(b)
 	}
+	p.begun = true
 	return p.ResponseWriter.Write(b)
 }
 
