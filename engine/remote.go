@@ -246,6 +246,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		t.log.Info("the configured headers are not sent to another origin than the server's url's", "origin", o)
 	}
 	var sentID json.RawMessage // of the request posted, when it is one
+	handshake := false         // the POST is the handshake's (discover, initialize, initialized)
 	if req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
@@ -253,8 +254,11 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 			return nil, err
 		}
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-			if r, ok := msg.(*jsonrpc.Request); ok && r.ID.IsValid() {
-				sentID, _ = json.Marshal(r.ID.Raw())
+			if r, ok := msg.(*jsonrpc.Request); ok {
+				if r.ID.IsValid() {
+					sentID, _ = json.Marshal(r.ID.Raw())
+				}
+				handshake = r.Method == "server/discover" || r.Method == "initialize" || r.Method == "notifications/initialized"
 			}
 			// A notifications/cancelled is told until its POST is
 			// answered: a stop waits for that (awaitTold).
@@ -323,7 +327,7 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		// provided" once they restarted.
 		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
 	}
-	if req.Method == http.MethodPost && t.legacySSE.Load() && (resp.StatusCode == http.StatusNotFound ||
+	if req.Method == http.MethodPost && t.legacySSE.Load() && !handshake && (resp.StatusCode == http.StatusNotFound ||
 		resp.StatusCode == http.StatusBadRequest && saysSessionUnknown(resp)) {
 		// An HTTP+SSE server that no longer knows the session in the
 		// POST's URL (it restarted; a balancer sent the POST to another
@@ -331,7 +335,8 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 		// the TypeScript SDK's example. The request was not taken, and
 		// the connection is as good as lost: as a streamable HTTP
 		// server's forgotten session, it is made afresh and the request
-		// sent again.
+		// sent again. Not during the handshake: there is no session to
+		// forget yet, and the endpoint may be wrong.
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		return nil, fmt.Errorf("%w: HTTP %s", mcp.ErrSessionMissing, resp.Status)

@@ -1373,6 +1373,27 @@ func TestRemoteSSESessionForgotten(t *testing.T) {
 	}
 }
 
+// An HTTP+SSE server that refuses the handshake's POST with 404 (a wrong
+// endpoint, a proxy that does not route it) fails the start as such, not
+// as a session it forgot: there is none yet.
+func TestRemoteSSEHandshakeNotFound(t *testing.T) {
+	srv := fakemcp.NewServer(remoteSpec)
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			http.Error(w, "Not Found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	e := newEngine(t, remoteServer("r", "sse", ts.URL))
+	err := e.Start(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "404 Not Found") || strings.Contains(err.Error(), "session not found") {
+		t.Errorf("start: %v", err)
+	}
+}
+
 // A request an HTTP+SSE server refuses (its POST answered 400, as
 // server-everything answers a body over its limit) fails alone, saying
 // what the server answered; the server stays usable. The SDK took the
