@@ -215,7 +215,10 @@ func (d *Daemon) Handler() http.Handler {
 		"POST /v1/servers/start": d.unlessGone(post(d.byHand("start", func(ctx context.Context, names []string) error {
 			// The session's work, as a restart's start and a reload are: a
 			// client that stops waiting (Ctrl-C) does not call it off.
-			return outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) }, nil)
+			// Its audit record says how it ended, also once the client
+			// is gone.
+			return outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) },
+				func(err error) { d.recordByHand(ctx, "start", names, err) })
 		}))),
 		"POST /v1/servers/stop":    d.unlessGone(post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) }))),
 		"POST /v1/servers/restart": d.unlessGone(post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) }))),
@@ -483,8 +486,8 @@ func (d *Daemon) byHand(action string, act func(context.Context, []string) error
 			shown = append(shown, d.engine.dependenciesDown(req.Servers)...)
 		}
 		err := act(ctx, req.Servers)
-		for _, name := range req.Servers {
-			d.audit.Record(AuditEntry{Event: "by-hand", UID: peerUID(ctx), RequestID: RequestID(ctx), Server: name, Detail: action, Outcome: outcomeOf(err, false)})
+		if action != "start" || ctx.Err() == nil || !callerGaveUp(err) {
+			d.recordByHand(ctx, action, req.Servers, err) // else when the start is over
 		}
 		if err != nil {
 			return nil, err
@@ -496,6 +499,14 @@ func (d *Daemon) byHand(action string, act func(context.Context, []string) error
 			}
 		}
 		return out, nil
+	}
+}
+
+// recordByHand records in the audit log who asked for action on names,
+// and how it ended.
+func (d *Daemon) recordByHand(ctx context.Context, action string, names []string, err error) {
+	for _, name := range names {
+		d.audit.Record(AuditEntry{Event: "by-hand", UID: peerUID(ctx), RequestID: RequestID(ctx), Server: name, Detail: action, Outcome: outcomeOf(err, false)})
 	}
 }
 
