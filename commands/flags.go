@@ -13,7 +13,7 @@ type durationFlag struct{ d time.Duration }
 
 // timeoutFlag is the one --timeout every request command has.
 func timeoutFlag(dst *durationFlag) cli.Flag {
-	return &cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default: the server's requestTimeout, 60s unless set); the server is told to cancel. Without a session it bounds the servers' start too, then the request afresh", Destination: &dst.d, HideDefault: true,
+	return &cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` (default: the server's requestTimeout, 60s unless set); the server is told to cancel. It bounds the servers' start too (with a session, of one the request starts on use), then the request afresh", Destination: &dst.d, HideDefault: true,
 		// Timeouts go by whole milliseconds, and 0 would be the default:
 		// a value below 1ms would silently mean 60s.
 		Action: func(_ context.Context, _ *cli.Command, d time.Duration) error {

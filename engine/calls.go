@@ -73,7 +73,7 @@ func (e *Engine) callTool(ctx context.Context, s *server, toolName string, req *
 
 func (e *Engine) callOnce(ctx context.Context, s *server, toolName string, req *CallRequest, tries *int) (res *CallResult, err error) {
 	srvName := s.cfg().Name
-	h, err := s.acquire(ctx)
+	h, err := s.acquireWithin(ctx, req.TimeoutMs)
 	if err != nil {
 		return nil, err
 	}

@@ -1544,3 +1544,44 @@ func TestStatusStartingIsNotStoppedByHand(t *testing.T) {
 		t.Errorf("status: %s, stopped by hand %v; want starting, not by hand", st.State, st.StoppedByHand)
 	}
 }
+
+// A request with a timeout of its own does not wait longer than that for
+// the start it set off (a server that starts on use): it fails with a
+// timeout that says the start goes on, and a later request finds the
+// server up. Read and prompt likewise.
+func TestRequestTimeoutBoundsStartOnUse(t *testing.T) {
+	spec := fakemcp.Spec{StartDelay: "2s", Tools: []fakemcp.Tool{{Name: "echo"}},
+		Prompts: []fakemcp.Prompt{{Name: "p", Text: "hi"}}, Resources: []fakemcp.Resource{{URI: "file:///a", Text: "a"}}}
+	for _, kind := range []string{"call", "prompt", "read"} {
+		t.Run(kind, func(t *testing.T) {
+			lazy := fakeServer(t, "lazy", spec)
+			lazy.Activation = "lazy"
+			e := newEngine(t, lazy)
+			if err := e.Start(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			ask := func(timeoutMs int64) error {
+				var err error
+				switch kind {
+				case "call":
+					_, err = e.CallTool(ctx(t), &CallRequest{Name: "lazy.echo", TimeoutMs: timeoutMs})
+				case "prompt":
+					_, err = e.GetPrompt(ctx(t), &PromptRequest{Name: "lazy.p", TimeoutMs: timeoutMs})
+				case "read":
+					_, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a", Server: "lazy", TimeoutMs: timeoutMs})
+				}
+				return err
+			}
+			// The start takes 2s: without the bound the request waited
+			// for it, and answered.
+			err := ask(300)
+			if ee := asError(err); ee == nil || ee.Kind != KindTimeout || ee.Message != "server lazy did not finish starting within 300ms, the request's timeout; its start goes on" {
+				t.Fatalf("the first request: %v", err)
+			}
+			waitState(t, e, "lazy", StateReady)
+			if err := ask(300); err != nil {
+				t.Errorf("the next request: %v", err)
+			}
+		})
+	}
+}

@@ -205,6 +205,30 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 	return nil, s.unavailableLocked()
 }
 
+// acquireWithin is acquire for a request with a timeout of its own
+// (timeoutMs; 0: none): waiting for the server's start, which the request
+// may have set off (a server that starts on use), is bounded by it too,
+// and the request then gets its timeout afresh, as without a session. The
+// start goes on: the next request finds the server up.
+func (s *server) acquireWithin(ctx context.Context, timeoutMs int64) (*handle, error) {
+	if timeoutMs <= 0 {
+		return s.acquire(ctx)
+	}
+	d := time.Duration(timeoutMs) * time.Millisecond
+	actx, cancel := context.WithTimeoutCause(ctx, d, errStartWaitOver)
+	defer cancel()
+	h, err := s.acquire(actx)
+	if err != nil && ctx.Err() == nil && context.Cause(actx) == errStartWaitOver {
+		name := s.cfg().Name
+		return nil, errorf(KindTimeout, name, "server %s did not finish starting within %s, the request's timeout; its start goes on", name, d).
+			hint("give the request more time, or start the server first").wrap(err)
+	}
+	return h, err
+}
+
+// errStartWaitOver ends a request's wait for its server's start.
+var errStartWaitOver = errors.New("the request's timeout ran out while its server started")
+
 // startShared starts the server on use. The start is shared by every
 // request waiting for it, so a caller giving up must not cut it short for
 // the others (the startup timeout bounds it); the caller itself returns at

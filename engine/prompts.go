@@ -50,7 +50,7 @@ func (e *Engine) promptOnce(ctx context.Context, s *server, promptName string, r
 			return &PromptResult{Server: srvName, Prompt: promptName, Result: raw, Cached: true}, nil
 		}
 	}
-	h, err := s.acquire(ctx)
+	h, err := s.acquireWithin(ctx, req.TimeoutMs)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func (e *Engine) readOnce(ctx context.Context, s *server, req *ResourceRequest) 
 			return &ResourceResult{Server: s.cfg().Name, URI: req.URI, Result: raw, Cached: true}, nil
 		}
 	}
-	h, err := s.acquire(ctx)
+	h, err := s.acquireWithin(ctx, req.TimeoutMs)
 	if err != nil {
 		return nil, err
 	}
