@@ -823,10 +823,12 @@ func (s *server) failedUnlisted() bool {
 func unlistedError(servers []*server, failed map[*server]error) *Error {
 	var names []string
 	var errs []error
+	var remote bool // of the one left out
 	for _, s := range servers {
 		if err, ok := failed[s]; ok {
 			names = append(names, s.cfg().Name)
 			errs = append(errs, err)
+			remote = !s.cfg().IsStdio()
 		}
 	}
 	switch len(names) {
@@ -844,6 +846,11 @@ func unlistedError(servers []*server, failed map[*server]error) *Error {
 		if start != nil {
 			e.Stderr, e.Stdout = start.Stderr, start.Stdout
 			e.startTimedOut = StartTimedOut(errs[0])
+		}
+		if remote && start != nil {
+			// It has no log (no stderr): what its start said to do.
+			e.Hint = slices.Clone(start.Hint)
+			return e.hint("the other servers' items are listed")
 		}
 		return e.hint("the other servers' items are listed; see the server's state and log with: mcpctl status; mcpctl logs %s", names[0])
 	}
