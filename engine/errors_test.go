@@ -67,3 +67,16 @@ func TestClientMisuse(t *testing.T) {
 	}
 	time.Sleep(stoppedAfter + 100*time.Millisecond) // a stray watch would panic here
 }
+
+// The SDK's errors name the streamable HTTP session; mcpctl's do not.
+func TestWithoutSessionID(t *testing.T) {
+	for in, want := range map[string]string{
+		"standalone SSE stream: failed to reconnect (session ID: 86ff30b6-b8c0): connection failed": "standalone SSE stream: failed to reconnect: connection failed",
+		"calling \"tools/call\": exceeded 5 retries without progress (session ID: abc)":               "calling \"tools/call\": exceeded 5 retries without progress",
+		"no session here": "no session here",
+	} {
+		if got := withoutSessionID(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

@@ -829,7 +829,7 @@ func (s *server) eventStream(conn *captureConn, err error) {
 	switch {
 	case err != nil && s.state == StateReady:
 		s.lc.streamLost = true
-		e := errorf(KindUnavailable, name, "server %s's event stream broke: %s", name, s.cfg().Redact(err.Error()))
+		e := errorf(KindUnavailable, name, "server %s's event stream broke: %s", name, s.cfg().Redact(withoutSessionID(err.Error())))
 		s.setStateNote(StateDegraded, e, "reconnecting")
 	case err == nil && s.lc.streamLost:
 		s.lc.streamLost = false
@@ -842,7 +842,7 @@ func (s *server) eventStream(conn *captureConn, err error) {
 // remoteFailure explains a failed connection to a remote server.
 func remoteFailure(cfg *config.Server, err error) *Error {
 	url := cfg.Redact(cfg.URL)
-	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %s", cfg.Name, url, strings.TrimSpace(cfg.Redact(err.Error())))
+	e := errorf(KindUnavailable, cfg.Name, "server %s (%s): cannot connect: %s", cfg.Name, url, strings.TrimSpace(cfg.Redact(withoutSessionID(err.Error()))))
 	switch {
 	case strings.Contains(err.Error(), "failed to register client"):
 		// auth login against a server that offers no OAuth registration.

@@ -362,7 +362,7 @@ func (h *handle) explain(callCtx context.Context, what, method string, dl *deadl
 	case errors.As(err, &werr):
 		return protocolError(h.s.cfg(), method, werr)
 	}
-	return errorf(KindProtocol, name, "server %s: %s failed: %s", name, method, h.s.cfg().Redact(err.Error())).wrap(err)
+	return errorf(KindProtocol, name, "server %s: %s failed: %s", name, method, h.s.said(err)).wrap(err)
 }
 
 // connBroken reports a connection that broke under a request (reset,
@@ -411,7 +411,7 @@ func protocolError(cfg *config.Server, method string, err error) *Error {
 		e.Answer = redactedAnswer(cfg, werr)
 		return e
 	}
-	return errorf(KindProtocol, server, "server %s answered %s with an error: %s", server, method, cfg.Redact(err.Error())).wrap(err)
+	return errorf(KindProtocol, server, "server %s answered %s with an error: %s", server, method, cfg.Redact(withoutSessionID(err.Error()))).wrap(err)
 }
 
 // redactedAnswer is a server's error answer with the secrets of its

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -758,7 +759,20 @@ func (s *server) lostError(err error) *Error {
 
 // said is err's text with the server's secrets redacted: the SDK's and
 // net/http's errors quote the URL, whose query may hold a token.
-func (s *server) said(err error) string { return s.cfg().Redact(err.Error()) }
+func (s *server) said(err error) string { return s.cfg().Redact(withoutSessionID(err.Error())) }
+
+// sessionIDSaid is how the SDK's errors name a streamable HTTP session.
+var sessionIDSaid = regexp.MustCompile(` ?\(session ID: [^)]*\)`)
+
+// withoutSessionID is text without the session ids the SDK's errors give:
+// an MCP session id lets whoever holds it act in the session, and is no
+// business of a status, a log or an error.
+func withoutSessionID(text string) string {
+	if !strings.Contains(text, "(session ID: ") {
+		return text
+	}
+	return sessionIDSaid.ReplaceAllString(text, "")
+}
 
 // cancelFlushWait bounds the writes of the notifications/cancelled owed as
 // a server stops: one that does not read its stdin is not waited for.
