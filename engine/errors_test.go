@@ -72,7 +72,7 @@ func TestClientMisuse(t *testing.T) {
 func TestWithoutSessionID(t *testing.T) {
 	for in, want := range map[string]string{
 		"standalone SSE stream: failed to reconnect (session ID: 86ff30b6-b8c0): connection failed": "standalone SSE stream: failed to reconnect: connection failed",
-		"calling \"tools/call\": exceeded 5 retries without progress (session ID: abc)":               "calling \"tools/call\": exceeded 5 retries without progress",
+		"calling \"tools/call\": exceeded 5 retries without progress (session ID: abc)":             "calling \"tools/call\": exceeded 5 retries without progress",
 		"no session here": "no session here",
 	} {
 		if got := withoutSessionID(in); got != want {

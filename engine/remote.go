@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -854,9 +855,41 @@ func remoteFailure(cfg *config.Server, err error) *Error {
 		e.hint("if its certificate is signed by a CA of your own (or is self-signed), give that CA's certificate as caFile of server %s (%s)", cfg.Name, cfg.Source)
 	default:
 		e.hint("check that the server runs at %s (%s)", url, cfg.Source)
+		hintOtherTransport(e, cfg, err.Error())
 	}
 	// Not wrapped: the cause's text holds the url as it is, secrets and all.
 	return e
+}
+
+// hintOtherTransport adds to e, the failed start of a server whose type
+// was written, the other type, when how the server refused the one written
+// (text) says it may speak that one: a streamable HTTP POST to an SSE
+// endpoint is not found, not allowed or refused; an SSE GET to a
+// streamable endpoint is refused, or is no event stream with an endpoint.
+func hintOtherTransport(e *Error, cfg *config.Server, text string) {
+	if other := otherTransport(cfg, text); other != "" {
+		e.hint("if it speaks %s, set \"type\": %q (%s), or leave type out to try both", map[string]string{"http": "streamable HTTP", "sse": "the older HTTP+SSE transport"}[other], other, cfg.Where("type"))
+	}
+}
+
+func otherTransport(cfg *config.Server, text string) string {
+	if cfg.TypeImplied {
+		return "" // both were tried
+	}
+	says := func(words ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(text, w) })
+	}
+	switch cfg.Type {
+	case "http":
+		if says("Not Found", "Method Not Allowed", "sessionid must be provided", "Missing sessionId") {
+			return "sse"
+		}
+	case "sse":
+		if says("Bad Request", "Not Found", "Method Not Allowed", "Not Acceptable", "missing endpoint") {
+			return "http"
+		}
+	}
+	return ""
 }
 
 func httpHeader(m map[string]string) http.Header {

@@ -355,6 +355,24 @@ func TestRemoteHeadersOfTheRequestStayTheSDKs(t *testing.T) {
 	}
 }
 
+// A server whose written type is not the transport it speaks fails its
+// start with a hint to the other type (or none, to try both).
+func TestRemoteWrongTypeHinted(t *testing.T) {
+	for _, tc := range []struct{ serves, written, hint string }{
+		{"sse", "http", `if it speaks the older HTTP+SSE transport, set "type": "sse" (test:1:1), or leave type out to try both`},
+		{"http", "sse", `if it speaks streamable HTTP, set "type": "http" (test:1:1), or leave type out to try both`},
+	} {
+		t.Run(tc.written, func(t *testing.T) {
+			url, _ := serveRemote(t, tc.serves)
+			e := newEngine(t, remoteServer("r", tc.written, url))
+			err := e.Start(ctx(t))
+			if ee := asError(err); ee == nil || !slices.Contains(ee.Hint, tc.hint) {
+				t.Errorf("start: %v; hints %q", err, asError(err).Hint)
+			}
+		})
+	}
+}
+
 // A streamable HTTP server that forgets the session (it restarted) gets a
 // fresh connection, and the call that met the 404 is sent again: the
 // server never ran it.

@@ -472,5 +472,9 @@ func httpAnswerError(cfg *config.Server, what string, a *httpAnswer) *Error {
 	case status == http.StatusTooManyRequests:
 		return errorf(KindUnavailable, cfg.Name, "%s", msg).hint("the server limits how many requests it takes: try again later")
 	}
-	return errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs").wrap(a.err)
+	e := errorf(KindProtocol, cfg.Name, "%s", msg).hint("the server refused the request: check the server's docs or logs").wrap(a.err)
+	if what == "initialize" || what == "server/discover" {
+		hintOtherTransport(e, cfg, msg)
+	}
+	return e
 }
