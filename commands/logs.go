@@ -153,7 +153,9 @@ func runLogs(ctx context.Context, env *Env, opts logsOptions) error {
 		starting = awaitClaim(ctx, sess, time.Second)
 	}
 	if opts.server != "" && !opts.audit && !exists(filepath.Join(sess.ServerLogDir(), opts.server+".log")) {
-		if cfg, err := env.loadConfig(); err == nil {
+		// A variable the config needs and this shell lacks (a token the
+		// session was given) does not hide what kind of server it is.
+		if cfg, _, err := env.loadConfigForNames(); err == nil {
 			if s := cfg.Server(opts.server); s != nil && !s.IsStdio() {
 				return &engine.Error{Kind: engine.KindUsage, Server: opts.server,
 					Message: fmt.Sprintf("server %s is a remote server (%s): it writes no stderr, so it has no log", opts.server, s.Redact(s.URL)),
