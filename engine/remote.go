@@ -246,6 +246,10 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	} else if len(t.headers) > 0 && t.withheld.CompareAndSwap(nil, &o) && t.log != nil {
 		t.log.Info("the configured headers are not sent to another origin than the server's url's", "origin", o)
 	}
+	if req.Header.Get("User-Agent") == "" {
+		// Not Go's: a server's logs tell mcpctl's requests apart.
+		req.Header.Set("User-Agent", userAgent)
+	}
 	var sentID json.RawMessage // of the request posted, when it is one
 	handshake := false         // the POST is the handshake's (discover, initialize, initialized)
 	if req.Method == http.MethodPost && req.Body != nil {
@@ -450,6 +454,10 @@ func (t *captureRoundTripper) roundTrip(req *http.Request, standalone bool) (*ht
 	}
 	return resp, nil
 }
+
+// userAgent is what mcpctl's requests to remote servers say they are,
+// unless the config's headers say otherwise.
+var userAgent = "mcpctl/" + Version()
 
 // sdkOwned reports whether a header, when the SDK sets it on a request,
 // keeps the SDK's value over a configured one: it describes the request
