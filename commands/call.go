@@ -113,7 +113,7 @@ func runCall(ctx context.Context, env *Env, opts callOptions) error {
 		return err
 	}
 	if _, _, err := engine.SplitName(opts.name); err != nil {
-		return err
+		return env.unqualified(ctx, err, opts.name, "tool")
 	}
 	if opts.retry < 0 {
 		return usagef(fmt.Sprintf("--retry must be 0 or more, not %d", opts.retry))
@@ -404,4 +404,34 @@ func unwrapPathError(err error) error {
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// unqualified is err, of a name that is not server.item ("echo"), told
+// better where that costs no server's start: a running session says which
+// of its servers offer one so named; else an example is made of the
+// config's first server.
+func (env *Env) unqualified(ctx context.Context, err error, name, what string) error {
+	if name == "" || strings.Contains(name, ".") {
+		return err
+	}
+	if client, sess, cerr := env.client(); cerr == nil && sess.Running() {
+		var serr error
+		if what == "tool" {
+			_, serr = client.CallTool(ctx, &engine.CallRequest{Name: name})
+		} else {
+			_, serr = client.GetPrompt(ctx, &engine.PromptRequest{Name: name})
+		}
+		if engine.KindOf(serr) == engine.KindUsage {
+			return serr
+		}
+		return err
+	}
+	var ee *engine.Error
+	cfg, _, cerr := env.loadConfigForNames()
+	if cerr != nil || len(cfg.Servers) == 0 || !errors.As(err, &ee) {
+		return err
+	}
+	told := *ee
+	told.Hint = []string{fmt.Sprintf("name a %s as server.%s, e.g. %s.%s; list them with: mcpctl %ss", what, what, cfg.Servers[0].Name, name, what)}
+	return &told
 }

@@ -144,7 +144,7 @@ func runPrompt(ctx context.Context, env *Env, opts promptOptions) error {
 		return err
 	}
 	if _, _, err := engine.SplitPromptName(opts.name); err != nil {
-		return err
+		return env.unqualified(ctx, err, opts.name, "prompt")
 	}
 	timeout := opts.timeout.millis()
 	if err := env.stdinReadOnce("", opts.pairs); err != nil {
