@@ -286,7 +286,9 @@ func (env *Env) withHostOpts(ctx context.Context, need func(*config.Config) ([]s
 			e.Hint = []string{"without a session, --timeout bounds the servers' start too: give it longer, or start them once with: mcpctl up"}
 			return err
 		}
-		return oneShotHints(err)
+		// A start that failed, as up says it (exit 3), a broken
+		// handshake included.
+		return oneShotHints(asStartFailure(err))
 	}
 	return oneShotHints(fn(h))
 }
