@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpctl/mcpctl/config"
 	"github.com/mcpctl/mcpctl/internal/fakemcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // events reads an EventLog shared by fake servers.
@@ -1551,8 +1552,9 @@ func TestStatusStartingIsNotStoppedByHand(t *testing.T) {
 // server up. Read and prompt likewise.
 func TestRequestTimeoutBoundsStartOnUse(t *testing.T) {
 	spec := fakemcp.Spec{StartDelay: "2s", Tools: []fakemcp.Tool{{Name: "echo"}},
-		Prompts: []fakemcp.Prompt{{Name: "p", Text: "hi"}}, Resources: []fakemcp.Resource{{URI: "file:///a", Text: "a"}}}
-	for _, kind := range []string{"call", "prompt", "read"} {
+		Prompts: []fakemcp.Prompt{{Name: "p", Text: "hi", Arguments: []*mcp.PromptArgument{{Name: "who"}}}}, Resources: []fakemcp.Resource{{URI: "file:///a", Text: "a"}},
+		Completions: map[string][]string{"who": {"Ann"}}}
+	for _, kind := range []string{"call", "prompt", "read", "complete"} {
 		t.Run(kind, func(t *testing.T) {
 			lazy := fakeServer(t, "lazy", spec)
 			lazy.Activation = "lazy"
@@ -1569,6 +1571,8 @@ func TestRequestTimeoutBoundsStartOnUse(t *testing.T) {
 					_, err = e.GetPrompt(ctx(t), &PromptRequest{Name: "lazy.p", TimeoutMs: timeoutMs})
 				case "read":
 					_, err = e.ReadResource(ctx(t), &ResourceRequest{URI: "file:///a", Server: "lazy", TimeoutMs: timeoutMs})
+				case "complete":
+					_, err = e.Complete(ctx(t), &CompleteRequest{Ref: "lazy.p", Argument: "who", TimeoutMs: timeoutMs})
 				}
 				return err
 			}
@@ -1579,9 +1583,29 @@ func TestRequestTimeoutBoundsStartOnUse(t *testing.T) {
 				t.Fatalf("the first request: %v", err)
 			}
 			waitState(t, e, "lazy", StateReady)
-			if err := ask(300); err != nil {
+			if err := ask(5000); err != nil {
 				t.Errorf("the next request: %v", err)
 			}
 		})
+	}
+}
+
+// The bound is on a start the request waits for, not on the wait for a
+// restart due after a crash: the request waits for it, as before, and is
+// answered.
+func TestRequestTimeoutWaitsForARestart(t *testing.T) {
+	one := 1
+	s := fakeServer(t, "srv", fakemcp.Spec{Tools: []fakemcp.Tool{{Name: "echo"}, {Name: "crash", Crash: &one}}})
+	s.Restart, s.MaxRestarts = "on-failure", 3
+	e := newEngine(t, s)
+	if err := e.Start(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.crash"}); err == nil {
+		t.Fatal("the crash answered")
+	}
+	waitState(t, e, "srv", StateUnavailable)
+	if _, err := e.CallTool(ctx(t), &CallRequest{Name: "srv.echo", TimeoutMs: 300}); err != nil {
+		t.Errorf("the call after the crash: %v", err)
 	}
 }

@@ -106,7 +106,37 @@ func (s *server) successor() *server {
 // the caller must release it. It starts a server that starts on use, waits
 // for one that is starting, stopping or about to restart, and otherwise
 // says why the server cannot take requests.
-func (s *server) acquire(ctx context.Context) (*handle, error) {
+func (s *server) acquire(ctx context.Context) (*handle, error) { return s.acquireBy(ctx, 0) }
+
+// acquireBy is acquire whose waits for a start it sets off, or finds
+// under way, end after startWithin (0: no bound; see acquireWithin). The
+// other waits (a restart due after a crash, a stop, a restart by hand)
+// are not bounded by it.
+func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*handle, error) {
+	// bounded runs wait, a wait for a start, for at most startWithin; the
+	// error then says the bound ran out (errStartWaitOver).
+	bounded := func(wait func(context.Context) error) error {
+		if startWithin <= 0 {
+			return wait(ctx)
+		}
+		sctx, cancel := context.WithTimeoutCause(ctx, startWithin, errStartWaitOver)
+		defer cancel()
+		err := wait(sctx)
+		if err != nil && ctx.Err() == nil && context.Cause(sctx) == errStartWaitOver && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %w", errStartWaitOver, err)
+		}
+		return err
+	}
+	// startOnUse starts s, and what it depends on, for this request; the
+	// start goes on if the request stops waiting.
+	startOnUse := func() error {
+		return bounded(func(ctx context.Context) error {
+			if err := s.startDependencies(ctx); err != nil {
+				return err
+			}
+			return s.startShared(ctx)
+		})
+	}
 	// A transient server may stop between two looks; a few rounds settle it.
 	for range 5 {
 		s.mu.Lock()
@@ -117,7 +147,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				// request goes to the server that took its place (which
 				// the reload may still be starting), as one made now
 				// would.
-				return next.acquire(ctx)
+				return next.acquireBy(ctx, startWithin)
 			}
 			s.mu.Lock()
 		}
@@ -133,7 +163,9 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 			return h, nil
 		case StateStarting:
 			s.mu.Unlock()
-			if err := s.start(ctx); err != nil {
+			// Waited for, not tied to this request: should it end
+			// meanwhile, a start begun again goes on too.
+			if err := bounded(func(ctx context.Context) error { return outlive(ctx, s.start, nil) }); err != nil {
 				return nil, err
 			}
 		case StateStopping:
@@ -156,10 +188,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				return nil, err
 			}
 			s.mu.Unlock()
-			if err := s.startDependencies(ctx); err != nil {
-				return nil, err
-			}
-			if err := s.startShared(ctx); err != nil {
+			if err := startOnUse(); err != nil {
 				return nil, err
 			}
 		case StateUnavailable:
@@ -180,10 +209,7 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 				// not there): it may be there now, and to look costs
 				// nothing.
 				s.mu.Unlock()
-				if err := s.startDependencies(ctx); err != nil {
-					return nil, err
-				}
-				if err := s.startShared(ctx); err != nil {
+				if err := startOnUse(); err != nil {
 					return nil, err
 				}
 				continue
@@ -211,16 +237,15 @@ func (s *server) acquire(ctx context.Context) (*handle, error) {
 // and the request then gets its timeout afresh, as without a session. The
 // start goes on: the next request finds the server up.
 func (s *server) acquireWithin(ctx context.Context, timeoutMs int64) (*handle, error) {
-	if timeoutMs <= 0 {
-		return s.acquire(ctx)
-	}
-	d := time.Duration(timeoutMs) * time.Millisecond
-	actx, cancel := context.WithTimeoutCause(ctx, d, errStartWaitOver)
-	defer cancel()
-	h, err := s.acquire(actx)
-	if err != nil && ctx.Err() == nil && context.Cause(actx) == errStartWaitOver {
+	d := time.Duration(max(timeoutMs, 0)) * time.Millisecond
+	h, err := s.acquireBy(ctx, d)
+	if errors.Is(err, errStartWaitOver) {
 		name := s.cfg().Name
-		return nil, errorf(KindTimeout, name, "server %s did not finish starting within %s, the request's timeout; its start goes on", name, d).
+		who := "server " + name
+		if len(s.cfg().DependsOn) > 0 {
+			who += ", or a server it depends on,"
+		}
+		return nil, errorf(KindTimeout, name, "%s did not finish starting within %s, the request's timeout; its start goes on", who, d).
 			hint("give the request more time, or start the server first").wrap(err)
 	}
 	return h, err

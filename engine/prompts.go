@@ -195,7 +195,7 @@ func (e *Engine) Complete(ctx context.Context, req *CompleteRequest) (*CompleteR
 		}
 	}
 	what := "completing " + req.Argument + " of " + req.Ref
-	h, err := s.acquire(ctx)
+	h, err := s.acquireWithin(ctx, req.TimeoutMs)
 	if err != nil {
 		return nil, deadlineError(err, s.cfg().Name, what)
 	}

@@ -119,7 +119,10 @@ type CallRequest struct {
 	// TimeoutMs or Retry is set. For a call that runs as a task, a change
 	// of the task's status or status message starts it again too (polling
 	// that finds the task as it was does not); time spent answering the
-	// server's questions during a task counts.
+	// server's questions during a task counts. Set, it also bounds the
+	// wait for a start of the server the call sets off (one that starts
+	// on use), which then goes on; the call gets its timeout afresh once
+	// the server is up.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Task runs a tool whose execution.taskSupport is "optional" as a
 	// task. Tools that require tasks always run as one.
@@ -181,7 +184,8 @@ type PromptRequest struct {
 	Arguments map[string]string `json:"arguments,omitempty"`
 	Pairs     []string          `json:"pairs,omitempty"`
 	// NoCache skips the cache (the fresh answer is still cached).
-	NoCache   bool  `json:"noCache,omitempty"`
+	NoCache bool `json:"noCache,omitempty"`
+	// TimeoutMs is as [CallRequest]'s, the wait for a start included.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
@@ -202,9 +206,10 @@ type PromptResult struct {
 type ResourceRequest struct {
 	URI string `json:"uri"`
 	// Server names the server to ask; empty routes by URI.
-	Server    string `json:"server,omitempty"`
-	NoCache   bool   `json:"noCache,omitempty"`
-	TimeoutMs int64  `json:"timeoutMs,omitempty"`
+	Server  string `json:"server,omitempty"`
+	NoCache bool   `json:"noCache,omitempty"`
+	// TimeoutMs is as [CallRequest]'s, the wait for a start included.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
 	// the same caller's calls.
@@ -228,8 +233,9 @@ type CompleteRequest struct {
 	Argument string `json:"argument"`
 	Value    string `json:"value"`
 	// Context holds arguments already chosen.
-	Context   map[string]string `json:"context,omitempty"`
-	TimeoutMs int64             `json:"timeoutMs,omitempty"`
+	Context map[string]string `json:"context,omitempty"`
+	// TimeoutMs is as [CallRequest]'s, the wait for a start included.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 	// Caller names who makes the request, as CallRequest.Caller does: a
 	// question the server asks while it is in flight may still be put to
 	// the same caller's calls.
