@@ -146,10 +146,12 @@ mcp.json:2:32: servers.e.env.A=B: "A=B" cannot name an environment variable
 mcp.json:2:49: servers.e.env.N: the value holds a NUL byte, which an environment cannot carry
 hint: a header's name is letters, digits and !#$%&'*+-.^_` + "`" + `|~: no space or colon
 hint: a variable's name is not empty and has no '='`},
-		{"a header of the transport's own", [][2]string{{"mcp.json", "{\"servers\": {\"r\": {\"url\": \"http://h/mcp\", \"headers\": {\"X-Ok\": \"a\", \"mcp-session-id\": \"s3cret-session\", \"Mcp-Param-Q\": \"application/json\", \"Sec-WebSocket-Protocol\": \"chat\", \"Accept\": \"application/json\"}}}}"}}, nil, `mcp.json:1:68: servers.r.headers.mcp-session-id: header mcp-session-id is the transport's own: mcpctl sets it for each request
+		{"a header of the transport's own", [][2]string{{"mcp.json", "{\"servers\": {\"r\": {\"url\": \"http://h/mcp\", \"headers\": {\"X-Ok\": \"a\", \"mcp-session-id\": \"s3cret-session\", \"Mcp-Param-Q\": \"application/json\", \"Sec-WebSocket-Protocol\": \"chat\", \"Accept\": \"application/json\", \"Host\": \"h\"}}}}"}}, nil, `mcp.json:1:68: servers.r.headers.mcp-session-id: header mcp-session-id is the transport's own: mcpctl sets it for each request
 mcp.json:1:104: servers.r.headers.Mcp-Param-Q: header Mcp-Param-Q is the transport's own: mcpctl sets it for each request
 mcp.json:1:139: servers.r.headers.Sec-WebSocket-Protocol: header Sec-WebSocket-Protocol is the transport's own: mcpctl sets it for each request
-hint: take it out: another value would break the connection`},
+mcp.json:1:203: servers.r.headers.Host: header Host cannot be given: it is made from the url and the request's body
+hint: take it out: another value would break the connection
+hint: take it out`},
 		{"bad server name", [][2]string{{"mcp.json", "{\"servers\": {\"a.b\": {\"command\": \"x\"}}}"}}, nil, `mcp.json:1:14: servers.a.b: invalid server name: use 1 to 64 ASCII letters, digits, '_' and '-', not starting with '-' (no dots)
 hint: e.g. "github" or "my-server"`},
 		{"bad duration", [][2]string{{"mcp.json", "{\"servers\": {\"a\": {\"command\": \"x\", \"startupTimeout\": \"soon\"}}}"}}, nil, `mcp.json:1:54: servers.a.startupTimeout: expected a duration such as "30s" or "1m30s", or a number of seconds, got "soon"`},

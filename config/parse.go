@@ -672,6 +672,10 @@ func unpassable(field, name, value string) (msg, hint string, key bool) {
 			return "the value holds a line break or another control character, which an HTTP header cannot carry", "", false
 		case transportHeader(name):
 			return fmt.Sprintf("header %s is the transport's own: mcpctl sets it for each request", name), "take it out: another value would break the connection", true
+		case slices.Contains([]string{"host", "content-length", "transfer-encoding"}, strings.ToLower(name)):
+			// Go's client takes these from the url and the body, and
+			// would send the request without the value given.
+			return fmt.Sprintf("header %s cannot be given: it is made from the url and the request's body", name), "take it out", true
 		}
 	}
 	return "", "", false

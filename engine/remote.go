@@ -887,23 +887,31 @@ func otherTransport(cfg *config.Server, text string) string {
 	says := func(words ...string) bool {
 		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(text, w) })
 	}
+	// Not found at all is a wrong path more often than a wrong type, but
+	// at the path each transport's servers use by custom.
+	path := strings.TrimSuffix(cfg.URL, "/")
 	switch cfg.Type {
 	case "http":
-		if says("Not Found", "Method Not Allowed", "sessionid must be provided", "Missing sessionId") {
+		if says("Method Not Allowed", "sessionid must be provided", "Missing sessionId") || says("Not Found") && strings.HasSuffix(path, "/sse") {
 			return "sse"
 		}
 	case "sse":
-		if says("Bad Request", "Not Found", "Method Not Allowed", "Not Acceptable", "missing endpoint") {
+		if says("Bad Request", "Method Not Allowed", "Not Acceptable", "missing endpoint") || says("Not Found") && strings.HasSuffix(path, "/mcp") {
 			return "http"
 		}
 	}
 	return ""
 }
 
+// httpHeader is the header of a WebSocket handshake: the config's, with
+// mcpctl's User-Agent unless they give one.
 func httpHeader(m map[string]string) http.Header {
 	h := http.Header{}
 	for k, v := range m {
 		h.Set(k, v)
+	}
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", userAgent)
 	}
 	return h
 }

@@ -373,6 +373,31 @@ func TestRemoteWrongTypeHinted(t *testing.T) {
 	}
 }
 
+// A path nothing answers is a wrong path more likely than a wrong type:
+// the other type is hinted only at the path its servers use by custom.
+func TestRemoteNotFoundHintsTypeAtItsPath(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	for path, want := range map[string]bool{"/mcpp": false, "/sse": true} {
+		e := newEngine(t, remoteServer("r", "http", ts.URL+path))
+		err := e.Start(ctx(t))
+		hinted := slices.ContainsFunc(asError(err).Hint, func(h string) bool { return strings.Contains(h, `set "type": "sse"`) })
+		if hinted != want {
+			t.Errorf("%s: hinted %v; %v %q", path, hinted, err, asError(err).Hint)
+		}
+	}
+}
+
+// A WebSocket handshake says it is mcpctl's, unless the config says else.
+func TestWebSocketUserAgent(t *testing.T) {
+	if got := httpHeader(nil).Get("User-Agent"); got != userAgent {
+		t.Errorf("User-Agent %q", got)
+	}
+	if got := httpHeader(map[string]string{"user-agent": "mine"}).Get("User-Agent"); got != "mine" {
+		t.Errorf("the config's User-Agent: %q", got)
+	}
+}
+
 // A streamable HTTP server that forgets the session (it restarted) gets a
 // fresh connection, and the call that met the 404 is sent again: the
 // server never ran it.
