@@ -216,9 +216,21 @@ func (d *Daemon) Handler() http.Handler {
 			// The session's work, as a restart's start and a reload are: a
 			// client that stops waiting (Ctrl-C) does not call it off.
 			// Its audit record says how it ended, also once the client
-			// is gone.
-			return outlive(ctx, func(ctx context.Context) error { return e.Start(ctx, names...) },
-				func(err error) { d.recordByHand(ctx, "start", names, err) })
+			// is gone; the log is closed only after it (auditWG).
+			d.auditWG.Add(1)
+			done := make(chan error, 1)
+			go func() {
+				defer d.auditWG.Done()
+				err := e.Start(context.WithoutCancel(ctx), names...)
+				d.recordByHand(ctx, "start", names, err)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}))),
 		"POST /v1/servers/stop":    d.unlessGone(post(d.byHand("stop", func(_ context.Context, names []string) error { return e.Stop(names...) }))),
 		"POST /v1/servers/restart": d.unlessGone(post(d.byHand("restart", func(ctx context.Context, names []string) error { return e.Restart(ctx, names...) }))),
@@ -486,8 +498,8 @@ func (d *Daemon) byHand(action string, act func(context.Context, []string) error
 			shown = append(shown, d.engine.dependenciesDown(req.Servers)...)
 		}
 		err := act(ctx, req.Servers)
-		if action != "start" || ctx.Err() == nil || !callerGaveUp(err) {
-			d.recordByHand(ctx, action, req.Servers, err) // else when the start is over
+		if action != "start" {
+			d.recordByHand(ctx, action, req.Servers, err) // a start's, by its act
 		}
 		if err != nil {
 			return nil, err
