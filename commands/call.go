@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcpctl/mcpctl/config"
@@ -407,31 +409,59 @@ func unwrapPathError(err error) error {
 }
 
 // unqualified is err, of a name that is not server.item ("echo"), told
-// better where that costs no server's start: a running session says which
-// of its servers offer one so named; else an example is made of the
-// config's first server.
+// better where that costs no server's start: a running session's lists,
+// as they are, say which of its servers offer one so named; else a server
+// of that name is told to be one, or an example is made of the config's
+// first server.
 func (env *Env) unqualified(ctx context.Context, err error, name, what string) error {
-	if name == "" || strings.Contains(name, ".") {
-		return err
-	}
-	if client, sess, cerr := env.client(); cerr == nil && sess.Running() {
-		var serr error
-		if what == "tool" {
-			_, serr = client.CallTool(ctx, &engine.CallRequest{Name: name})
-		} else {
-			_, serr = client.GetPrompt(ctx, &engine.PromptRequest{Name: name})
-		}
-		if engine.KindOf(serr) == engine.KindUsage {
-			return serr
-		}
-		return err
-	}
 	var ee *engine.Error
-	cfg, _, cerr := env.loadConfigForNames()
-	if cerr != nil || len(cfg.Servers) == 0 || !errors.As(err, &ee) {
+	if name == "" || strings.Contains(name, ".") || !errors.As(err, &ee) {
 		return err
 	}
 	told := *ee
+	if client, sess, cerr := env.client(); cerr == nil && sess.Running() {
+		// Read only, and quick: a typo is not worth a wait.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		client.NoWait = true
+		var names []string
+		if what == "tool" {
+			tools, _ := client.Tools(lctx, "")
+			for _, t := range tools {
+				names = append(names, t.Name())
+			}
+		} else {
+			prompts, _ := client.Prompts(lctx, "")
+			for _, p := range prompts {
+				names = append(names, p.Name())
+			}
+		}
+		var near []string
+		for _, n := range names {
+			if strings.HasSuffix(n, "."+name) {
+				near = append(near, n)
+			}
+		}
+		if len(near) > 0 {
+			slices.Sort(near)
+			told.Candidates = near
+			mean := near[0]
+			if len(near) > 1 {
+				mean = "one of: " + strings.Join(near, ", ")
+			}
+			// As the engine says it (serve, a Go caller).
+			told.Hint = []string{fmt.Sprintf("did you mean %s? a %s is named server.%s", mean, what, what)}
+			return &told
+		}
+	}
+	cfg, _, cerr := env.loadConfigForNames()
+	if cerr != nil || len(cfg.Servers) == 0 {
+		return err
+	}
+	if cfg.Server(name) != nil {
+		told.Hint = []string{fmt.Sprintf("%s is a server: name one of its %ss as %s.NAME; list them with: mcpctl %ss %s", name, what, name, what, name)}
+		return &told
+	}
 	told.Hint = []string{fmt.Sprintf("name a %s as server.%s, e.g. %s.%s; list them with: mcpctl %ss", what, what, cfg.Servers[0].Name, name, what)}
 	return &told
 }
