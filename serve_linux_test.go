@@ -89,7 +89,7 @@ func serveEndsWithStdoutUnread(t *testing.T, end string) {
 	if end == "SIGTERM" {
 		cmd.Process.Signal(syscall.SIGTERM)
 	} else {
-		stdin.Close() // the stall then runs past stdin's grace (5s)
+		stdin.Close() // the big answer's write then outlasts stdin's grace (5s)
 	}
 	select {
 	case <-exited:
