@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -436,22 +435,9 @@ func (env *Env) unqualified(ctx context.Context, err error, name, what string) e
 				names = append(names, p.Name())
 			}
 		}
-		var near []string
-		for _, n := range names {
-			if strings.HasSuffix(n, "."+name) {
-				near = append(near, n)
-			}
-		}
-		if len(near) > 0 {
-			slices.Sort(near)
-			told.Candidates = near
-			mean := near[0]
-			if len(near) > 1 {
-				mean = "one of: " + strings.Join(near, ", ")
-			}
-			// As the engine says it (serve, a Go caller).
-			told.Hint = []string{fmt.Sprintf("did you mean %s? a %s is named server.%s", mean, what, what)}
-			return &told
+		var said *engine.Error
+		if errors.As(engine.NamedWithoutServer(err, name, what, names), &said) && len(said.Candidates) > 0 {
+			return said // as the engine says it (serve, a Go caller)
 		}
 	}
 	cfg, _, cerr := env.loadConfigForNames()

@@ -823,7 +823,7 @@ func (e *Engine) withoutServer(name, what string, err error) error {
 	e.mu.RLock()
 	servers := slices.Collect(maps.Values(e.servers))
 	e.mu.RUnlock()
-	var near, offered []string
+	var offered []string
 	for _, s := range servers {
 		// What it offers now, as it is: an error's hint waits for no
 		// list (offer would fill one not listed yet, or wait for a
@@ -837,13 +837,27 @@ func (e *Engine) withoutServer(name, what string, err error) error {
 		if sn == nil {
 			continue
 		}
-		names := sn.names(list)
-		offered = append(offered, names...)
-		if full := s.cfg().Name + "." + name; slices.Contains(names, full) {
-			near = append(near, full)
+		offered = append(offered, sn.names(list)...)
+	}
+	return NamedWithoutServer(err, name, what, offered)
+}
+
+// NamedWithoutServer is err, of a name that is not server.item ("echo"),
+// told among offered, the full names (server.item) of what is offered: the
+// ones so named are its candidates (did you mean fake.echo?), else an
+// offered one is its example.
+func NamedWithoutServer(err error, name, what string, offered []string) error {
+	ee := asError(err)
+	if ee == nil {
+		return err
+	}
+	ee = ee.clone()
+	var near []string
+	for _, n := range offered {
+		if _, item, _ := strings.Cut(n, "."); item == name && !slices.Contains(near, n) {
+			near = append(near, n)
 		}
 	}
-	ee := asError(err).clone()
 	if len(near) == 0 {
 		if len(offered) > 0 {
 			// An example of this config's, not of a server it may not have.
@@ -853,11 +867,11 @@ func (e *Engine) withoutServer(name, what string, err error) error {
 	}
 	slices.Sort(near)
 	ee.Candidates = near
-	if len(near) == 1 {
-		ee.Hint = []string{fmt.Sprintf("did you mean %s? a %s is named server.%s", near[0], what, what)}
-	} else {
-		ee.Hint = []string{fmt.Sprintf("did you mean one of: %s? a %s is named server.%s", strings.Join(near, ", "), what, what)}
+	mean := near[0]
+	if len(near) > 1 {
+		mean = "one of: " + strings.Join(near, ", ")
 	}
+	ee.Hint = []string{fmt.Sprintf("did you mean %s? a %s is named server.%s", mean, what, what)}
 	return ee
 }
 
