@@ -285,16 +285,22 @@ func badLineReply(line []byte, tooLong bool) (reply []byte, code int64) {
 	case jsonrpc.CodeInvalidParams:
 		msg = "Invalid params: " + why
 	}
+	return errorLine(id, code, msg), code
+}
+
+// errorLine is the JSON-RPC error answer to the request with id (raw JSON,
+// null when it has none), as a line.
+func errorLine(id json.RawMessage, code int64, msg string) []byte {
 	type wireError struct {
 		Code    int64  `json:"code"`
 		Message string `json:"message"`
 	}
-	reply, _ = json.Marshal(struct {
+	reply, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   wireError       `json:"error"`
 	}{"2.0", id, wireError{code, msg}})
-	return append(reply, '\n'), code
+	return append(reply, '\n')
 }
 
 // checkedBodies answers a POST whose JSON the SDK would misread (an id it
@@ -398,16 +404,12 @@ func (p *plainRefusals) finish() {
 	case strings.HasPrefix(text, "invalid request: "):
 		message = "Invalid Request: " + strings.TrimPrefix(text, "invalid request: ")
 	}
-	reply, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
+	reply := errorLine(id, code, message)
 	h := p.Header()
 	h.Del("X-Content-Type-Options")
 	h.Set("Content-Type", "application/json")
 	p.ResponseWriter.WriteHeader(status)
-	p.ResponseWriter.Write(append(reply, '\n'))
+	p.ResponseWriter.Write(reply)
 }
 
 type readCloser struct {
