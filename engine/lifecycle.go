@@ -113,30 +113,6 @@ func (s *server) acquire(ctx context.Context) (*handle, error) { return s.acquir
 // other waits (a restart due after a crash, a stop, a restart by hand)
 // are not bounded by it.
 func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*handle, error) {
-	// bounded runs wait, a wait for a start, for at most startWithin; the
-	// error then says the bound ran out (errStartWaitOver).
-	bounded := func(wait func(context.Context) error) error {
-		if startWithin <= 0 {
-			return wait(ctx)
-		}
-		sctx, cancel := context.WithTimeoutCause(ctx, startWithin, errStartWaitOver)
-		defer cancel()
-		err := wait(sctx)
-		if err != nil && ctx.Err() == nil && context.Cause(sctx) == errStartWaitOver && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %w", errStartWaitOver, err)
-		}
-		return err
-	}
-	// startOnUse starts s, and what it depends on, for this request; the
-	// start goes on if the request stops waiting.
-	startOnUse := func() error {
-		return bounded(func(ctx context.Context) error {
-			if err := s.startDependencies(ctx); err != nil {
-				return err
-			}
-			return s.startShared(ctx)
-		})
-	}
 	// A transient server may stop between two looks; a few rounds settle it.
 	for range 5 {
 		s.mu.Lock()
@@ -165,7 +141,7 @@ func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*han
 			s.mu.Unlock()
 			// Waited for, not tied to this request: should it end
 			// meanwhile, a start begun again goes on too.
-			if err := bounded(func(ctx context.Context) error { return outlive(ctx, s.start, nil) }); err != nil {
+			if err := boundedStartWait(ctx, startWithin, s.awaitStart); err != nil {
 				return nil, err
 			}
 		case StateStopping:
@@ -188,7 +164,7 @@ func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*han
 				return nil, err
 			}
 			s.mu.Unlock()
-			if err := startOnUse(); err != nil {
+			if err := boundedStartWait(ctx, startWithin, s.startOnUse); err != nil {
 				return nil, err
 			}
 		case StateUnavailable:
@@ -209,7 +185,7 @@ func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*han
 				// not there): it may be there now, and to look costs
 				// nothing.
 				s.mu.Unlock()
-				if err := startOnUse(); err != nil {
+				if err := boundedStartWait(ctx, startWithin, s.startOnUse); err != nil {
 					return nil, err
 				}
 				continue
@@ -230,6 +206,35 @@ func (s *server) acquireBy(ctx context.Context, startWithin time.Duration) (*han
 	defer s.mu.Unlock()
 	return nil, s.unavailableLocked()
 }
+
+// boundedStartWait runs wait, a wait for a start, for at most startWithin
+// (0: no bound); the error then says the bound ran out (errStartWaitOver).
+// Outside acquire's loop: a ready server's acquire makes no closure.
+func boundedStartWait(ctx context.Context, startWithin time.Duration, wait func(context.Context) error) error {
+	if startWithin <= 0 {
+		return wait(ctx)
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, startWithin, errStartWaitOver)
+	defer cancel()
+	err := wait(sctx)
+	if err != nil && ctx.Err() == nil && context.Cause(sctx) == errStartWaitOver && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errStartWaitOver, err)
+	}
+	return err
+}
+
+// startOnUse starts s, and what it depends on, for a request; the start
+// goes on if the request stops waiting.
+func (s *server) startOnUse(ctx context.Context) error {
+	if err := s.startDependencies(ctx); err != nil {
+		return err
+	}
+	return s.startShared(ctx)
+}
+
+// awaitStart waits for the start under way, not tied to the request: a
+// start begun again meanwhile goes on if the request stops waiting.
+func (s *server) awaitStart(ctx context.Context) error { return outlive(ctx, s.start, nil) }
 
 // acquireWithin is acquire for a request with a timeout of its own
 // (timeoutMs; 0: none): waiting for the server's start, which the request
